@@ -1,0 +1,72 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"backoffice/internal/domain"
+)
+
+// statusOf is the one table from error kind to HTTP status.
+var statusOf = map[domain.Kind]int{
+	domain.KindInvalid:         http.StatusBadRequest,
+	domain.KindUnauthenticated: http.StatusUnauthorized,
+	domain.KindForbidden:       http.StatusForbidden,
+	domain.KindNotFound:        http.StatusNotFound,
+	domain.KindConflict:        http.StatusConflict,
+	domain.KindBadGateway:      http.StatusBadGateway,
+	domain.KindUnavailable:     http.StatusServiceUnavailable,
+	domain.KindInternal:        http.StatusInternalServerError,
+}
+
+// errorBody is the one error shape of the contract (seed section 7).
+type errorBody struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// writeError renders err. Anything that is not an application error is our own fault: it is
+// logged with the request id and answered with a generic 500 that reveals nothing.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := domain.AsError(err)
+	if !ok || e.Kind == domain.KindInternal {
+		loggerFrom(r.Context()).Error("request failed", slog.String("error", err.Error()))
+		writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
+		return
+	}
+	if e.Err != nil {
+		loggerFrom(r.Context()).Warn("request refused", slog.String("code", e.Code), slog.String("cause", e.Err.Error()))
+	}
+	status := statusOf[e.Kind]
+	if e.Kind == domain.KindUnauthenticated {
+		w.Header().Set("WWW-Authenticate", "Bearer, Api-Key")
+	}
+	writeErrorBody(w, status, e.Code, e.Detail)
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, code, detail string) {
+	writeJSON(w, status, errorBody{Status: status, Code: code, Detail: detail})
+}
+
+// writeJSON encodes v before writing anything, so an encoding failure can still become a 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // bodies are JSON, never HTML; keep "<" readable in details
+	b := buf.Bytes()
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"status":500,"code":"internal","detail":"the service failed to encode its response"}` + "\n")
+	} else {
+		b = buf.Bytes()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,250 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+)
+
+// Every handler follows the contract's order of checks: authentication (done before it runs),
+// parameter syntax (400), permission (403), existence and visibility (404), state (409).
+
+// SAMLogStore is what the SAM action log list needs.
+type SAMLogStore interface {
+	EntityVisible(ctx context.Context, scope domain.Scope, id domain.ID) (bool, error)
+	ListSAMActionLogs(ctx context.Context, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error)
+}
+
+func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		entity, err := pathID(r, "entityId")
+		if err != nil {
+			return err
+		}
+		page, err := pageFromQuery(r)
+		if err != nil {
+			return err
+		}
+		actor := actorFrom(r.Context())
+		if err := require(actor, domain.PermReadSAMActionLogs); err != nil {
+			return err
+		}
+		visible, err := st.EntityVisible(r.Context(), actor.Scope(), entity)
+		if err != nil {
+			return err
+		}
+		if !visible {
+			return domain.NotFound("entity " + entity.String())
+		}
+		logs, total, err := st.ListSAMActionLogs(r.Context(), entity, page.Number, page.Size)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, List[domain.SAMActionLog]{Meta: newMeta(page, total), Data: logs})
+		return nil
+	}
+}
+
+// AcceptanceStore is what the service acceptance read needs.
+type AcceptanceStore interface {
+	ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error)
+}
+
+func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		lead, err := pathID(r, "leadId")
+		if err != nil {
+			return err
+		}
+		actor := actorFrom(r.Context())
+		if err := require(actor, domain.PermReadServiceAcceptance); err != nil {
+			return err
+		}
+		sa, err := st.ServiceAcceptance(r.Context(), actor.Scope(), lead)
+		if isNotFound(err) {
+			return domain.NotFound("lead " + lead.String())
+		}
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, sa)
+		return nil
+	}
+}
+
+// DecryptStore is what the principal decryption needs.
+type DecryptStore interface {
+	PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (store.SealedSSN, error)
+	RecordAudit(ctx context.Context, e domain.AuditEvent) error
+}
+
+// Opener opens sealed values; *secrets.Ring is one.
+type Opener interface {
+	Open(keyID string, sealed, aad []byte) ([]byte, error)
+}
+
+const decryptAction = "principal.decrypt"
+
+// handleDecrypt answers the one operation that discloses an SSN. Every authenticated attempt is
+// audited, and a granted one only after its audit event is stored: no disclosure goes unrecorded.
+func handleDecrypt(st DecryptStore, ring Opener, now func() time.Time) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		actor := actorFrom(r.Context())
+		ssn, err := decrypt(r, st, ring, actor)
+		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
+			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
+		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
+			return fmt.Errorf("audit of decrypt: %w", auditErr)
+		}
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, struct {
+			SSN string `json:"ssn"`
+		}{ssn.Reveal()})
+		return nil
+	}
+}
+
+func decrypt(r *http.Request, st DecryptStore, ring Opener, actor domain.Actor) (domain.SSN, error) {
+	lead, err := pathID(r, "leadId")
+	if err != nil {
+		return domain.SSN{}, err
+	}
+	principal, err := pathID(r, "principalId")
+	if err != nil {
+		return domain.SSN{}, err
+	}
+	if field := r.PathValue("field"); field != "ssn" {
+		return domain.SSN{}, domain.Errorf(domain.KindInvalid, "unsupported_field", "field %q cannot be decrypted; supported: ssn", auditTarget(field))
+	}
+	if err := require(actor, domain.PermDecryptPrincipals); err != nil {
+		return domain.SSN{}, err
+	}
+	sealed, err := st.PrincipalSSN(r.Context(), actor.Scope(), lead, principal)
+	if isNotFound(err) {
+		return domain.SSN{}, domain.NotFound("principal " + principal.String() + " of lead " + lead.String())
+	}
+	if err != nil {
+		return domain.SSN{}, err
+	}
+	if !sealed.Found {
+		return domain.SSN{}, domain.NotFound("an SSN for principal " + principal.String())
+	}
+	plain, err := ring.Open(sealed.KeyID, sealed.Sealed, secrets.PrincipalAAD(principal.String(), "ssn"))
+	if err != nil {
+		// The key id is safe to log; it names a key, never reveals it.
+		loggerFrom(r.Context()).Error("ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
+		return domain.SSN{}, fmt.Errorf("principal %s: %w", principal, err)
+	}
+	return domain.NewSSN(string(plain)), nil
+}
+
+// outcomeOf names an attempt's result for the audit trail. A failure of our own (a key missing
+// from the ring, say) withheld the value, so it is recorded as denied.
+func outcomeOf(err error) string {
+	if err == nil {
+		return domain.OutcomeGranted
+	}
+	if e, ok := domain.AsError(err); ok {
+		switch e.Kind {
+		case domain.KindInvalid:
+			return domain.OutcomeInvalid
+		case domain.KindNotFound:
+			return domain.OutcomeNotFound
+		}
+	}
+	return domain.OutcomeDenied
+}
+
+// auditTarget keeps a raw path value fit for the audit trail: valid UTF-8, bounded.
+func auditTarget(s string) string {
+	if !utf8.ValidString(s) {
+		s = "(invalid utf-8)"
+	}
+	if len(s) > 64 {
+		s = s[:64]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// DocumentStore is what the document deletion needs.
+type DocumentStore interface {
+	DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error
+	RecordAudit(ctx context.Context, e domain.AuditEvent) error
+}
+
+const deleteDocumentAction = "merchant_document.delete"
+
+func handleDeleteDocument(st DocumentStore, now func() time.Time) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		actor := actorFrom(r.Context())
+		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: deleteDocumentAction,
+			TargetID: auditTarget(r.PathValue("documentId")), Detail: "merchant " + auditTarget(r.PathValue("merchantId"))}
+		merchant, document, err := documentParams(r, actor)
+		if err != nil {
+			event.Outcome = outcomeOf(err)
+			return errors.Join(err, st.RecordAudit(r.Context(), event))
+		}
+		err = st.DeleteMerchantDocument(r.Context(), actor.Scope(), merchant, document, event)
+		if isNotFound(err) {
+			return domain.NotFound("document " + document.String() + " of merchant " + merchant.String())
+		}
+		if err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}
+
+func documentParams(r *http.Request, actor domain.Actor) (merchant, document domain.ID, err error) {
+	if merchant, err = pathID(r, "merchantId"); err != nil {
+		return
+	}
+	if document, err = pathID(r, "documentId"); err != nil {
+		return
+	}
+	err = require(actor, domain.PermDeleteMerchantDocuments)
+	return
+}
+
+// Pusher runs operation 4.1.
+type Pusher interface {
+	Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID) (*domain.LineItemView, error)
+}
+
+func handlePush(p Pusher) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		order, err := pathID(r, "orderId")
+		if err != nil {
+			return err
+		}
+		item, err := pathID(r, "lineItemId")
+		if err != nil {
+			return err
+		}
+		actor := actorFrom(r.Context())
+		if err := require(actor, domain.PermPushDeviceParameters); err != nil {
+			return err
+		}
+		view, err := p.Push(r.Context(), actor, order, item)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, view)
+		return nil
+	}
+}

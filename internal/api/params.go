@@ -1,0 +1,83 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"backoffice/internal/domain"
+)
+
+// pathID parses a uuid path parameter (seed 2.1).
+func pathID(r *http.Request, name string) (domain.ID, error) {
+	id, err := domain.ParseID(r.PathValue(name))
+	if err != nil {
+		return "", domain.InvalidParameter(name, "must be a uuid")
+	}
+	return id, nil
+}
+
+// Page is a validated page request: page >= 1, 1 <= size <= MaxPageSize.
+type Page struct {
+	Number int64
+	Size   int64
+}
+
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
+// ParsePage reads page and size from the query. Only plain ASCII digits are accepted: signs,
+// spaces, decimals and exponents are all refused, so a value means one thing.
+func ParsePage(page, size string, pagePresent, sizePresent bool) (Page, error) {
+	p := Page{Number: 1, Size: DefaultPageSize}
+	var err error
+	if pagePresent {
+		if p.Number, err = parseCount(page); err != nil || p.Number < 1 {
+			return p, domain.InvalidParameter("page", "must be a whole number from 1 up")
+		}
+	}
+	if sizePresent {
+		if p.Size, err = parseCount(size); err != nil || p.Size < 1 || p.Size > MaxPageSize {
+			return p, domain.InvalidParameter("size", "must be a whole number from 1 to 100")
+		}
+	}
+	return p, nil
+}
+
+func parseCount(s string) (int64, error) {
+	if s == "" {
+		return 0, strconv.ErrSyntax
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, strconv.ErrSyntax
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+func pageFromQuery(r *http.Request) (Page, error) {
+	q := r.URL.Query()
+	return ParsePage(q.Get("page"), q.Get("size"), q.Has("page"), q.Has("size"))
+}
+
+// Meta is the list envelope's meta (seed 4.6). TotalPages is at least 1, so that the seed's client
+// rule (request pages until page equals totalPages) also ends on an empty list.
+type Meta struct {
+	Page       int64 `json:"page"`
+	PerPage    int64 `json:"perPage"`
+	TotalCount int64 `json:"totalCount"`
+	TotalPages int64 `json:"totalPages"`
+}
+
+func newMeta(p Page, total int64) Meta {
+	pages := (total + p.Size - 1) / p.Size
+	return Meta{Page: p.Number, PerPage: p.Size, TotalCount: total, TotalPages: max(1, pages)}
+}
+
+// List is the list envelope.
+type List[T any] struct {
+	Meta Meta `json:"meta"`
+	Data []T  `json:"data"`
+}

@@ -1,0 +1,212 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+)
+
+// demoDir is where `serve --demo` keeps its database and its development key.
+const demoDir = "backoffice-demo"
+
+// The demo's credentials are printed on every start; they are for a laptop, never production.
+const (
+	demoAPIKey        = "demo-staff-api-key-not-for-production"
+	demoPartnerAPIKey = "demo-partner-api-key-not-for-production"
+	demoSessionToken  = "demo-session-token-not-for-production"
+)
+
+type demoSetup struct {
+	gatewayURL string
+	stopSim    func()
+}
+
+func (d *demoSetup) close() {
+	if d.stopSim != nil {
+		d.stopSim()
+	}
+}
+
+// prepareDemo fills the configuration gaps: a SQLite file in demoDir, a development master key
+// kept beside it, and an in-process gateway simulator. Anything configured explicitly wins.
+func prepareDemo(ctx context.Context, env Env, cfg *Config, log *slog.Logger) (*demoSetup, error) {
+	if err := os.MkdirAll(demoDir, 0o700); err != nil {
+		return nil, err
+	}
+	if env.Getenv("BACKOFFICE_DATABASE_URL") == "" && cfg.DatabaseURL == defaultDatabaseURL {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(demoDir, "backoffice.db")
+	}
+	if cfg.MasterKey == "" {
+		key, err := demoKey(filepath.Join(demoDir, "master.key"))
+		if err != nil {
+			return nil, err
+		}
+		cfg.MasterKey = secret(key)
+		log.Warn("DEMO MODE: using a development master key from " + filepath.Join(demoDir, "master.key") +
+			"; it is NOT for production: set BACKOFFICE_MASTER_KEY there")
+	}
+	d := &demoSetup{}
+	if cfg.GatewayURL == "" {
+		url, stop, err := startSimulator(ctx, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.GatewayURL, d.gatewayURL, d.stopSim = url, url, stop
+	}
+	return d, nil
+}
+
+// demoKey reads the development key, making it on first use.
+func demoKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	key := secrets.NewKey()
+	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
+}
+
+// load imports the demo dataset into an empty database.
+func (d *demoSetup) load(ctx context.Context, st *store.Store, ring *secrets.Ring) error {
+	empty, err := st.IsEmpty(ctx)
+	if err != nil || !empty {
+		return err
+	}
+	_, err = st.Import(ctx, demoDataset(time.Now().UTC()), ring)
+	return err
+}
+
+// demoID makes the demo's fixed, readable ids (valid version-4 uuids).
+func demoID(n int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", n)) }
+
+// Fixed ids of the demo records the printed curl lines use.
+var (
+	demoLead       = demoID(301)
+	demoPrincipal  = demoID(401)
+	demoMerchant   = demoID(501)
+	demoDocument   = demoID(601)
+	demoOrder      = demoID(801)
+	demoLineItem   = demoID(1101)
+	demoTerminalID = "TID/DEMO 0001"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func demoDataset(now time.Time) *dataset.Dataset {
+	staff, partnerUser := demoID(101), demoID(102)
+	partnerA, partnerB := demoID(1), demoID(2)
+	stamps := domain.Stamps{CreatedAt: now, CreatedBy: staff, UpdatedAt: now, UpdatedBy: staff}
+	model := demoID(701)
+	unit, equipment, varsheet := demoID(901), demoID(1001), demoID(1201)
+	plans := []domain.CardPlan{
+		{ID: demoID(201), Code: "visa", DisplayName: "Visa", SortOrder: 1},
+		{ID: demoID(202), Code: "mastercard", DisplayName: "Mastercard", SortOrder: 2},
+		{ID: demoID(203), Code: "discover", DisplayName: "Discover", SortOrder: 3},
+		{ID: demoID(204), Code: "amex", DisplayName: "American Express", SortOrder: 4},
+	}
+	settings, _ := json.Marshal(map[string]any{
+		"tips":         map[string]any{"enabled": true, "presetsPercent": []float64{15, 18, 20}, "allowCustom": true},
+		"tax":          map[string]any{"enabled": true, "ratePercent": "8.250"},
+		"avs":          map[string]any{"enabled": true, "mode": "zip"},
+		"receipt":      map[string]any{"merchantCopy": true, "customerCopy": "prompt", "headerLines": []string{"DEMO COFFEE"}, "footerLines": []string{"Thank you"}},
+		"transactions": map[string]any{"sale": true, "refund": true, "void": true, "preAuth": false, "manualEntry": true, "cashBack": true},
+		"autoBatch":    map[string]any{"enabled": true, "time": "23:30"},
+	})
+	ds := &dataset.Dataset{
+		Partners: []domain.Partner{{ID: partnerA, Name: "Demo ISO"}, {ID: partnerB, Name: "Other Partner"}},
+		Users: []domain.User{
+			{ID: staff, Email: "ops@demo.example", Permissions: []domain.Permission{domain.PermAll}},
+			{ID: partnerUser, PartnerID: &partnerB, Email: "agent@other.example", Permissions: []domain.Permission{domain.PermReadSAMActionLogs}},
+		},
+		APIKeys: []domain.APIKey{
+			{ID: demoID(111), UserID: staff, Key: demoAPIKey},
+			{ID: demoID(112), UserID: partnerUser, Key: demoPartnerAPIKey},
+		},
+		Sessions:  []domain.Session{{ID: demoID(121), UserID: staff, Token: demoSessionToken, ExpiresAt: now.AddDate(1, 0, 0)}},
+		CardPlans: plans,
+		Leads: []domain.Lead{
+			{ID: demoLead, PartnerID: partnerA, BusinessName: "Demo Coffee LLC", MidID: ptr(demoID(3001)),
+				ServiceAcceptance: &domain.StoredAcceptance{Configured: true, SelectedCardPlanIDs: []domain.ID{plans[0].ID, plans[1].ID, plans[3].ID},
+					AmexProgram: ptr("opt_blue"), EBTBenefitMode: ptr("both"), EBTFcsNumber: ptr("1234567")}},
+			{ID: demoID(302), PartnerID: partnerA, BusinessName: "Unconfigured Bakery"},
+		},
+		Principals: []domain.Principal{
+			{ID: demoPrincipal, LeadID: demoLead, FirstName: "Dana", LastName: "Demo", SSN: ptr("123-45-6789")},
+			{ID: demoID(402), LeadID: demoLead, FirstName: "Noel", LastName: "Nossn"},
+		},
+		Merchants: []domain.Merchant{{ID: demoMerchant, PartnerID: partnerA, LeadID: &demoLead, Name: "Demo Coffee"}},
+		MerchantDocuments: []domain.MerchantDocument{
+			{ID: demoDocument, MerchantID: demoMerchant, FileName: "voided-check.pdf", ContentType: "application/pdf", ContentBase64: []byte("%PDF-1.4 demo")},
+			{ID: demoID(602), MerchantID: demoMerchant, FileName: "lease.pdf", ContentType: "application/pdf", ContentBase64: []byte("%PDF-1.4 demo lease")},
+		},
+		PricingModels:    []domain.PricingModel{{ID: demoID(551), MerchantID: demoMerchant, Active: true, Type: "cash_discount", AdjustmentPercent: ptr("3.990")}},
+		DeploymentModels: []domain.DeploymentModel{{ID: model, Name: "Demo Smart Terminal", EquipmentType: "terminal", Workflow: "gateway"}},
+		DeploymentOrders: []domain.DeploymentOrder{{ID: demoOrder, MerchantID: demoMerchant}},
+		InventoryUnits: []domain.InventoryUnit{{ID: unit, DeploymentModelID: model, SerialNumber: "SN-DEMO-0001", Condition: "new",
+			Status: "assigned", ReceivedDate: now.AddDate(0, 0, -10), Stamps: stamps}},
+		Varsheets: []domain.Varsheet{{ID: varsheet, EntityID: demoLead, EntityType: "lead", MidID: demoID(3001), VNumber: "V1234567",
+			TerminalIDNumber: ptr("7000001"), MerchantNumber: ptr("4445550001"), CurrencyCode: ptr("840"), TimeZoneCode: ptr("708"),
+			PinDebit: ptr(true), EBTFoodStamps: ptr(true), EBTCash: ptr(false), Stamps: stamps}},
+		Equipment: []domain.Equipment{{ID: equipment, EntityID: demoLead, EntityType: "lead", DeploymentModelID: model, InventoryUnitID: &unit,
+			VendorTerminalID: ptr(demoTerminalID), VarsheetID: &varsheet, Status: "active", DeployedDate: ptr(now.AddDate(0, 0, -2)), Stamps: stamps}},
+		LineItems: []domain.LineItem{{ID: demoLineItem, OrderID: demoOrder, OrderType: "gateway", DeploymentModelID: model,
+			ConnectionType: []string{"ip", "wifi"}, Status: "deployed", InventoryUnitID: &unit, EquipmentID: &equipment, VarsheetID: &varsheet, Stamps: stamps}},
+		Shipments: []dataset.Shipment{{LineItemID: demoLineItem, Shipment: domain.Shipment{ID: demoID(1301), Status: "delivered",
+			CarrierCode: ptr("ups"), TrackingNumber: ptr("1Z999AA10123456784"), ShippedDate: ptr(now.AddDate(0, 0, -5))}}},
+		FileBuilds: []domain.FileBuild{{ID: demoID(1401), LineItemID: demoLineItem, Settings: settings}},
+	}
+	actions := []string{"add_equipment_purchase", "add_equipment_purchase_fail", "update_mid", "board_merchant"}
+	for i := range 45 {
+		ds.SAMActionLogs = append(ds.SAMActionLogs, domain.SAMActionLog{ID: demoID(5000 + i), EntityID: demoLead,
+			Action: actions[i%len(actions)], ActionDate: now.Add(-time.Duration(i) * time.Hour).Truncate(time.Second), SamID: int64(9000 + i)})
+	}
+	return ds
+}
+
+// printCurls prints a ready-to-paste line for each operation.
+func (d *demoSetup) printCurls(w io.Writer, base string) {
+	auth := fmt.Sprintf("-H 'Authorization: Api-Key %s'", demoAPIKey)
+	fmt.Fprintf(w, `
+backoffice demo is running at %[1]s (DEMO MODE: development master key and demo credentials; not for production)
+
+# List a lead's SAM action logs, 5 per page
+curl -s %[2]s '%[1]s/v1/crm/sam-action-logs/%[3]s?page=1&size=5'
+
+# Get the lead's service acceptance
+curl -s %[2]s '%[1]s/v1/crm/leads/%[3]s/service-acceptance'
+
+# Decrypt a principal's SSN (audited)
+curl -s %[2]s '%[1]s/v1/crm/leads/%[3]s/principals/%[4]s/decrypt/ssn'
+
+# Push a terminal's device parameters to its gateway
+curl -s -X POST %[2]s '%[1]s/v1/crm/deployment-orders/%[5]s/line-items/%[6]s/device-parameters'
+
+# Delete a merchant document (204 the first time, 404 after)
+curl -s -i -X DELETE %[2]s '%[1]s/v1/crm/merchants/%[7]s/documents/%[8]s'
+
+# The same with a session token, and as another partner's user (404: not theirs)
+curl -s -H 'Authorization: Bearer %[9]s' '%[1]s/v1/crm/leads/%[3]s/service-acceptance'
+curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
+`, base, auth, demoLead, demoPrincipal, demoOrder, demoLineItem, demoMerchant, demoDocument, demoSessionToken, demoPartnerAPIKey)
+	if d.gatewayURL != "" {
+		fmt.Fprintf(w, "\n# What the in-process gateway simulator received for the terminal\ncurl -s '%s/v1/terminals/%s/parameters'\n",
+			d.gatewayURL, strings.ReplaceAll(strings.ReplaceAll(demoTerminalID, "/", "%2F"), " ", "%20"))
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"backoffice/internal/gateway"
+)
+
+func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("gateway-sim", env)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
+	token := fs.String("token", string(cfg.GatewayToken), "bearer token to require (default BACKOFFICE_GATEWAY_TOKEN; empty: none)")
+	failureRate := fs.Float64("failure-rate", 0, "fraction of pushes, 0 to 1, answered 503")
+	latency := fs.Duration("latency", 0, "delay added to every request")
+	if pos, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(pos) != 0 {
+		return fmt.Errorf("%w: gateway-sim takes no arguments", ErrUsage)
+	}
+	if *failureRate < 0 || *failureRate > 1 {
+		return fmt.Errorf("%w: --failure-rate must be from 0 to 1", ErrUsage)
+	}
+	log := newLogger(env.Stderr, cfg.LogLevel)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *addr, err)
+	}
+	sim := gateway.NewSimulator(gateway.SimOptions{Token: *token, FailureRate: *failureRate, Latency: *latency})
+	log.Info("gateway simulator serving", slog.String("addr", ln.Addr().String()),
+		slog.Float64("failure_rate", *failureRate), slog.Duration("latency", *latency))
+	return serveUntilDone(ctx, ln, sim, log)
+}
+
+// startSimulator runs a simulator in-process on a free loopback port, for the demo.
+func startSimulator(ctx context.Context, log *slog.Logger) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = serveUntilDone(sctx, ln, gateway.NewSimulator(gateway.SimOptions{}), log.With(slog.String("component", "gateway-sim")))
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}

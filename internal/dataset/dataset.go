@@ -1,0 +1,210 @@
+// Package dataset is the dataset file of operations.md: one JSON object whose keys hold the
+// records of the back office. Read decodes and checks a file on its own (syntax, types, enums,
+// uuids, duplicates within the file); references to the database are the importer's to check.
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"backoffice/internal/domain"
+)
+
+// Dataset holds every kind of record, in the order the keys are written.
+type Dataset struct {
+	Partners          []domain.Partner          `json:"partners,omitempty"`
+	Users             []domain.User             `json:"users,omitempty"`
+	APIKeys           []domain.APIKey           `json:"apiKeys,omitempty"`
+	Sessions          []domain.Session          `json:"sessions,omitempty"`
+	CardPlans         []domain.CardPlan         `json:"cardPlans,omitempty"`
+	Leads             []domain.Lead             `json:"leads,omitempty"`
+	Principals        []domain.Principal        `json:"principals,omitempty"`
+	Merchants         []domain.Merchant         `json:"merchants,omitempty"`
+	MerchantDocuments []domain.MerchantDocument `json:"merchantDocuments,omitempty"`
+	PricingModels     []domain.PricingModel     `json:"pricingModels,omitempty"`
+	DeploymentModels  []domain.DeploymentModel  `json:"deploymentModels,omitempty"`
+	DeploymentOrders  []domain.DeploymentOrder  `json:"deploymentOrders,omitempty"`
+	InventoryUnits    []domain.InventoryUnit    `json:"inventoryUnits,omitempty"`
+	Equipment         []domain.Equipment        `json:"equipment,omitempty"`
+	Varsheets         []domain.Varsheet         `json:"varsheets,omitempty"`
+	LineItems         []domain.LineItem         `json:"lineItems,omitempty"`
+	Shipments         []Shipment                `json:"shipments,omitempty"`
+	FileBuilds        []domain.FileBuild        `json:"fileBuilds,omitempty"`
+	SAMActionLogs     []domain.SAMActionLog     `json:"samActionLogs,omitempty"`
+	MerchantNotes     []domain.MerchantNote     `json:"merchantNotes,omitempty"`
+	AuditEvents       []domain.AuditEvent       `json:"auditEvents,omitempty"`
+}
+
+// Shipment is seed 2.6 plus the line item it belongs to.
+type Shipment struct {
+	domain.Shipment
+	LineItemID domain.ID `json:"lineItemId"`
+}
+
+// Error names where in the file a problem is, as a JSON path, and what it is.
+type Error struct {
+	Path    string
+	Problem string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Problem
+	}
+	return e.Path + ": " + e.Problem
+}
+
+// Errorf builds an Error.
+func Errorf(path, format string, args ...any) *Error {
+	return &Error{Path: path, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Read decodes and checks a dataset. Ids come back in canonical (lower-case) form.
+func Read(r io.Reader) (*Dataset, error) {
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	if err := dec.Decode(&top); err != nil {
+		return nil, &Error{Problem: "not a JSON object: " + describe(err)}
+	}
+	if dec.More() {
+		return nil, &Error{Problem: "unexpected data after the JSON object"}
+	}
+	if top == nil {
+		return nil, &Error{Problem: "not a JSON object"}
+	}
+	var ds Dataset
+	sections := ds.sections()
+	for key := range top {
+		if _, ok := sections[key]; !ok {
+			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(sectionOrder, ", "))
+		}
+	}
+	for _, key := range sectionOrder {
+		raw, ok := top[key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		if err := sections[key].decode(key, raw); err != nil {
+			return nil, err
+		}
+	}
+	if err := ds.check(); err != nil {
+		return nil, err
+	}
+	return &ds, nil
+}
+
+// Write encodes the dataset as an indented JSON object.
+func Write(w io.Writer, ds *Dataset) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ds); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// section decodes one key's array.
+type section struct {
+	decode func(key string, raw json.RawMessage) error
+}
+
+var sectionOrder = []string{"partners", "users", "apiKeys", "sessions", "cardPlans", "leads", "principals",
+	"merchants", "merchantDocuments", "pricingModels", "deploymentModels", "deploymentOrders", "inventoryUnits",
+	"equipment", "varsheets", "lineItems", "shipments", "fileBuilds", "samActionLogs", "merchantNotes", "auditEvents"}
+
+func (ds *Dataset) sections() map[string]section {
+	return map[string]section{
+		"partners":          sectionOf(&ds.Partners),
+		"users":             sectionOf(&ds.Users),
+		"apiKeys":           sectionOf(&ds.APIKeys),
+		"sessions":          sectionOf(&ds.Sessions),
+		"cardPlans":         sectionOf(&ds.CardPlans),
+		"leads":             sectionOf(&ds.Leads),
+		"principals":        sectionOf(&ds.Principals),
+		"merchants":         sectionOf(&ds.Merchants),
+		"merchantDocuments": sectionOf(&ds.MerchantDocuments),
+		"pricingModels":     sectionOf(&ds.PricingModels),
+		"deploymentModels":  sectionOf(&ds.DeploymentModels),
+		"deploymentOrders":  sectionOf(&ds.DeploymentOrders),
+		"inventoryUnits":    sectionOf(&ds.InventoryUnits),
+		"equipment":         sectionOf(&ds.Equipment),
+		"varsheets":         sectionOf(&ds.Varsheets),
+		"lineItems":         sectionOf(&ds.LineItems),
+		"shipments":         sectionOf(&ds.Shipments),
+		"fileBuilds":        sectionOf(&ds.FileBuilds),
+		"samActionLogs":     sectionOf(&ds.SAMActionLogs),
+		"merchantNotes":     sectionOf(&ds.MerchantNotes),
+		"auditEvents":       sectionOf(&ds.AuditEvents),
+	}
+}
+
+// sectionOf decodes an array record by record, so that an error can name the record's index.
+func sectionOf[T any](dst *[]T) section {
+	return section{decode: func(key string, raw json.RawMessage) error {
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return Errorf(key, "expected an array of objects")
+		}
+		out := make([]T, len(items))
+		for i, item := range items {
+			path := fmt.Sprintf("%s[%d]", key, i)
+			if err := decodeStrict(item, &out[i]); err != nil {
+				return fieldError(path, err)
+			}
+		}
+		*dst = out
+		return nil
+	}}
+}
+
+func decodeStrict(raw json.RawMessage, v any) error {
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("null")) {
+		return errors.New("expected an object, got null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// fieldError turns a decoding error into a path and a problem a person can act on.
+func fieldError(path string, err error) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		p := path
+		if te.Field != "" {
+			p += "." + te.Field
+		}
+		return Errorf(p, "expected %s, got %s", jsonType(te.Type.Kind().String()), te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return Errorf(path, "unknown field %s", f)
+	}
+	return Errorf(path, "%s", describe(err))
+}
+
+func describe(err error) string {
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonType(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	default:
+		return "a number"
+	}
+}

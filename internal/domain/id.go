@@ -1,0 +1,72 @@
+// Package domain holds the types every other package speaks in: identifiers, the actor making a
+// request, the records of the back office, and the closed set of application errors.
+package domain
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ID is a uuid in the canonical lower-case form. Values of this type have been through ParseID,
+// so inner code never sees an unchecked identifier.
+type ID string
+
+// ErrBadID is returned by ParseID for anything that is not a uuid per seed section 2.1.
+var ErrBadID = errors.New("not a uuid")
+
+const (
+	nilID = "00000000-0000-0000-0000-000000000000"
+	maxID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+)
+
+// ParseID accepts 8-4-4-4-12 hex digits with a version digit 1-8 and a variant digit 8, 9, a or b
+// (either case), plus the nil and max ids. Ids differing only in case are the same id.
+func ParseID(s string) (ID, error) {
+	if len(s) != 36 {
+		return "", ErrBadID
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return "", ErrBadID
+			}
+		default:
+			if !isHex(c) {
+				return "", ErrBadID
+			}
+		}
+	}
+	low := strings.ToLower(s)
+	if low == nilID || low == maxID {
+		return ID(low), nil
+	}
+	if v := low[14]; v < '1' || v > '8' {
+		return "", ErrBadID
+	}
+	switch low[19] {
+	case '8', '9', 'a', 'b':
+	default:
+		return "", ErrBadID
+	}
+	return ID(low), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// String returns the canonical form.
+func (id ID) String() string { return string(id) }
+
+// NewID returns a random (version 4) id.
+func NewID() ID {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return ID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}

@@ -1,0 +1,287 @@
+// Package gateway pushes device parameters to the terminal gateway, and
+// simulates that gateway for development and tests. The protocol is the one
+// of device-parameters.md: one PUT per terminal, retried with backoff within a
+// total time budget, never following redirects.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout is the total budget of one push when Config.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the gateway's address, e.g. "https://gw.example.com/api".
+	// Empty or unusable: every push fails at once as KindUnavailable.
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>"; empty sends none.
+	Token string
+	// Timeout is the total budget of one Push, retries and waits included.
+	// Zero means DefaultTimeout.
+	Timeout time.Duration
+	// AttemptTimeout bounds one request, so that a gateway that hangs once
+	// still leaves time for a retry. Zero means a third of Timeout.
+	AttemptTimeout time.Duration
+	// HTTPClient, if set, supplies the transport (and any client timeout).
+	// The Client works on a copy whose redirect policy is replaced: the
+	// bearer token must never travel to another address.
+	HTTPClient *http.Client
+	// Rand returns a number in [0, 1) for backoff jitter; nil means
+	// math/rand/v2. Tests inject it to make delays predictable.
+	Rand func() float64
+}
+
+// String masks the token, so that printing a Config cannot leak it.
+func (c Config) String() string {
+	return fmt.Sprintf("{BaseURL:%s Token:%s Timeout:%s AttemptTimeout:%s}",
+		c.BaseURL, mask(c.Token), c.Timeout, c.AttemptTimeout)
+}
+
+// LogValue masks the token in structured logs.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("baseURL", c.BaseURL),
+		slog.String("token", mask(c.Token)),
+		slog.Duration("timeout", c.Timeout),
+	)
+}
+
+func mask(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// Client pushes parameters to one gateway. It is safe for concurrent use.
+type Client struct {
+	base           *url.URL
+	baseErr        error
+	token          string
+	timeout        time.Duration
+	attemptTimeout time.Duration
+	http           *http.Client
+	rand           func() float64
+}
+
+// Result is a successful push.
+type Result struct {
+	// PushID is the gateway's id for the push, "" when its answer had none.
+	PushID string
+	// Attempts is how many requests it took.
+	Attempts int
+}
+
+// New returns a Client for cfg. A bad BaseURL is not an error here: it is
+// reported by every Push, so that a misconfigured gateway is an outcome of
+// operation 4.1 (recorded in its merchant note) rather than a failed start.
+func New(cfg Config) *Client {
+	c := &Client{
+		token:          cfg.Token,
+		timeout:        cfg.Timeout,
+		attemptTimeout: cfg.AttemptTimeout,
+		rand:           cfg.Rand,
+	}
+	c.base, c.baseErr = parseBaseURL(cfg.BaseURL)
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.attemptTimeout <= 0 {
+		c.attemptTimeout = c.timeout / 3
+	}
+	if c.rand == nil {
+		c.rand = mathrand.Float64
+	}
+	c.http = &http.Client{}
+	if cfg.HTTPClient != nil {
+		copied := *cfg.HTTPClient
+		c.http = &copied
+	}
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}
+	return c
+}
+
+func parseBaseURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("no gateway URL is configured")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("the configured gateway URL is not an http(s) URL")
+	}
+	return u, nil
+}
+
+// Push sends payload, encoded with encoding/json (pass a json.RawMessage to
+// send bytes as they are), as the parameters of terminalID.
+//
+// A failed push is an *Error. The one exception is the caller's own context:
+// when ctx is canceled or its deadline passes, Push stops and returns
+// ctx.Err() as is, because the caller, not the gateway, ended the push.
+// Other errors (an empty terminal id, a payload that cannot be encoded) are
+// programming errors.
+func (c *Client) Push(ctx context.Context, terminalID string, payload any) (Result, error) {
+	if terminalID == "" {
+		return Result{}, errors.New("gateway: empty terminal id")
+	}
+	if c.baseErr != nil {
+		return Result{}, &Error{Kind: KindUnavailable, Reason: c.baseErr.Error()}
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return Result{}, fmt.Errorf("gateway: encode payload: %w", err)
+	}
+	p := push{
+		client: c,
+		url:    c.endpoint(terminalID),
+		body:   body,
+		// One key for every attempt, so the gateway can tell a retry from a
+		// new push and apply it once.
+		idempotencyKey: rand.Text(),
+	}
+	return p.run(ctx)
+}
+
+// endpoint is {BaseURL}/v1/terminals/{terminalID}/parameters. Both Path and
+// RawPath are set so that a "/" in the id travels as %2F, inside one path
+// segment, instead of being taken as a separator.
+func (c *Client) endpoint(terminalID string) string {
+	u := *c.base
+	u.RawQuery, u.Fragment = "", ""
+	basePath := strings.TrimSuffix(u.Path, "/")
+	baseRaw := strings.TrimSuffix(u.EscapedPath(), "/")
+	u.Path = basePath + "/v1/terminals/" + terminalID + "/parameters"
+	u.RawPath = baseRaw + "/v1/terminals/" + escapeSegment(terminalID) + "/parameters"
+	return u.String()
+}
+
+// escapeSegment is url.PathEscape, except that the ids "." and ".." are sent
+// as %2E: as plain dots, servers (Go's ServeMux among them) would clean them
+// away as path navigation.
+func escapeSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}
+
+// push is one call of Push: the request it repeats and the budget it has.
+type push struct {
+	client         *Client
+	url            string
+	body           []byte
+	idempotencyKey string
+}
+
+func (p *push) run(ctx context.Context) (Result, error) {
+	budget, cancel := context.WithTimeout(ctx, p.client.timeout)
+	defer cancel()
+	delays := backoff{rand: p.client.rand}
+	for attempts := 1; ; attempts++ {
+		pushID, err := p.attempt(budget)
+		if err == nil {
+			return Result{PushID: pushID, Attempts: attempts}, nil
+		}
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		var again *retryable
+		if !errors.As(err, &again) {
+			return Result{}, withAttempts(err, attempts)
+		}
+		delay := max(delays.next(), again.after)
+		if !fitsBudget(budget, delay) || !sleep(budget, delay) {
+			if ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
+			return Result{}, again.unavailable(attempts)
+		}
+	}
+}
+
+// attempt sends the request once, bounded by the per-attempt timeout. It
+// returns the push id on success, a *retryable when trying again may help,
+// or an *Error when it will not.
+func (p *push) attempt(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.client.attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url, bytes.NewReader(p.body))
+	if err != nil {
+		return "", &Error{Kind: KindUnavailable, Reason: "the gateway URL cannot be used", Cause: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Idempotency-Key", p.idempotencyKey)
+	if p.client.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.client.token)
+	}
+	resp, err := p.client.http.Do(req)
+	if err != nil {
+		return "", transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	// Read the body while the attempt's context is still alive.
+	body := p.client.redact(readBody(resp.Body))
+	return classify(resp, body, time.Now())
+}
+
+// redact blanks the token out of a gateway answer before any of it can become
+// an error reason: a gateway that echoes request headers must not get the
+// token into a merchant note.
+func (c *Client) redact(body []byte) []byte {
+	if c.token == "" {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(c.token), []byte("[redacted]"))
+}
+
+func withAttempts(err error, attempts int) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Attempts = attempts
+	}
+	return err
+}
+
+// retryable is an attempt that failed in a way a later attempt may not.
+type retryable struct {
+	reason string
+	status int
+	after  time.Duration // the gateway's Retry-After, 0 if none
+	cause  error
+}
+
+func (r *retryable) Error() string { return r.reason }
+
+func (r *retryable) unavailable(attempts int) *Error {
+	return &Error{
+		Kind:       KindUnavailable,
+		Reason:     r.reason,
+		Attempts:   attempts,
+		StatusCode: r.status,
+		Cause:      r.cause,
+	}
+}
+
+func transportFailure(ctx context.Context, err error) *retryable {
+	reason := "the gateway could not be reached"
+	if ctx.Err() != nil {
+		reason = "the gateway did not answer in time"
+	}
+	return &retryable{reason: reason, cause: err}
+}

@@ -1,0 +1,185 @@
+// Package push is operation 4.1: re-send a provisioned terminal's parameters and POS menu to its
+// gateway. It reads the line item, checks every precondition before any network call, holds a
+// database lease so that one line item is pushed by one process at a time, and records the
+// outcome as a merchant note. It never changes the status of anything.
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"backoffice/internal/deviceparams"
+	"backoffice/internal/domain"
+	"backoffice/internal/gateway"
+	"backoffice/internal/store"
+)
+
+// Store is what a push reads and writes.
+type Store interface {
+	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*store.PushSource, error)
+	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
+	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
+	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
+}
+
+// Gateway sends a payload to the gateway hosting a terminal; *gateway.Client is one.
+type Gateway interface {
+	Push(ctx context.Context, terminalID string, payload any) (gateway.Result, error)
+}
+
+// Service runs pushes.
+type Service struct {
+	store Store
+	gw    Gateway // nil when no gateway is configured
+	now   func() time.Time
+	lease time.Duration
+	log   *slog.Logger
+}
+
+// Config configures a Service.
+type Config struct {
+	Store   Store
+	Gateway Gateway // nil: every push that passes its checks answers gateway_unavailable
+	// Budget is the gateway's total time budget; the lease outlives it, so that a running push
+	// is never taken over, yet a crashed process frees the line item soon after.
+	Budget time.Duration
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// leaseMargin is how long a lease outlives the gateway budget: time to write the note.
+const leaseMargin = 30 * time.Second
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// Push re-sends the line item's device parameters and returns the line item as it is: a push
+// changes nothing but the merchant's notes.
+func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID) (*domain.LineItemView, error) {
+	src, err := s.store.PushSource(ctx, actor.Scope(), orderID, lineItemID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.NotFound("line item " + lineItemID.String() + " of deployment order " + orderID.String())
+	}
+	if err != nil {
+		return nil, err
+	}
+	in, err := Preconditions(src)
+	if err != nil {
+		return nil, err
+	}
+	holder := domain.NewID().String()
+	ok, err := s.store.AcquirePushLease(ctx, lineItemID, holder, s.lease)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, domain.Conflict("push_in_progress", "another push of this line item is running; try again when it has finished")
+	}
+	// The lease and the note must be settled even if the caller goes away mid-push.
+	settle := context.WithoutCancel(ctx)
+	defer func() {
+		if err := s.store.ReleasePushLease(settle, lineItemID, holder); err != nil {
+			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
+		}
+	}()
+	result, pushErr := s.send(ctx, in)
+	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
+		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
+	if err := s.store.AddMerchantNote(settle, note); err != nil {
+		return nil, fmt.Errorf("push of line item %s: merchant note: %w", lineItemID, err)
+	}
+	if pushErr != nil {
+		return nil, answer(pushErr)
+	}
+	return &src.View, nil
+}
+
+// errNoGateway is the outcome of a push when no gateway is configured.
+var errNoGateway = &gateway.Error{Kind: gateway.KindUnavailable, Reason: "no gateway is configured (BACKOFFICE_GATEWAY_URL is not set)"}
+
+func (s *Service) send(ctx context.Context, in deviceparams.Input) (gateway.Result, error) {
+	if s.gw == nil {
+		return gateway.Result{}, errNoGateway
+	}
+	return s.gw.Push(ctx, in.TerminalID, deviceparams.Derive(in))
+}
+
+// answer maps a failed push to the contract's 502s.
+func answer(err error) error {
+	var ge *gateway.Error
+	if !errors.As(err, &ge) {
+		return &domain.Error{Kind: domain.KindBadGateway, Code: "gateway_unavailable", Detail: "the push did not complete", Err: err}
+	}
+	if ge.Kind == gateway.KindRejected {
+		return &domain.Error{Kind: domain.KindBadGateway, Code: "gateway_rejected", Detail: "the gateway rejected the push: " + ge.Reason}
+	}
+	return &domain.Error{Kind: domain.KindBadGateway, Code: "gateway_unavailable", Detail: "the gateway is unavailable: " + ge.Reason}
+}
+
+func noteBody(user domain.ID, terminal string, lineItem domain.ID, r gateway.Result, err error) string {
+	who := fmt.Sprintf("Device parameter push by user %s to terminal %q for line item %s", user, terminal, lineItem)
+	if err != nil {
+		var ge *gateway.Error
+		if errors.As(err, &ge) {
+			return fmt.Sprintf("%s failed: gateway %s after %d attempt(s): %s", who, ge.Kind, ge.Attempts, ge.Reason)
+		}
+		return fmt.Sprintf("%s failed: %v", who, err)
+	}
+	id := r.PushID
+	if id == "" {
+		id = "none given"
+	}
+	return fmt.Sprintf("%s succeeded after %d attempt(s); gateway push id: %s", who, r.Attempts, id)
+}
+
+// Preconditions checks a line item in the contract's order and derives the push input. Where
+// several fail, the first in the order is the answer.
+func Preconditions(src *store.PushSource) (deviceparams.Input, error) {
+	v := src.View
+	switch {
+	case domain.OneOf(v.Status, domain.InactiveLineItemSet):
+		return deviceparams.Input{}, domain.Conflict("line_item_inactive", "the line item is "+v.Status)
+	case src.Workflow != domain.WorkflowGateway:
+		return deviceparams.Input{}, domain.Conflict("not_gateway_workflow", "the line item's deployment model uses the "+src.Workflow+" workflow, not the gateway workflow")
+	case v.Equipment == nil:
+		return deviceparams.Input{}, domain.Conflict("missing_equipment", "the line item has no equipment")
+	case v.Equipment.VendorTerminalID == nil || *v.Equipment.VendorTerminalID == "":
+		return deviceparams.Input{}, domain.Conflict("missing_vendor_terminal_id", "the line item's equipment has no vendor terminal id")
+	case v.Varsheet == nil:
+		return deviceparams.Input{}, domain.Conflict("missing_varsheet", "the line item has no VAR sheet")
+	case src.FileBuild == nil:
+		return deviceparams.Input{}, domain.Conflict("missing_file_build", "the line item has no file build")
+	case src.Pricing == nil:
+		return deviceparams.Input{}, domain.Conflict("no_active_pricing_model", "the merchant has no active pricing model")
+	}
+	settings, err := deviceparams.ParseSettings(src.FileBuild)
+	if err != nil {
+		return deviceparams.Input{}, fmt.Errorf("stored file build of line item %s: %w", v.ID, err)
+	}
+	var serial *string
+	if v.InventoryUnit != nil {
+		serial = &v.InventoryUnit.SerialNumber
+	}
+	vs := v.Varsheet
+	return deviceparams.Input{
+		TerminalID:   *v.Equipment.VendorTerminalID,
+		SerialNumber: serial,
+		Varsheet: deviceparams.Varsheet{MerchantNumber: vs.MerchantNumber, TerminalIDNumber: vs.TerminalIDNumber, VNumber: vs.VNumber,
+			Chain: vs.Chain, Agent: vs.Agent, StoreNumber: vs.StoreNumber, MerchantLocationNumber: vs.MerchantLocationNumber,
+			CurrencyCode: vs.CurrencyCode, TimeZoneCode: vs.TimeZoneCode, PinDebit: vs.PinDebit, EBTFoodStamps: vs.EBTFoodStamps, EBTCash: vs.EBTCash},
+		Settings: settings,
+		Pricing:  deviceparams.PricingModel{Type: src.Pricing.Type, AdjustmentPercent: src.Pricing.AdjustmentPercent},
+	}, nil
+}

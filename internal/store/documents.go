@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"backoffice/internal/domain"
+)
+
+// DeleteMerchantDocument removes a document of a merchant visible to the scope, content and all,
+// and writes the audit event in the same transaction: the deletion and its record stand or fall
+// together. The event's outcome is set here from what happened.
+func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error {
+	var found bool
+	err := s.tx(ctx, func(q querier) error {
+		var err error
+		found, err = deleteDocument(ctx, q, scope, merchantID, documentID)
+		if err != nil {
+			return err
+		}
+		event.Outcome = domain.OutcomeGranted
+		if !found {
+			event.Outcome = domain.OutcomeNotFound
+		}
+		return insertAudit(ctx, q, event)
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return errNotFound
+	}
+	return nil
+}
+
+func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {
+	var partner string
+	err := q.row(ctx, `SELECT partner_id FROM merchants WHERE id = ?`, merchantID).Scan(&partner)
+	if err != nil {
+		if notFoundOr(err, "") == errNotFound {
+			return false, nil
+		}
+		return false, fmt.Errorf("store: merchant %s: %w", merchantID, err)
+	}
+	if !scope.Sees(domain.ID(partner)) {
+		return false, nil
+	}
+	res, err := q.exec(ctx, `DELETE FROM merchant_documents WHERE id = ? AND merchant_id = ?`, documentID, merchantID)
+	if err != nil {
+		return false, fmt.Errorf("store: delete document %s: %w", documentID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: delete document %s: %w", documentID, err)
+	}
+	return n == 1, nil
+}
+
+// RecordAudit writes one audit event.
+func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
+	return insertAudit(ctx, s.q(), e)
+}
+
+func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
+	if e.ID == "" {
+		e.ID = domain.NewID()
+	}
+	_, err := q.exec(ctx, `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail)
+	if err != nil {
+		return fmt.Errorf("store: audit event: %w", err)
+	}
+	return nil
+}

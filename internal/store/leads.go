@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"backoffice/internal/domain"
+)
+
+// ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,
+// sorted by sortOrder, marking the lead's plans. A lead with none stored reads as not configured.
+func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
+	var sa domain.ServiceAcceptance
+	var partner string
+	var mid, fcs, amex, esa, ebt sql.NullString
+	var configured sql.NullBool
+	err := s.q().row(ctx, `SELECT partner_id, mid_id, sa_configured, sa_ebt_fcs_number, sa_amex_program, sa_amex_esa_number, sa_ebt_benefit_mode FROM leads WHERE id = ?`, leadID).
+		Scan(&partner, &mid, &configured, &fcs, &amex, &esa, &ebt)
+	if err != nil {
+		return sa, notFoundOr(err, "lead %s", leadID)
+	}
+	if !scope.Sees(domain.ID(partner)) {
+		return sa, errNotFound
+	}
+	sa.MidID = idPtr(mid)
+	sa.Configured = configured.Valid && configured.Bool
+	sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode = strPtr(fcs), strPtr(amex), strPtr(esa), strPtr(ebt)
+	rows, err := s.q().query(ctx, `
+SELECT c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
+FROM card_plans c LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = ?
+ORDER BY c.sort_order, c.id`, leadID)
+	if err != nil {
+		return sa, fmt.Errorf("store: card plans of lead %s: %w", leadID, err)
+	}
+	defer rows.Close()
+	sa.CardPlans = []domain.CardPlanSelection{}
+	for rows.Next() {
+		var p domain.CardPlanSelection
+		if err := rows.Scan(&p.ID, &p.Code, &p.DisplayName, &p.SortOrder, &p.Selected); err != nil {
+			return sa, fmt.Errorf("store: card plans of lead %s: %w", leadID, err)
+		}
+		sa.CardPlans = append(sa.CardPlans, p)
+	}
+	return sa, rows.Err()
+}
+
+// SealedSSN is a principal's SSN as stored: the key id and the sealed bytes. Found is false when
+// the principal has no SSN on file.
+type SealedSSN struct {
+	KeyID  string
+	Sealed []byte
+	Found  bool
+}
+
+// PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
+func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (SealedSSN, error) {
+	var out SealedSSN
+	var partner string
+	var keyID sql.NullString
+	err := s.q().row(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,
+		principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
+	if err != nil {
+		return out, notFoundOr(err, "principal %s", principalID)
+	}
+	if !scope.Sees(domain.ID(partner)) {
+		return out, errNotFound
+	}
+	out.KeyID, out.Found = keyID.String, keyID.Valid
+	return out, nil
+}
+
+// notFoundOr passes the not-found sentinel through and wraps anything else with context.
+func notFoundOr(err error, format string, args ...any) error {
+	if err = noRows(err); err == errNotFound {
+		return err
+	}
+	return fmt.Errorf("store: "+format+": %w", append(args, err)...)
+}

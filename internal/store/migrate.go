@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+// migrate applies the engine's embedded migrations in name order, each in its own transaction,
+// and records each in schema_migrations. Under the engine's lock, replicas starting together
+// migrate once.
+func migrate(ctx context.Context, db *sql.DB, e *engine) error {
+	names, err := migrationNames(e)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer conn.Close()
+	pass := func() error {
+		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+			return fmt.Errorf("store: migrations table: %w", err)
+		}
+		for _, name := range names {
+			if err := applyMigration(ctx, conn, e, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if e.lock != nil {
+		return e.lock(ctx, conn, pass)
+	}
+	return pass()
+}
+
+func migrationNames(e *engine) ([]string, error) {
+	names, err := fs.Glob(e.migrations, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func applyMigration(ctx context.Context, conn *sql.Conn, e *engine, name string) error {
+	version := strings.TrimSuffix(name, ".sql")
+	body, err := fs.ReadFile(e.migrations, name)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migration %s: %w", version, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, e.sql(`SELECT count(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
+		return fmt.Errorf("store: migration %s: %w", version, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return fmt.Errorf("store: migration %s: %w", version, err)
+	}
+	if _, err := tx.ExecContext(ctx, e.sql(`INSERT INTO schema_migrations (version) VALUES (?)`), version); err != nil {
+		return fmt.Errorf("store: migration %s: %w", version, err)
+	}
+	return tx.Commit()
+}
+
+// Pending reports how many embedded migrations have not been applied, for readiness checks.
+func (s *Store) Pending(ctx context.Context) (int, error) {
+	names, err := migrationNames(s.engine)
+	if err != nil {
+		return 0, err
+	}
+	var applied int
+	if err := s.q().row(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+		return 0, fmt.Errorf("store: pending migrations: %w", err)
+	}
+	return len(names) - applied, nil
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"backoffice/internal/domain"
+)
+
+// Row mapping shared by the push loader and the exporter. Each column list matches its scan
+// function; a query selects "<alias>.<col>, …" via cols.
+
+type scanner interface{ Scan(dest ...any) error }
+
+const inventoryUnitCols = `id, deployment_model_id, serial_number, condition, status, received_date, created_at, created_by, updated_at, updated_by`
+
+func scanInventoryUnit(s scanner) (domain.InventoryUnit, error) {
+	var u domain.InventoryUnit
+	var received, created, updated int64
+	err := s.Scan(&u.ID, &u.DeploymentModelID, &u.SerialNumber, &u.Condition, &u.Status, &received,
+		&created, &u.CreatedBy, &updated, &u.UpdatedBy)
+	u.ReceivedDate, u.CreatedAt, u.UpdatedAt = fromMicros(received), fromMicros(created), fromMicros(updated)
+	return u, err
+}
+
+const equipmentCols = `id, entity_id, entity_type, deployment_model_id, inventory_unit_id, vendor_terminal_id, varsheet_id, status, deployed_date, created_at, created_by, updated_at, updated_by`
+
+func scanEquipment(s scanner, extra ...any) (domain.Equipment, error) {
+	var e domain.Equipment
+	var unit, varsheet, vendor sql.NullString
+	var deployed sql.NullInt64
+	var created, updated int64
+	dest := []any{&e.ID, &e.EntityID, &e.EntityType, &e.DeploymentModelID, &unit, &vendor, &varsheet, &e.Status,
+		&deployed, &created, &e.CreatedBy, &updated, &e.UpdatedBy}
+	err := s.Scan(append(dest, extra...)...)
+	e.InventoryUnitID, e.VendorTerminalID, e.VarsheetID = idPtr(unit), strPtr(vendor), idPtr(varsheet)
+	e.DeployedDate, e.CreatedAt, e.UpdatedAt = timePtr(deployed), fromMicros(created), fromMicros(updated)
+	return e, err
+}
+
+const varsheetCols = `id, entity_id, entity_type, mid_id, v_number, terminal_id_number, agent, chain, store_number,
+merchant_number, currency_code, time_zone_code, time_zone_differential, discover_number, amex_opt_blue, pin_debit,
+ebt_food_stamps, ebt_cash, merchant_location_number, merchant_aba_number, merchant_settlement_agent,
+reimbursement_attribute, sharing_group, industry, fcs_number, created_at, created_by, updated_at, updated_by`
+
+func scanVarsheet(s scanner) (domain.Varsheet, error) {
+	var v domain.Varsheet
+	var strs [16]sql.NullString
+	var bools [4]sql.NullBool
+	var created, updated int64
+	err := s.Scan(&v.ID, &v.EntityID, &v.EntityType, &v.MidID, &v.VNumber,
+		&strs[0], &strs[1], &strs[2], &strs[3], &strs[4], &strs[5], &strs[6], &strs[7], &strs[8],
+		&bools[0], &bools[1], &bools[2], &bools[3],
+		&strs[9], &strs[10], &strs[11], &strs[12], &strs[13], &strs[14], &strs[15],
+		&created, &v.CreatedBy, &updated, &v.UpdatedBy)
+	if err != nil {
+		return v, err
+	}
+	for i, dst := range varsheetStrings(&v) {
+		*dst = strPtr(strs[i])
+	}
+	for i, dst := range varsheetBools(&v) {
+		*dst = boolPtr(bools[i])
+	}
+	v.CreatedAt, v.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return v, nil
+}
+
+// varsheetStrings and varsheetBools list the nullable fields in column order, so that scanning and
+// inserting cannot disagree about it.
+func varsheetStrings(v *domain.Varsheet) []**string {
+	return []**string{&v.TerminalIDNumber, &v.Agent, &v.Chain, &v.StoreNumber, &v.MerchantNumber, &v.CurrencyCode,
+		&v.TimeZoneCode, &v.TimeZoneDifferential, &v.DiscoverNumber,
+		&v.MerchantLocationNumber, &v.MerchantABANumber, &v.MerchantSettlementAgent, &v.ReimbursementAttribute,
+		&v.SharingGroup, &v.Industry, &v.FcsNumber}
+}
+
+func varsheetBools(v *domain.Varsheet) []**bool {
+	return []**bool{&v.AmexOptBlue, &v.PinDebit, &v.EBTFoodStamps, &v.EBTCash}
+}
+
+func varsheetArgs(v *domain.Varsheet) []any {
+	args := []any{v.ID, v.EntityID, v.EntityType, v.MidID, v.VNumber}
+	strs := varsheetStrings(v)
+	for _, p := range strs[:9] {
+		args = append(args, nullString(*p))
+	}
+	for _, p := range varsheetBools(v) {
+		args = append(args, nullBool(*p))
+	}
+	for _, p := range strs[9:] {
+		args = append(args, nullString(*p))
+	}
+	return append(args, micros(v.CreatedAt), v.CreatedBy, micros(v.UpdatedAt), v.UpdatedBy)
+}
+
+const lineItemCols = `id, order_id, order_type, deployment_model_id, connection_type, status, inventory_unit_id, equipment_id, varsheet_id, created_at, created_by, updated_at, updated_by`
+
+func scanLineItem(s scanner) (domain.LineItem, error) {
+	var li domain.LineItem
+	var conn, unit, equip, varsheet sql.NullString
+	var created, updated int64
+	err := s.Scan(&li.ID, &li.OrderID, &li.OrderType, &li.DeploymentModelID, &conn, &li.Status, &unit, &equip,
+		&varsheet, &created, &li.CreatedBy, &updated, &li.UpdatedBy)
+	if err != nil {
+		return li, err
+	}
+	if conn.Valid {
+		if err := json.Unmarshal([]byte(conn.String), &li.ConnectionType); err != nil {
+			return li, fmt.Errorf("line item %s: connection_type: %w", li.ID, err)
+		}
+	}
+	li.InventoryUnitID, li.EquipmentID, li.VarsheetID = idPtr(unit), idPtr(equip), idPtr(varsheet)
+	li.CreatedAt, li.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return li, nil
+}
+
+func connectionTypeArg(ct []string) sql.NullString {
+	if ct == nil {
+		return sql.NullString{}
+	}
+	b, _ := json.Marshal(ct)
+	return sql.NullString{String: string(b), Valid: true}
+}
+
+const shipmentCols = `id, status, carrier_code, tracking_number, shipped_date`
+
+func scanShipment(s scanner, extra ...any) (domain.Shipment, error) {
+	var sh domain.Shipment
+	var carrier, tracking sql.NullString
+	var shipped sql.NullInt64
+	err := s.Scan(append([]any{&sh.ID, &sh.Status, &carrier, &tracking, &shipped}, extra...)...)
+	sh.CarrierCode, sh.TrackingNumber, sh.ShippedDate = strPtr(carrier), strPtr(tracking), timePtr(shipped)
+	return sh, err
+}
+
+// cols prefixes every column of a list with a table alias.
+func cols(alias, list string) string {
+	var out []byte
+	for i, c := range splitCols(list) {
+		if i > 0 {
+			out = append(out, ", "...)
+		}
+		out = append(out, alias+"."+c...)
+	}
+	return string(out)
+}
+
+func splitCols(list string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(list); i++ {
+		if i == len(list) || list[i] == ',' {
+			c := list[start:i]
+			for len(c) > 0 && (c[0] == ' ' || c[0] == '\n') {
+				c = c[1:]
+			}
+			out = append(out, c)
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/sqlite/*.sql
+var sqliteMigrations embed.FS
+
+// openSQLite opens the embedded store. WAL lets readers run beside the one writer; the busy
+// timeout makes writers queue instead of failing; secure_delete overwrites deleted content (a
+// deleted merchant document must not linger in free pages); immediate transactions take the write
+// lock up front, so two writers never deadlock upgrading a read lock.
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: sqlite: empty path")
+	}
+	q := url.Values{}
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "secure_delete(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite: open %s: %w", path, err)
+	}
+	migrations, _ := fs.Sub(sqliteMigrations, "migrations/sqlite")
+	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations}
+	return &Store{db: db, engine: e, now: time.Now}, nil
+}
+
+func sqliteUnique(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code()
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
