@@ -57,7 +57,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // bodies are JSON, never HTML; keep "<" readable in details
-	b := buf.Bytes()
+	var b []byte
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"status":500,"code":"internal","detail":"the service failed to encode its response"}` + "\n")
