@@ -16,8 +16,10 @@ type recorderTB struct {
 	errors []string
 }
 
-func (r *recorderTB) Errorf(format string, args ...any) { r.errors = append(r.errors, fmt.Sprintf(format, args...)) }
-func (r *recorderTB) Helper()                           {}
+func (r *recorderTB) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recorderTB) Helper() {}
 
 func TestValidatorCatchesDrift(t *testing.T) {
 	acceptance := `{"midId":null,"configured":false,"cardPlans":[],"ebtFcsNumber":null,"amexProgram":null,"amexEsaNumber":null,"ebtBenefitMode":null}`
