@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -62,6 +63,9 @@ func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Unlock()
 
 	if a.hang {
+		// Drain the body first: only then does the server watch the connection, so that
+		// the client giving up cancels this request's context.
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return
 	}
