@@ -95,15 +95,17 @@ const decryptAction = "principal.decrypt"
 
 // handleDecrypt answers the one operation that discloses an SSN. Every authenticated attempt is
 // audited, and a granted one only after its audit event is stored: no disclosure goes unrecorded.
-func handleDecrypt(st DecryptStore, ring Opener, now func() time.Time) handlerFunc {
+func handleDecrypt(st DecryptStore, ring Opener, now func() time.Time, m Observer) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		actor := actorFrom(r.Context())
 		ssn, err := decrypt(r, st, ring, actor)
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
 			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
 		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
+			m.ObserveDecrypt("audit_failed")
 			return fmt.Errorf("audit of decrypt: %w", auditErr)
 		}
+		m.ObserveDecrypt(event.Outcome)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -60,10 +63,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe gives each request an id and a logger that carries it, and logs one line per request
-// with the route pattern (never the raw path: it holds ids) and the outcome. It never logs
-// headers or bodies.
-func observe(log *slog.Logger, pattern func(*http.Request) string, next http.Handler) http.Handler {
+// observe gives each request an id and a logger that carries it, logs one line per request with
+// the route pattern (never the raw path: it holds ids) and the outcome, and hands the same to the
+// metrics. It never logs headers or bodies. Probes and scrapes log at debug level only.
+func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
@@ -72,12 +75,40 @@ func observe(log *slog.Logger, pattern func(*http.Request) string, next http.Han
 		r = r.WithContext(context.WithValue(r.Context(), loggerKey, reqLog))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		reqLog.Info("request",
-			slog.String("method", r.Method),
-			slog.String("route", pattern(r)),
+		elapsed := time.Since(start)
+		// The mux has set the pattern on this very request; unknown routes have none.
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		method := knownMethod(r.Method)
+		m.ObserveRequest(method, route, sw.status, elapsed)
+		level := slog.LevelInfo
+		if quietRoutes[route] {
+			level = slog.LevelDebug
+		}
+		reqLog.LogAttrs(r.Context(), level, "request",
+			slog.String("method", method),
+			slog.String("route", route),
 			slog.Int("status", sw.status),
-			slog.Duration("duration", time.Since(start)))
+			slog.Duration("duration", elapsed))
 	})
+}
+
+// quietRoutes are polled by machines every few seconds: their lines would drown the others.
+var quietRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /metrics": true}
+
+// knownMethod keeps a client-chosen method from becoming an unbounded log field or metric label.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // recoverPanics turns a panic into a 500 with the error body; the panic value goes to the log.
@@ -98,25 +129,105 @@ func recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody caps request bodies: no operation here takes one, so anything large is abuse.
-func limitBody(max int64, next http.Handler) http.Handler {
+// limitRequest answers oversized requests before any handler runs: 431 when the request line and
+// headers exceed maxHeader bytes, 413 when the body exceeds maxBody, whether its length is
+// declared or it comes chunked. No operation here takes a body, so anything large is abuse.
+func limitRequest(maxHeader int, maxBody int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, max)
+		if headerSize(r) > maxHeader {
+			writeErrorBody(w, http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
+				fmt.Sprintf("the request line and headers exceed %d bytes", maxHeader))
+			return
+		}
+		switch {
+		case r.ContentLength > maxBody:
+			payloadTooLarge(w, maxBody)
+			return
+		case r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody:
+			// Chunked: the size is known only by reading. Read up to one byte past the cap.
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+			if int64(len(b)) > maxBody {
+				payloadTooLarge(w, maxBody)
+				return
+			}
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
+		default:
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func payloadTooLarge(w http.ResponseWriter, max int64) {
+	// The unread rest of the body would have to be drained; closing is cheaper and safer.
+	w.Header().Set("Connection", "close")
+	writeErrorBody(w, http.StatusRequestEntityTooLarge, "payload_too_large",
+		fmt.Sprintf("the request body exceeds %d bytes", max))
+}
+
+// errReader ends a pre-read body with the error reading it met, if any.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
+}
+
+// headerSize approximates the request's head as sent: request line and header lines.
+func headerSize(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4 + len(r.Host) + 8
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 // handlerFunc is a handler that returns its error instead of writing it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// authenticated checks the Authorization header before the handler runs, and renders the
-// handler's error.
-func authenticated(a *auth.Authenticator, h handlerFunc) http.Handler {
+// authenticated checks the Authorization header and the caller's limits before the handler
+// runs, and renders the handler's error. In order: a client address that has failed to
+// authenticate too often is refused before its credential is even looked up; a credential over
+// its rate is refused (before the lookup when its bucket is known to be empty); a failed
+// authentication spends a token of the address.
+func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		actor, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		attempt := auth.NewAttempt(r.Header.Get("Authorization"))
+		var addr string
+		if g.failures != nil {
+			addr = g.clientAddr(r)
+			if d := g.failures.Check(addr); !d.Allowed {
+				rateLimited(w, d, "too many failed authentication attempts from this address")
+				return
+			}
+		}
+		var key string
+		if g.credentials != nil && attempt.Valid() {
+			key = string(attempt.Hash)
+			if d := g.credentials.Check(key); !d.Allowed {
+				rateLimited(w, d, "this credential is over its request rate")
+				return
+			}
+		}
+		actor, err := a.Verify(r.Context(), attempt)
 		if err != nil {
+			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
+				g.failures.Allow(addr)
+			}
 			writeError(w, r, err)
 			return
+		}
+		if g.credentials != nil {
+			d := g.credentials.Allow(key)
+			if !d.Allowed {
+				rateLimited(w, d, "this credential is over its request rate")
+				return
+			}
+			setRateHeaders(w.Header(), d)
 		}
 		r = r.WithContext(context.WithValue(r.Context(), actorKey, actor))
 		if err := h(w, r); err != nil {

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"context"
 	_ "embed"
 	"log/slog"
 	"net/http"
@@ -30,13 +31,36 @@ type Deps struct {
 	Pusher Pusher
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Extra registers further routes (health, metrics) on the same mux, so they share the
-	// middleware and the error handling.
+	// Health is what GET /readyz checks; nil means Store, when it can answer (*store.Store can).
+	Health Health
+	// Metrics observes requests and decrypts; nil observes nothing.
+	Metrics Observer
+	// Limits bounds callers; the zero value limits nothing.
+	Limits Limits
+	// Extra registers further routes (metrics) on the same mux, so they share the middleware and
+	// the error handling.
 	Extra func(mux *http.ServeMux)
 }
 
-// maxBodyBytes caps request bodies; no operation of the contract takes one.
-const maxBodyBytes = 1 << 20
+// Observer receives what the service measures; internal/metrics implements it with Prometheus.
+// Labels are bounded: a route pattern (never a raw path), a known method, a status, an outcome.
+type Observer interface {
+	ObserveRequest(method, route string, status int, elapsed time.Duration)
+	ObserveDecrypt(outcome string)
+}
+
+type noObserver struct{}
+
+func (noObserver) ObserveRequest(string, string, int, time.Duration) {}
+func (noObserver) ObserveDecrypt(string)                             {}
+
+const (
+	// maxBodyBytes caps request bodies; no operation of the contract takes one.
+	maxBodyBytes = 1 << 20
+	// maxHeaderBytes caps the request line and headers with the error body. The server's own
+	// MaxHeaderBytes (larger) is the hard cap that protects memory before any handler runs.
+	maxHeaderBytes = 32 << 10
+)
 
 // New returns the service's handler: every route, registered here and only here.
 func New(d Deps) http.Handler {
@@ -46,19 +70,34 @@ func New(d Deps) http.Handler {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Metrics == nil {
+		d.Metrics = noObserver{}
+	}
+	if d.Health == nil {
+		d.Health, _ = d.Store.(Health)
+	}
 	a := auth.New(d.Store)
+	g := newGuard(d.Limits)
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, handlePush(d.Pusher)))
-	mux.Handle("GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, handleListSAMActionLogs(d.Store)))
-	mux.Handle("GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, handleServiceAcceptance(d.Store)))
-	mux.Handle("GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", authenticated(a, handleDecrypt(d.Store, d.Ring, d.Now)))
-	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, handleDeleteDocument(d.Store, d.Now)))
+	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher)))
+	mux.Handle("GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
+	mux.Handle("GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
+	mux.Handle("GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics)))
+	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	mux.HandleFunc("GET /healthz", handleHealthz)
+	mux.Handle("GET /readyz", handleReadyz(d.Health))
 	if d.Extra != nil {
 		d.Extra(mux)
 	}
 	r := &router{mux: mux}
-	return observe(d.Logger, r.pattern, recoverPanics(limitBody(maxBodyBytes, r)))
+	return observe(d.Logger, d.Metrics, recoverPanics(limitRequest(maxHeaderBytes, maxBodyBytes, r)))
+}
+
+// Health is what readiness checks: the database answers and its schema is current.
+type Health interface {
+	Ping(ctx context.Context) error
+	Pending(ctx context.Context) (int, error)
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
@@ -69,13 +108,6 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 // router gives the mux's own answers (unknown route, wrong method) the error body.
 type router struct {
 	mux *http.ServeMux
-}
-
-func (rt *router) pattern(r *http.Request) string {
-	if _, p := rt.mux.Handler(r); p != "" {
-		return p
-	}
-	return "unmatched"
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {

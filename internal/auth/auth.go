@@ -60,13 +60,39 @@ func New(lookup Lookup) *Authenticator { return &Authenticator{lookup: lookup} }
 var Unauthenticated = &domain.Error{Kind: domain.KindUnauthenticated, Code: "unauthenticated",
 	Detail: "a valid Authorization header is required: Bearer <session token> or Api-Key <api key>"}
 
-// Authenticate returns the actor for header, or Unauthenticated.
-func (a *Authenticator) Authenticate(ctx context.Context, header string) (domain.Actor, error) {
+// Attempt is one Authorization header made ready for lookup: the credential's kind and the hash
+// of its secret. The hash is also what a rate limiter may key on: it names the credential without
+// holding the secret.
+type Attempt struct {
+	Kind string
+	Hash []byte
+	ok   bool
+}
+
+// NewAttempt parses and hashes header. A header that names no usable credential gives an attempt
+// that Verify refuses (and Valid reports false).
+func NewAttempt(header string) Attempt {
 	cred, err := ParseHeader(header)
 	if err != nil {
+		return Attempt{}
+	}
+	return Attempt{Kind: cred.Kind, Hash: secrets.HashCredential(cred.Kind, cred.Secret), ok: true}
+}
+
+// Valid reports whether the header named a credential at all.
+func (at Attempt) Valid() bool { return at.ok }
+
+// Authenticate returns the actor for header, or Unauthenticated.
+func (a *Authenticator) Authenticate(ctx context.Context, header string) (domain.Actor, error) {
+	return a.Verify(ctx, NewAttempt(header))
+}
+
+// Verify returns the actor behind the attempt's credential, or Unauthenticated.
+func (a *Authenticator) Verify(ctx context.Context, at Attempt) (domain.Actor, error) {
+	if !at.ok {
 		return domain.Actor{}, Unauthenticated
 	}
-	actor, err := a.lookup.ActorByCredential(ctx, cred.Kind, secrets.HashCredential(cred.Kind, cred.Secret))
+	actor, err := a.lookup.ActorByCredential(ctx, at.Kind, at.Hash)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Actor{}, Unauthenticated
 	}

@@ -1,0 +1,296 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"backoffice/internal/api"
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+)
+
+// countingStore counts credential lookups, to prove a limited caller never reaches the store.
+type countingStore struct {
+	*store.Store
+	mu      sync.Mutex
+	lookups int
+}
+
+func (c *countingStore) ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error) {
+	c.mu.Lock()
+	c.lookups++
+	c.mu.Unlock()
+	return c.Store.ActorByCredential(ctx, kind, hash)
+}
+
+func (c *countingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookups
+}
+
+// recordingObserver remembers what the handler measured.
+type recordingObserver struct {
+	mu       sync.Mutex
+	requests []string
+	decrypts []string
+}
+
+func (o *recordingObserver) ObserveRequest(method, route string, status int, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.requests = append(o.requests, method+" "+route+" "+http.StatusText(status))
+}
+
+func (o *recordingObserver) ObserveDecrypt(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.decrypts = append(o.decrypts, outcome)
+}
+
+// withDeps rebuilds the harness's handler with changed dependencies.
+func (h *harness) withDeps(t *testing.T, change func(d *api.Deps)) {
+	t.Helper()
+	d := api.Deps{Store: h.st, Ring: testRing(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Now: func() time.Time { return fixtureNow }}
+	change(&d)
+	h.handler = api.New(d)
+}
+
+// send serves req and validates the answer against openapi.yaml.
+func (h *harness) send(req *http.Request) response {
+	h.t.Helper()
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, req)
+	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	validate(h.t, req, res)
+	return res
+}
+
+func TestHealth(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for path, want := range map[string]string{"/healthz": `{"status":"ok"}`, "/readyz": `{"status":"ready"}`} {
+			r := h.do(http.MethodGet, path, "") // no credential needed
+			if r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != want {
+				t.Errorf("%s: %d %s", path, r.Status, r.Body)
+			}
+		}
+		wantError(t, h.do(http.MethodPost, "/readyz", ""), http.StatusMethodNotAllowed, "method_not_allowed")
+	})
+}
+
+// fakeHealth is a database in a given state.
+type fakeHealth struct {
+	pingErr    error
+	pending    int
+	pendingErr error
+}
+
+func (f fakeHealth) Ping(context.Context) error               { return f.pingErr }
+func (f fakeHealth) Pending(context.Context) (int, error)     { return f.pending, f.pendingErr }
+func (f fakeHealth) with(change func(*fakeHealth)) fakeHealth { change(&f); return f }
+
+func TestNotReady(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		secret := errors.New("dial tcp 10.0.0.5:5432: password authentication failed for user backoffice")
+		for name, hs := range map[string]fakeHealth{
+			"database down":       {pingErr: secret},
+			"migrations pending":  {pending: 2},
+			"schema unreadable":   {pendingErr: secret},
+			"ready (for control)": {},
+		} {
+			h.withDeps(t, func(d *api.Deps) { d.Health = hs })
+			r := h.do(http.MethodGet, "/readyz", "")
+			if hs == (fakeHealth{}) {
+				if r.Status != http.StatusOK {
+					t.Errorf("%s: %d %s", name, r.Status, r.Body)
+				}
+				continue
+			}
+			wantError(t, r, http.StatusServiceUnavailable, "not_ready")
+			if strings.Contains(string(r.Body), "password") {
+				t.Errorf("%s: the cause leaked: %s", name, r.Body)
+			}
+			// Liveness does not depend on the database.
+			if r := h.do(http.MethodGet, "/healthz", ""); r.Status != http.StatusOK {
+				t.Errorf("%s: healthz %d", name, r.Status)
+			}
+		}
+	})
+}
+
+func TestBodyLimit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for _, op := range operations() {
+			// Declared too large: refused before anything is read.
+			req := httptest.NewRequest(op.method, op.path, strings.NewReader("x"))
+			req.ContentLength = 1<<20 + 1
+			req.Header.Set("Authorization", "Api-Key "+staffKey)
+			wantError(t, h.send(req), http.StatusRequestEntityTooLarge, "payload_too_large")
+
+			// Chunked (no declared length) and too large.
+			req = httptest.NewRequest(op.method, op.path, io.LimitReader(zeros{}, 1<<20+10))
+			req.ContentLength = -1
+			req.Header.Set("Authorization", "Api-Key "+staffKey)
+			wantError(t, h.send(req), http.StatusRequestEntityTooLarge, "payload_too_large")
+		}
+		// A small chunked body is no problem (and is ignored).
+		req := httptest.NewRequest(http.MethodGet, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", io.LimitReader(zeros{}, 100))
+		req.ContentLength = -1
+		req.Header.Set("Authorization", "Api-Key "+staffKey)
+		if r := h.send(req); r.Status != http.StatusOK {
+			t.Errorf("small chunked body: %d %s", r.Status, r.Body)
+		}
+		// Nothing was deleted or pushed by the refused requests.
+		if r := h.do(http.MethodDelete, "/v1/crm/merchants/"+merchantA.String()+"/documents/"+docA1.String(), "Api-Key "+staffKey); r.Status != http.StatusNoContent {
+			t.Errorf("document gone after a refused delete: %d", r.Status)
+		}
+	})
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func TestHeaderLimit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		req := httptest.NewRequest(http.MethodGet, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", nil)
+		req.Header.Set("Authorization", "Api-Key "+staffKey)
+		req.Header.Set("X-Padding", strings.Repeat("p", 40<<10))
+		wantError(t, h.send(req), http.StatusRequestHeaderFieldsTooLarge, "header_too_large")
+	})
+}
+
+func TestCredentialRateLimit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		cs := &countingStore{Store: h.st}
+		h.withDeps(t, func(d *api.Deps) {
+			d.Store = cs
+			// A rate so slow that no token comes back while the test runs.
+			d.Limits = api.Limits{Rate: 0.0001, Burst: 3}
+		})
+		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		for i, remaining := range []string{"2", "1", "0"} {
+			r := h.get(path, staffKey)
+			if r.Status != http.StatusOK || r.Header.Get("RateLimit-Limit") != "3" || r.Header.Get("RateLimit-Remaining") != remaining {
+				t.Fatalf("request %d: %d, limit %q remaining %q", i+1, r.Status, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
+			}
+		}
+		before := cs.count()
+		r := h.get(path, staffKey)
+		wantError(t, r, http.StatusTooManyRequests, "rate_limited")
+		if r.Header.Get("Retry-After") == "" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Limit") != "3" {
+			t.Errorf("429 headers: %v", r.Header)
+		}
+		if cs.count() != before {
+			t.Errorf("a credential known to be over its rate was looked up")
+		}
+		// Another credential has its own budget; every operation is limited alike.
+		if r := h.get(path, partnerAKey); r.Status != http.StatusOK {
+			t.Errorf("another key: %d", r.Status)
+		}
+		wantError(t, h.get(samPath(leadA.String()), staffKey), http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+func TestFailedAuthenticationLimit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		cs := &countingStore{Store: h.st}
+		h.withDeps(t, func(d *api.Deps) {
+			d.Store = cs
+			d.Limits = api.Limits{FailureRate: 0.0001, FailureBurst: 5, ClientAddrHeader: "X-Forwarded-For"}
+		})
+		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		guess := func(from string, key string) response {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("Authorization", "Api-Key "+key)
+			if from != "" {
+				req.Header.Set("X-Forwarded-For", from)
+			}
+			return h.send(req)
+		}
+		// Successes cost nothing.
+		for range 10 {
+			if r := guess("203.0.113.7", staffKey); r.Status != http.StatusOK {
+				t.Fatalf("valid key: %d %s", r.Status, r.Body)
+			}
+		}
+		for i := range 5 {
+			wantError(t, guess("198.51.100.1, 203.0.113.7", "guess-"+string(rune('a'+i))), http.StatusUnauthorized, "unauthenticated")
+		}
+		before := cs.count()
+		r := guess("203.0.113.7", "guess-f")
+		wantError(t, r, http.StatusTooManyRequests, "rate_limited")
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After")
+		}
+		// Even a valid key from that address waits: the address is refused before any lookup.
+		wantError(t, guess("203.0.113.7", staffKey), http.StatusTooManyRequests, "rate_limited")
+		if cs.count() != before {
+			t.Errorf("a limited address reached the credential lookup")
+		}
+		// The address is the last one in the trusted header: another client is unaffected,
+		// whatever it claims in front.
+		if r := guess("203.0.113.7, 192.0.2.55", staffKey); r.Status != http.StatusOK {
+			t.Errorf("another address: %d", r.Status)
+		}
+		// Without the header, the connection's address counts (httptest's 192.0.2.1).
+		if r := guess("", staffKey); r.Status != http.StatusOK {
+			t.Errorf("connection address: %d", r.Status)
+		}
+	})
+}
+
+func TestIPv6AddressesAreLimitedBySlash64(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.withDeps(t, func(d *api.Deps) { d.Limits = api.Limits{FailureRate: 0.0001, FailureBurst: 2} })
+		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		from := func(addr string) response {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.RemoteAddr = addr
+			req.Header.Set("Authorization", "Api-Key nope")
+			return h.send(req)
+		}
+		from("[2001:db8:1:2::1]:1000")
+		from("[2001:db8:1:2::2]:1000")
+		wantError(t, from("[2001:db8:1:2:ffff::9]:1000"), http.StatusTooManyRequests, "rate_limited")
+		wantError(t, from("[2001:db8:1:3::1]:1000"), http.StatusUnauthorized, "unauthenticated")
+	})
+}
+
+func TestObserverSeesPatternsNotPaths(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		obs := &recordingObserver{}
+		h.withDeps(t, func(d *api.Deps) { d.Metrics = obs })
+		h.get(decryptPath(leadA, principalA, "ssn"), staffKey)
+		h.get(decryptPath(leadA, principalNoSSN, "ssn"), staffKey)
+		h.get(decryptPath(leadA, principalA, "dob"), staffKey)
+		h.do("BREW", "/v1/crm/leads/"+leadA.String()+"/service-acceptance", "")
+		h.get("/no/such/"+leadA.String(), staffKey)
+		want := []string{
+			"GET GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field} OK",
+			"GET GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field} Not Found",
+			"GET GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field} Bad Request",
+			"other unmatched Method Not Allowed",
+			"GET unmatched Not Found",
+		}
+		if diff := cmp.Diff(want, obs.requests); diff != "" {
+			t.Errorf("requests (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"granted", "not_found", "invalid"}, obs.decrypts); diff != "" {
+			t.Errorf("decrypts (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+// Package ratelimit is a keyed token bucket: each key (a credential's hash, a client address) has
+// a bucket of Burst tokens refilled at Rate tokens per second. Memory is bounded: a bucket that
+// has refilled to full is the same as no bucket, so idle buckets are dropped, and the number of
+// keys is capped.
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Limiter is safe for concurrent use. The zero value is not usable; call New.
+type Limiter struct {
+	rate    float64 // tokens per second
+	burst   float64
+	maxKeys int
+	now     func() time.Time
+
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// Decision is the state of a key's bucket after a call: whether the request may go on, the
+// bucket's size, the whole tokens left, and, when refused, how long until a token is back.
+type Decision struct {
+	Allowed    bool
+	Limit      int
+	Remaining  int
+	RetryAfter time.Duration
+}
+
+// DefaultMaxKeys bounds the buckets one Limiter holds.
+const DefaultMaxKeys = 100_000
+
+// sweepEvery is how often idle (full) buckets are dropped.
+const sweepEvery = time.Minute
+
+// New returns a Limiter of burst tokens refilled at rate per second, holding at most maxKeys
+// buckets (DefaultMaxKeys when maxKeys <= 0). now is the clock; nil means time.Now.
+func New(rate float64, burst int, maxKeys int, now func() time.Time) *Limiter {
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{rate: rate, burst: float64(max(burst, 1)), maxKeys: maxKeys, now: now,
+		buckets: map[string]*bucket{}}
+}
+
+// Allow takes a token from key's bucket when one is there (making the bucket on first use).
+func (l *Limiter) Allow(key string) Decision { return l.take(key, true) }
+
+// Check tells whether key's bucket has a token, without taking one or making a bucket.
+func (l *Limiter) Check(key string) Decision { return l.take(key, false) }
+
+// Len reports how many buckets are held, for tests and metrics.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+func (l *Limiter) take(key string, spend bool) Decision {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) >= sweepEvery {
+		l.sweep(now)
+	}
+	b := l.buckets[key]
+	tokens := l.burst
+	if b != nil {
+		tokens = l.refilled(b, now)
+	}
+	d := Decision{Limit: int(l.burst)}
+	if tokens >= 1 {
+		d.Allowed = true
+		if spend {
+			tokens--
+		}
+	}
+	d.Remaining = int(math.Floor(tokens))
+	if !d.Allowed {
+		d.RetryAfter = l.wait(tokens)
+	}
+	if !spend {
+		return d
+	}
+	if b == nil {
+		if len(l.buckets) >= l.maxKeys {
+			l.makeRoom(now)
+		}
+		b = &bucket{}
+		l.buckets[key] = b
+	}
+	b.tokens, b.last = tokens, now
+	return d
+}
+
+// refilled is the bucket's tokens now.
+func (l *Limiter) refilled(b *bucket, now time.Time) float64 {
+	elapsed := now.Sub(b.last).Seconds()
+	if elapsed < 0 {
+		elapsed = 0
+	}
+	return math.Min(l.burst, b.tokens+elapsed*l.rate)
+}
+
+// wait is how long until the bucket holds one whole token.
+func (l *Limiter) wait(tokens float64) time.Duration {
+	if l.rate <= 0 {
+		return 24 * time.Hour // never refills: say "much later"
+	}
+	return time.Duration((1 - tokens) / l.rate * float64(time.Second))
+}
+
+// sweep drops every bucket that has refilled to full: it is the same as none.
+func (l *Limiter) sweep(now time.Time) {
+	l.lastSweep = now
+	for k, b := range l.buckets {
+		if l.refilled(b, now) >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// makeRoom frees space when the cap is reached: idle buckets first, then arbitrary ones (map
+// order is random, so no caller can choose which bucket is dropped).
+func (l *Limiter) makeRoom(now time.Time) {
+	l.sweep(now)
+	for k := range l.buckets {
+		if len(l.buckets) < l.maxKeys {
+			return
+		}
+		delete(l.buckets, k)
+	}
+}
