@@ -16,6 +16,7 @@ import (
 
 	"backoffice/internal/api"
 	"backoffice/internal/domain"
+	"backoffice/internal/push"
 	"backoffice/internal/store"
 )
 
@@ -293,4 +294,39 @@ func TestObserverSeesPatternsNotPaths(t *testing.T) {
 			t.Errorf("decrypts (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// pushObserver remembers push outcomes.
+type pushObserver struct {
+	mu       sync.Mutex
+	outcomes []string
+}
+
+func (o *pushObserver) ObservePush(outcome string, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes = append(o.outcomes, outcome)
+}
+
+func TestPushOutcomesAreObserved(t *testing.T) {
+	for name, c := range map[string]struct {
+		opts []harnessOption
+		want []string
+	}{
+		"gateway":    {want: []string{push.OutcomeSucceeded}},
+		"no gateway": {opts: []harnessOption{withoutGateway}, want: []string{push.OutcomeNotConfigured}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := &pushObserver{}
+			opts := append(c.opts, func(pc *push.Config) { pc.Observer = obs })
+			forEachEngine(t, func(t *testing.T, h *harness) {
+				obs.outcomes = nil
+				h.push(orderA, itemOK, staffKey)
+				h.push(orderA, itemCanceled, staffKey) // a failed precondition never reaches the gateway
+				if diff := cmp.Diff(c.want, obs.outcomes); diff != "" {
+					t.Errorf("outcomes (-want +got):\n%s", diff)
+				}
+			}, opts...)
+		})
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,7 +22,31 @@ type Config struct {
 	GatewayToken   secret
 	GatewayTimeout time.Duration
 	LogLevel       slog.Level
+	// MetricsAddr is where GET /metrics is served: "" on the main listener, "off" nowhere, or
+	// an address of a listener of its own.
+	MetricsAddr string
+	// RateLimit (requests/s) and RateBurst bound each credential; 0 turns the limit off.
+	RateLimit float64
+	RateBurst int
+	// AuthFailureLimit (failures/minute) and AuthFailureBurst bound failed authentications per
+	// client address; 0 turns the limit off.
+	AuthFailureLimit float64
+	AuthFailureBurst int
+	// TrustedProxyHeader names the header a trusted load balancer writes the client address in;
+	// "" uses the connection's address.
+	TrustedProxyHeader string
 }
+
+// MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
+const MetricsOff = "off"
+
+// Default limits: generous for people and scripts, tight for guessing.
+const (
+	defaultRateLimit        = 50
+	defaultRateBurst        = 100
+	defaultAuthFailureLimit = 10
+	defaultAuthFailureBurst = 20
+)
 
 // secret is a configuration value that prints masked.
 type secret string
@@ -47,6 +73,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:    orDefault(getenv("BACKOFFICE_DATABASE_URL"), defaultDatabaseURL),
 		GatewayURL:     getenv("BACKOFFICE_GATEWAY_URL"),
 		GatewayTimeout: 10 * time.Second,
+		MetricsAddr:    strings.TrimSpace(getenv("BACKOFFICE_METRICS_ADDR")),
+		RateLimit:      defaultRateLimit, RateBurst: defaultRateBurst,
+		AuthFailureLimit: defaultAuthFailureLimit, AuthFailureBurst: defaultAuthFailureBurst,
+		TrustedProxyHeader: strings.TrimSpace(getenv("BACKOFFICE_TRUSTED_PROXY_HEADER")),
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
@@ -60,12 +90,63 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("BACKOFFICE_GATEWAY_TIMEOUT: %q is not a positive duration such as 10s", v)
 		}
 	}
+	for _, r := range []struct {
+		name string
+		dst  *float64
+	}{{"BACKOFFICE_RATE_LIMIT", &c.RateLimit}, {"BACKOFFICE_AUTH_FAILURE_LIMIT", &c.AuthFailureLimit}} {
+		if v := getenv(r.name); v != "" {
+			if *r.dst, err = parseRate(v); err != nil {
+				return c, fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+	}
+	for _, b := range []struct {
+		name string
+		dst  *int
+	}{{"BACKOFFICE_RATE_BURST", &c.RateBurst}, {"BACKOFFICE_AUTH_FAILURE_BURST", &c.AuthFailureBurst}} {
+		if v := getenv(b.name); v != "" {
+			if *b.dst, err = strconv.Atoi(v); err != nil || *b.dst < 1 {
+				return c, fmt.Errorf("%s: %q is not a whole number from 1 up", b.name, v)
+			}
+		}
+	}
 	if v := getenv("BACKOFFICE_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return c, fmt.Errorf("BACKOFFICE_LOG_LEVEL: %q is not one of debug, info, warn, error", v)
 		}
 	}
 	return c, nil
+}
+
+// parseRate reads a non-negative rate; "off" and 0 turn the limit off.
+func parseRate(v string) (float64, error) {
+	if strings.EqualFold(v, "off") {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("%q is not a rate such as 50, 0.5 or off", v)
+	}
+	return f, nil
+}
+
+// rateFlag is a flag.Value over a rate, accepting "off".
+type rateFlag struct{ dst *float64 }
+
+func (r rateFlag) String() string {
+	if r.dst == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r.dst, 'g', -1, 64)
+}
+
+func (r rateFlag) Set(v string) error {
+	f, err := parseRate(v)
+	if err != nil {
+		return err
+	}
+	*r.dst = f
+	return nil
 }
 
 func secretVar(getenv func(string) string, name string) (secret, error) {
@@ -101,6 +182,12 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GatewayURL, "gateway-url", c.GatewayURL, "device gateway base URL (BACKOFFICE_GATEWAY_URL)")
 	fs.DurationVar(&c.GatewayTimeout, "gateway-timeout", c.GatewayTimeout, "total budget of one push, retries included (BACKOFFICE_GATEWAY_TIMEOUT)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (BACKOFFICE_LOG_LEVEL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "where GET /metrics is served: empty for the main listener, off, or an address (BACKOFFICE_METRICS_ADDR)")
+	fs.Var(rateFlag{&c.RateLimit}, "rate-limit", "requests per second per credential, or off (BACKOFFICE_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "requests a credential may make at once (BACKOFFICE_RATE_BURST)")
+	fs.Var(rateFlag{&c.AuthFailureLimit}, "auth-failure-limit", "failed authentications per minute per client address, or off (BACKOFFICE_AUTH_FAILURE_LIMIT)")
+	fs.IntVar(&c.AuthFailureBurst, "auth-failure-burst", c.AuthFailureBurst, "failed authentications a client address may make at once (BACKOFFICE_AUTH_FAILURE_BURST)")
+	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
 }
 
 // errNoMasterKey says how to make a key, in one line.

@@ -32,7 +32,7 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	sim := gateway.NewSimulator(gateway.SimOptions{Token: *token, FailureRate: *failureRate, Latency: *latency})
 	log.Info("gateway simulator serving", slog.String("addr", ln.Addr().String()),
 		slog.Float64("failure_rate", *failureRate), slog.Duration("latency", *latency))
-	return serveUntilDone(ctx, ln, sim, log)
+	return serveUntilDone(ctx, []listener{{ln: ln, handler: sim}}, log)
 }
 
 // startSimulator runs a simulator in-process on a free loopback port, for the demo.
@@ -45,7 +45,7 @@ func startSimulator(ctx context.Context, log *slog.Logger) (url string, stop fun
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = serveUntilDone(sctx, ln, gateway.NewSimulator(gateway.SimOptions{}), log.With(slog.String("component", "gateway-sim")))
+		_ = serveUntilDone(sctx, []listener{{ln: ln, handler: gateway.NewSimulator(gateway.SimOptions{})}}, log.With(slog.String("component", "gateway-sim")))
 	}()
 	stop = func() {
 		cancel()

@@ -11,6 +11,7 @@ import (
 
 	"backoffice/internal/api"
 	"backoffice/internal/gateway"
+	"backoffice/internal/metrics"
 	"backoffice/internal/push"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -56,53 +57,129 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	handler := newHandler(cfg, st, ring, log)
-	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
-		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID()))
+	listeners := []listener{{ln: ln}}
+	var m *metrics.Metrics
+	if cfg.MetricsAddr != MetricsOff {
+		m = metrics.New(st.DB())
+	}
+	if m != nil && cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen %s (BACKOFFICE_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		listeners = append(listeners, listener{ln: mln, handler: mux})
+	}
+	listeners[0].handler = newHandler(cfg, st, ring, log, m)
+	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
+		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
+	switch {
+	case m == nil:
+		attrs = append(attrs, slog.String("metrics", "off"))
+	case len(listeners) > 1:
+		attrs = append(attrs, slog.String("metrics", "http://"+listeners[1].ln.Addr().String()+"/metrics"))
+	default:
+		attrs = append(attrs, slog.String("metrics", "/metrics on the main listener"))
+	}
+	log.Info("serving", attrs...)
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}
-	return serveUntilDone(ctx, ln, handler, log)
+	return serveUntilDone(ctx, listeners, log)
 }
 
-// newHandler wires the API.
-func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger) http.Handler {
+// newHandler wires the API. m, when not nil, measures it and is served at /metrics on the same
+// listener unless it has one of its own.
+func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics) http.Handler {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken), Timeout: cfg.GatewayTimeout})
 	}
-	pusher := push.New(push.Config{Store: st, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log})
-	return api.New(api.Deps{Store: st, Ring: ring, Pusher: pusher, Logger: log})
+	pc := push.Config{Store: st, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log}
+	deps := api.Deps{Store: st, Ring: ring, Logger: log, Limits: api.Limits{
+		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
+		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
+		ClientAddrHeader: cfg.TrustedProxyHeader,
+	}}
+	if m != nil {
+		pc.Observer, deps.Metrics = m, m
+		if cfg.MetricsAddr == "" {
+			deps.Extra = func(mux *http.ServeMux) { mux.Handle("GET /metrics", m.Handler()) }
+		}
+	}
+	deps.Pusher = push.New(pc)
+	return api.New(deps)
 }
 
-// serveUntilDone serves until ctx ends, then stops taking connections and drains in-flight
-// requests within shutdownGrace.
-func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
-	srv := &http.Server{
+// listener is one address the process serves, and what it serves there.
+type listener struct {
+	ln      net.Listener
+	handler http.Handler
+}
+
+// Server limits. Reading a request (headers and body) is bounded tightly: no operation takes a
+// body. Writing is bounded loosely: a push may take the whole gateway budget.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 2 * time.Minute
+	// serverMaxHeaderBytes is the hard cap net/http enforces before any handler (431 in plain
+	// text); the API's own, smaller cap answers with the error body below it.
+	serverMaxHeaderBytes = 64 << 10
+)
+
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		// A push may take the whole gateway budget; leave room for it.
-		WriteTimeout:   60 * time.Second,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+}
+
+// serveUntilDone serves every listener until ctx ends or one fails, then stops taking
+// connections and drains in-flight requests within shutdownGrace.
+func serveUntilDone(ctx context.Context, listeners []listener, log *slog.Logger) error {
+	errc := make(chan error, len(listeners))
+	servers := make([]*http.Server, len(listeners))
+	for i, l := range listeners {
+		servers[i] = newServer(l.handler, log)
+		go func() { errc <- servers[i].Serve(l.ln) }()
+	}
+	var failed error
 	select {
-	case err := <-errc:
-		return err
+	case failed = <-errc:
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	var errs []error
+	if failed != nil && !errors.Is(failed, http.ErrServerClosed) {
+		errs = append(errs, failed)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("shutdown: %w", err))
+		}
+	}
+	remaining := len(servers)
+	if failed != nil {
+		remaining--
+	}
+	for range remaining {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	log.Info("stopped")
 	return nil

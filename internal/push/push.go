@@ -30,13 +30,29 @@ type Gateway interface {
 	Push(ctx context.Context, terminalID string, payload any) (gateway.Result, error)
 }
 
+// Observer measures pushes; internal/metrics implements it. Outcome is one of the Outcome*
+// constants.
+type Observer interface {
+	ObservePush(outcome string, elapsed time.Duration)
+}
+
+// Outcomes of a push that reached the gateway stage.
+const (
+	OutcomeSucceeded     = "succeeded"
+	OutcomeRejected      = "rejected"
+	OutcomeUnavailable   = "unavailable"
+	OutcomeNotConfigured = "not_configured"
+	OutcomeError         = "error" // neither the gateway's answer nor its absence: e.g. the caller went away
+)
+
 // Service runs pushes.
 type Service struct {
-	store Store
-	gw    Gateway // nil when no gateway is configured
-	now   func() time.Time
-	lease time.Duration
-	log   *slog.Logger
+	store   Store
+	gw      Gateway // nil when no gateway is configured
+	now     func() time.Time
+	lease   time.Duration
+	log     *slog.Logger
+	observe Observer
 }
 
 // Config configures a Service.
@@ -48,6 +64,9 @@ type Config struct {
 	Budget time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, is told the outcome and duration of every push that reaches the
+	// gateway stage.
+	Observer Observer
 }
 
 // leaseMargin is how long a lease outlives the gateway budget: time to write the note.
@@ -55,7 +74,7 @@ const leaseMargin = 30 * time.Second
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger}
+	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -94,7 +113,11 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
+	start := time.Now()
 	result, pushErr := s.send(ctx, in)
+	if s.observe != nil {
+		s.observe.ObservePush(outcome(pushErr), time.Since(start))
+	}
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
 	if err := s.store.AddMerchantNote(settle, note); err != nil {
@@ -114,6 +137,24 @@ func (s *Service) send(ctx context.Context, in deviceparams.Input) (gateway.Resu
 		return gateway.Result{}, errNoGateway
 	}
 	return s.gw.Push(ctx, in.TerminalID, deviceparams.Derive(in))
+}
+
+// outcome names a push's result for metrics.
+func outcome(err error) string {
+	if err == nil {
+		return OutcomeSucceeded
+	}
+	if err == errNoGateway {
+		return OutcomeNotConfigured
+	}
+	var ge *gateway.Error
+	if !errors.As(err, &ge) {
+		return OutcomeError
+	}
+	if ge.Kind == gateway.KindRejected {
+		return OutcomeRejected
+	}
+	return OutcomeUnavailable
 }
 
 // answer maps a failed push to the contract's 502s.

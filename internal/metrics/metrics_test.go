@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/testdb"
+)
+
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d", rec.Code)
+	}
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+func TestExposition(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	if err := st.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := New(st.DB())
+	route := "GET /v1/crm/sam-action-logs/{entityId}"
+	m.ObserveRequest("GET", route, 200, 300*time.Microsecond)
+	m.ObserveRequest("GET", route, 200, 2*time.Millisecond)
+	m.ObserveRequest("GET", route, 404, time.Millisecond)
+	m.ObserveDecrypt("granted")
+	m.ObserveDecrypt("denied")
+	m.ObservePush("succeeded", 40*time.Millisecond)
+	m.ObservePush("unavailable", 10*time.Second)
+
+	out := scrape(t, m)
+	for _, want := range []string{
+		`backoffice_http_requests_total{method="GET",route="GET /v1/crm/sam-action-logs/{entityId}",status="200"} 2`,
+		`backoffice_http_requests_total{method="GET",route="GET /v1/crm/sam-action-logs/{entityId}",status="404"} 1`,
+		`backoffice_http_request_duration_seconds_bucket{method="GET",route="GET /v1/crm/sam-action-logs/{entityId}",le="0.0005"} 1`,
+		`backoffice_http_request_duration_seconds_count{method="GET",route="GET /v1/crm/sam-action-logs/{entityId}"} 3`,
+		`backoffice_decrypts_total{outcome="granted"} 1`,
+		`backoffice_decrypts_total{outcome="denied"} 1`,
+		`backoffice_gateway_pushes_total{outcome="succeeded"} 1`,
+		`backoffice_gateway_push_duration_seconds_count{outcome="unavailable"} 1`,
+		`go_sql_max_open_connections{db_name="backoffice"}`,
+		`go_sql_open_connections{db_name="backoffice"}`,
+		`go_build_info{`,
+		`go_goroutines `,
+		`process_resident_memory_bytes `,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %s", want)
+		}
+	}
+}
+
+// Without a database there are no pool statistics, and nothing fails.
+func TestWithoutDatabase(t *testing.T) {
+	var db *sql.DB
+	out := scrape(t, New(db))
+	if strings.Contains(out, "go_sql_") {
+		t.Error("pool statistics without a pool")
+	}
+}
+
+// Two instances never share a registry: nothing is registered globally.
+func TestRegistriesAreSeparate(t *testing.T) {
+	a, b := New(nil), New(nil)
+	a.ObserveDecrypt("granted")
+	if strings.Contains(scrape(t, b), "backoffice_decrypts_total{") {
+		t.Error("b sees a's decrypts")
+	}
+}
