@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"backoffice/internal/domain"
@@ -65,9 +66,60 @@ func Errorf(path, format string, args ...any) *Error {
 }
 
 // Read decodes and checks a dataset. Ids come back in canonical (lower-case) form.
+//
+// A well-formed file is decoded in one streaming pass, each key's array straight into its
+// records. Anything unusual (a syntax or type error, an unknown key or field, a null record, a
+// repeated key) sends the file down the careful path, which decodes record by record so that the
+// error names the record and field.
 func Read(r io.Reader) (*Dataset, error) {
+	b, err := io.ReadAll(bufio.NewReaderSize(r, 1<<20))
+	if err != nil {
+		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
+	}
+	if ds, ok := readFast(b); ok {
+		if err := ds.check(); err != nil {
+			return nil, err
+		}
+		return ds, nil
+	}
+	return readCareful(b)
+}
+
+// readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
+func readFast(b []byte) (ds *Dataset, ok bool) {
+	ds = &Dataset{}
+	sections := ds.sections()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey || seen[key] {
+			return nil, false
+		}
+		seen[key] = true
+		sec, known := sections[key]
+		if !known || sec.fast(dec) != nil {
+			return nil, false
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return ds, true
+}
+
+// readCareful decodes record by record, to name the first problem precisely.
+func readCareful(b []byte) (*Dataset, error) {
 	var top map[string]json.RawMessage
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&top); err != nil {
 		return nil, &Error{Problem: "not a JSON object: " + describe(err)}
 	}
@@ -110,10 +162,15 @@ func Write(w io.Writer, ds *Dataset) error {
 	return bw.Flush()
 }
 
-// section decodes one key's array.
+// section decodes one key's array: fast, the whole array from the stream at once; decode, record
+// by record, naming the record that fails.
 type section struct {
+	fast   func(dec *json.Decoder) error
 	decode func(key string, raw json.RawMessage) error
 }
+
+// errZeroRecord sends a null or empty record to the careful path, which names it.
+var errZeroRecord = errors.New("dataset: a null or empty record")
 
 var sectionOrder = []string{"partners", "users", "apiKeys", "sessions", "cardPlans", "leads", "principals",
 	"merchants", "merchantDocuments", "pricingModels", "deploymentModels", "deploymentOrders", "inventoryUnits",
@@ -147,7 +204,19 @@ func (ds *Dataset) sections() map[string]section {
 
 // sectionOf decodes an array record by record, so that an error can name the record's index.
 func sectionOf[T any](dst *[]T) section {
-	return section{decode: func(key string, raw json.RawMessage) error {
+	return section{fast: func(dec *json.Decoder) error {
+		var out []T
+		if err := dec.Decode(&out); err != nil {
+			return err
+		}
+		for i := range out {
+			if reflect.ValueOf(&out[i]).Elem().IsZero() {
+				return errZeroRecord
+			}
+		}
+		*dst = out
+		return nil
+	}, decode: func(key string, raw json.RawMessage) error {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
 			return Errorf(key, "expected an array of objects")

@@ -32,6 +32,12 @@ type engine struct {
 	migrations fs.FS
 	// lock, when set, runs the migration pass under a database-wide lock.
 	lock func(ctx context.Context, conn *sql.Conn, fn func() error) error
+	// insertOrSkip, when set, is the engine's own spelling of an INSERT that skips rows taken by
+	// a unique key, used instead of the standard INSERT … ON CONFLICT DO NOTHING.
+	insertOrSkip string
+	// importTuning runs at the start of an import, in its transaction, and importUntuning at its
+	// end: settings for a bulk load on that one connection.
+	importTuning, importUntuning []string
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or "postgres://…").

@@ -1,0 +1,154 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+func samID(n int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-9000-%012d", n)) }
+
+// samBase is a partner with two leads to hang logs on.
+func samBase() *dataset.Dataset {
+	p := samID(900001)
+	return &dataset.Dataset{
+		Partners: []domain.Partner{{ID: p, Name: "P"}},
+		Leads: []domain.Lead{
+			{ID: samID(900002), PartnerID: p, BusinessName: "L1"},
+			{ID: samID(900003), PartnerID: p, BusinessName: "L2"},
+		},
+	}
+}
+
+var samT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// logs makes n logs of entity numbered from first, with dates spread so that files interleave;
+// every third shares its date with the previous one, so ties are broken by id.
+func logs(entity domain.ID, first, n int) []domain.SAMActionLog {
+	out := make([]domain.SAMActionLog, n)
+	for i := range out {
+		k := first + i
+		out[i] = domain.SAMActionLog{ID: samID(k), EntityID: entity, Action: "update_mid",
+			ActionDate: samT0.Add(time.Duration(k-k%3) * time.Minute), SamID: int64(k)}
+	}
+	return out
+}
+
+// listOrder is the contract's order: actionDate descending, then id descending.
+func listOrder(ls []domain.SAMActionLog) []domain.ID {
+	s := slices.Clone(ls)
+	slices.SortFunc(s, func(a, b domain.SAMActionLog) int {
+		if c := b.ActionDate.Compare(a.ActionDate); c != 0 {
+			return c
+		}
+		return strings.Compare(string(b.ID), string(a.ID))
+	})
+	ids := make([]domain.ID, len(s))
+	for i := range s {
+		ids[i] = s[i].ID
+	}
+	return ids
+}
+
+func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain.ID, int64) {
+	t.Helper()
+	var ids []domain.ID
+	var total int64
+	for page := int64(1); ; page++ {
+		got, tot, err := st.ListSAMActionLogs(context.Background(), entity, page, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total = tot
+		if len(got) == 0 {
+			return ids, total
+		}
+		for _, l := range got {
+			ids = append(ids, l.ID)
+		}
+	}
+}
+
+// Logs are imported in batches; positions are computed for a fresh entity and renumbered for an
+// entity that already has logs. Either way every page is exactly right.
+func TestImportSAMLogsPositions(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		ds := samBase()
+		l1, l2 := ds.Leads[0].ID, ds.Leads[1].ID
+		// More than one batch, out of order, two entities interleaved in the file.
+		first := append(logs(l1, 0, 700), logs(l2, 5000, 300)...)
+		slices.Reverse(first[:350])
+		ds.SAMActionLogs = first
+		if _, err := st.Import(ctx, ds, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			entity domain.ID
+			want   []domain.SAMActionLog
+		}{{l1, first[:700]}, {l2, first[700:]}} {
+			got, total := walk(t, st, c.entity, 7)
+			if !slices.Equal(got, listOrder(c.want)) || total != int64(len(c.want)) {
+				t.Fatalf("entity %s: %d logs in the wrong order, total %d", c.entity, len(got), total)
+			}
+		}
+		// A second file adds logs to l1 that interleave with the stored ones.
+		var more []domain.SAMActionLog
+		for k := range 400 {
+			more = append(more, domain.SAMActionLog{ID: samID(10000 + k), EntityID: l1, Action: "board_merchant",
+				ActionDate: samT0.Add(time.Duration(k*2) * time.Minute), SamID: int64(k)})
+		}
+		if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
+			t.Fatal(err)
+		}
+		all := append(slices.Clone(first[:700]), more...)
+		got, total := walk(t, st, l1, 20)
+		if !slices.Equal(got, listOrder(all)) || total != int64(len(all)) {
+			t.Fatalf("after the second import: %d logs, total %d, order right: %v", len(got), total, slices.Equal(got, listOrder(all)))
+		}
+	})
+}
+
+// A log whose id is already stored is named, in any batch, and nothing of the file is kept.
+func TestImportSAMLogsDuplicate(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		ds := samBase()
+		l1, l2 := ds.Leads[0].ID, ds.Leads[1].ID
+		ds.SAMActionLogs = logs(l1, 0, 10)
+		if _, err := st.Import(ctx, ds, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name   string
+			entity domain.ID
+			at     int
+		}{{"other entity, fresh", l2, 300}, {"same entity, stored", l1, 5}, {"first of a batch", l2, 256}} {
+			t.Run(c.name, func(t *testing.T) {
+				file := logs(c.entity, 20000, 600)
+				file[c.at].ID = samID(3) // stored under l1
+				_, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil)
+				var de *dataset.Error
+				if !errors.As(err, &de) || de.Path != fmt.Sprintf("samActionLogs[%d].id", c.at) || !strings.Contains(de.Problem, "already in the database") {
+					t.Fatalf("error %v", err)
+				}
+				if got, total := walk(t, st, c.entity, 100); c.entity == l2 && (len(got) != 0 || total != 0) {
+					t.Fatalf("a failed import left %d logs", len(got))
+				}
+			})
+		}
+		got, total := walk(t, st, l1, 100)
+		if !slices.Equal(got, listOrder(logs(l1, 0, 10))) || total != 10 {
+			t.Fatalf("l1 after failed imports: %v total %d", got, total)
+		}
+	})
+}
