@@ -48,7 +48,7 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, List[domain.SAMActionLog]{Meta: newMeta(page, total), Data: logs})
+		writeSAMPage(w, newMeta(page, total), logs)
 		return nil
 	}
 }

@@ -23,9 +23,17 @@ const (
 	actorKey
 )
 
+// requestInfo is what observe knows of a request: its id, and the logger to make a per-request
+// logger from. The per-request logger is made only when something is logged besides the access
+// line (errors, mostly), so that an ordinary request does not pay for it.
+type requestInfo struct {
+	id  string
+	log *slog.Logger
+}
+
 func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
-		return l
+	if ri, ok := ctx.Value(loggerKey).(*requestInfo); ok {
+		return ri.log.With(slog.String("request_id", ri.id))
 	}
 	return slog.Default()
 }
@@ -38,7 +46,9 @@ func actorFrom(ctx context.Context) domain.Actor {
 func newRequestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var h [16]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 // statusWriter remembers the status a handler wrote, for the access log.
@@ -70,9 +80,8 @@ func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
-		w.Header().Set("X-Request-Id", id)
-		reqLog := log.With(slog.String("request_id", id))
-		r = r.WithContext(context.WithValue(r.Context(), loggerKey, reqLog))
+		w.Header()["X-Request-Id"] = []string{id}
+		r = r.WithContext(context.WithValue(r.Context(), loggerKey, &requestInfo{id: id, log: log}))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
@@ -90,7 +99,8 @@ func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
 		if quietRoutes[route] {
 			level = slog.LevelDebug
 		}
-		reqLog.LogAttrs(r.Context(), level, "request",
+		log.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", id),
 			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", sw.status),

@@ -10,39 +10,49 @@ import (
 
 // ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,
 // sorted by sortOrder, marking the lead's plans. A lead with none stored reads as not configured.
+// One statement: the lead's columns repeat on each catalogue row (on one row with no plan
+// columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
 	var sa domain.ServiceAcceptance
-	var partner string
-	var mid, fcs, amex, esa, ebt sql.NullString
-	var configured sql.NullBool
-	err := s.q().row(ctx, `SELECT partner_id, mid_id, sa_configured, sa_ebt_fcs_number, sa_amex_program, sa_amex_esa_number, sa_ebt_benefit_mode FROM leads WHERE id = ?`, leadID).
-		Scan(&partner, &mid, &configured, &fcs, &amex, &esa, &ebt)
+	rows, err := s.q().query(ctx, `
+SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
+       c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
+FROM leads l
+LEFT JOIN card_plans c ON TRUE
+LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = l.id
+WHERE l.id = ?
+ORDER BY c.sort_order, c.id`, leadID)
 	if err != nil {
-		return sa, notFoundOr(err, "lead %s", leadID)
+		return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
 	}
-	if !scope.Sees(domain.ID(partner)) {
-		return sa, errNotFound
+	defer rows.Close()
+	found := false
+	sa.CardPlans = []domain.CardPlanSelection{}
+	var partner string
+	var mid, fcs, amex, esa, ebt, planID, code, name sql.NullString
+	var configured sql.NullBool
+	var sortOrder sql.NullInt64
+	var selected bool
+	for rows.Next() {
+		if err := rows.Scan(&partner, &mid, &configured, &fcs, &amex, &esa, &ebt, &planID, &code, &name, &sortOrder, &selected); err != nil {
+			return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
+		}
+		found = true
+		if planID.Valid {
+			sa.CardPlans = append(sa.CardPlans, domain.CardPlanSelection{CardPlan: domain.CardPlan{ID: domain.ID(planID.String),
+				Code: code.String, DisplayName: name.String, SortOrder: sortOrder.Int64}, Selected: selected})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
+	}
+	if !found || !scope.Sees(domain.ID(partner)) {
+		return domain.ServiceAcceptance{}, errNotFound
 	}
 	sa.MidID = idPtr(mid)
 	sa.Configured = configured.Valid && configured.Bool
 	sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode = strPtr(fcs), strPtr(amex), strPtr(esa), strPtr(ebt)
-	rows, err := s.q().query(ctx, `
-SELECT c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
-FROM card_plans c LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = ?
-ORDER BY c.sort_order, c.id`, leadID)
-	if err != nil {
-		return sa, fmt.Errorf("store: card plans of lead %s: %w", leadID, err)
-	}
-	defer rows.Close()
-	sa.CardPlans = []domain.CardPlanSelection{}
-	for rows.Next() {
-		var p domain.CardPlanSelection
-		if err := rows.Scan(&p.ID, &p.Code, &p.DisplayName, &p.SortOrder, &p.Selected); err != nil {
-			return sa, fmt.Errorf("store: card plans of lead %s: %w", leadID, err)
-		}
-		sa.CardPlans = append(sa.CardPlans, p)
-	}
-	return sa, rows.Err()
+	return sa, nil
 }
 
 // SealedSSN is a principal's SSN as stored: the key id and the sealed bytes. Found is false when

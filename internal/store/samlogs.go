@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 
@@ -39,19 +38,18 @@ UNION ALL SELECT COALESCE(m.partner_id, '') FROM equipment e
 }
 
 // ListSAMActionLogs returns one page of an entity's logs, newest first (ties by id, descending),
-// and the entity's total. Both come from one statement, so they agree even while an import
-// lands. A page is a range of the maintained positions: a deep page costs what the first does.
+// and the entity's total. A page is a range of the maintained positions, found by the
+// (entity_id, pos) index: a deep page costs what the first does. The total is the largest
+// position, one index probe, computed in the same statement as the page so that the two agree
+// even while an import lands; only a page past the end asks for the total on its own.
 func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
 	if page > math.MaxInt64/size {
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
 	}
 	offset := (page - 1) * size
 	rows, err := s.q().query(ctx, `
-SELECT t.total, l.id, l.action, l.action_date, l.sam_id
-FROM (SELECT COALESCE(MAX(pos), 0) AS total FROM sam_action_logs WHERE entity_id = ?) AS t
-LEFT JOIN (SELECT id, action, action_date, sam_id, pos FROM sam_action_logs
-           WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?) AS l ON TRUE
-ORDER BY l.pos`, entity, entity, offset, size)
+SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
+FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, entity, entity, offset, size)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -59,19 +57,21 @@ ORDER BY l.pos`, entity, entity, offset, size)
 	logs := make([]domain.SAMActionLog, 0, size)
 	var total int64
 	for rows.Next() {
-		var id, action sql.NullString
-		var date, samID sql.NullInt64
-		if err := rows.Scan(&total, &id, &action, &date, &samID); err != nil {
+		var l domain.SAMActionLog
+		var date int64
+		if err := rows.Scan(&total, &l.ID, &l.Action, &date, &l.SamID); err != nil {
 			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 		}
-		if !id.Valid { // the page is empty: only the total row came back
-			continue
-		}
-		logs = append(logs, domain.SAMActionLog{ID: domain.ID(id.String), EntityID: entity, Action: action.String,
-			ActionDate: fromMicros(date.Int64), SamID: samID.Int64})
+		l.EntityID, l.ActionDate = entity, fromMicros(date)
+		logs = append(logs, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+	}
+	if len(logs) == 0 {
+		if err := s.q().row(ctx, `SELECT COALESCE(MAX(pos), 0) FROM sam_action_logs WHERE entity_id = ?`, entity).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+		}
 	}
 	return logs, total, nil
 }

@@ -19,6 +19,7 @@ type Store struct {
 	db     *sql.DB
 	engine *engine
 	now    func() time.Time
+	stmts  stmtCache
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -59,7 +60,10 @@ func (s *Store) Engine() string { return s.engine.name }
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
@@ -79,18 +83,67 @@ type querier struct {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
 	e *engine
+	// stmts, on the pool, keeps each statement prepared once per connection: parsing and
+	// planning the SQL again on every request costs more than running it.
+	stmts *stmtCache
 }
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return q.x.ExecContext(ctx, q.e.sql(query), args...)
 }
 
 func (q querier) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return q.x.QueryContext(ctx, q.e.sql(query), args...)
 }
 
 func (q querier) row(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return q.x.QueryRowContext(ctx, q.e.sql(query), args...)
+}
+
+// stmtCache holds the pool's prepared statements by query text. database/sql prepares a
+// statement on each connection the first time it runs there, and again after a reconnect.
+// The queries are the store's own constants, so the cache is bounded by the code.
+type stmtCache struct {
+	m sync.Map // engine text -> *sql.Stmt
+}
+
+// get returns the prepared statement of query, or nil to run it unprepared (no cache, or the
+// statement does not prepare: the unprepared run then reports the error).
+func (c *stmtCache) get(ctx context.Context, x interface {
+	PrepareContext(context.Context, string) (*sql.Stmt, error)
+}, query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	if v, ok := c.m.Load(query); ok {
+		return v.(*sql.Stmt)
+	}
+	st, err := x.PrepareContext(context.WithoutCancel(ctx), query)
+	if err != nil {
+		return nil
+	}
+	if v, loaded := c.m.LoadOrStore(query, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt)
+	}
+	return st
+}
+
+func (c *stmtCache) close() {
+	c.m.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		c.m.Delete(k)
+		return true
+	})
 }
 
 func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -112,7 +165,7 @@ func (e *engine) sql(query string) string {
 	return out
 }
 
-func (s *Store) q() querier { return querier{x: s.db, e: s.engine} }
+func (s *Store) q() querier { return querier{x: s.db, e: s.engine, stmts: &s.stmts} }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call.

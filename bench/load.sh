@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The load benchmark, in one command:  bench/load.sh
+#
+# Builds the service, generates a large dataset (default: 1,000,000 SAM action logs on one lead,
+# 10,000 leads with principals, 1,000 line items), imports it, serves it on loopback, and runs
+# wrk against each read operation and against a bare net/http server that writes the same bytes
+# (bench/bare: the machine's limit). Prints a table: requests/s at $CONNS connections and the
+# ratio to the bare server, p50/p99 latency at one connection, non-2xx answers, the server's
+# memory, and the import rate.
+#
+# Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
+#   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s CONNS=32 THREADS=2
+#   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SAM_LOGS=${SAM_LOGS:-1000000}
+LEADS=${LEADS:-10000}
+LINE_ITEMS=${LINE_ITEMS:-1000}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+THREADS=${THREADS:-2}
+PORT=${PORT:-18080}
+BARE_PORT=${BARE_PORT:-18081}
+KEEP=${KEEP:-0}
+WORKDIR=${WORKDIR:-$(mktemp -d -t backoffice-bench.XXXXXX)}
+mkdir -p "$WORKDIR"
+
+say() { printf '== %s\n' "$*" >&2; }
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ "$KEEP" != 1 ]; then rm -rf "$WORKDIR"; else say "kept $WORKDIR"; fi
+}
+trap cleanup EXIT
+
+# --- tools -------------------------------------------------------------------------------------
+if ! command -v wrk >/dev/null; then
+  say "installing wrk (Debian package)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq wrk >/dev/null
+fi
+for t in go curl wrk; do command -v "$t" >/dev/null || { echo "load.sh needs $t" >&2; exit 1; }; done
+
+say "building into $WORKDIR"
+go build -o "$WORKDIR/backoffice" ./cmd/backoffice
+go build -o "$WORKDIR/bare" ./bench/bare
+go build -o "$WORKDIR/gen" ./bench/gen
+
+# --- dataset and import ------------------------------------------------------------------------
+say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_ITEMS line items"
+"$WORKDIR/gen" -out "$WORKDIR/dataset.json" -targets "$WORKDIR/targets.env" \
+  -sam-logs "$SAM_LOGS" -leads "$LEADS" -line-items "$LINE_ITEMS"
+# shellcheck disable=SC1091
+. "$WORKDIR/targets.env"
+
+export BACKOFFICE_MASTER_KEY
+BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
+export BACKOFFICE_DATABASE_URL="sqlite:$WORKDIR/bench.db"
+
+say "importing $(du -h "$WORKDIR/dataset.json" | cut -f1) of JSON"
+t0=$(date +%s.%N)
+"$WORKDIR/backoffice" import "$WORKDIR/dataset.json" >"$WORKDIR/import.out"
+t1=$(date +%s.%N)
+import_s=$(echo "$t1 - $t0" | bc -l)
+imported=$(awk '/^imported/ {print $2}' "$WORKDIR/import.out")
+records_per_s=$(echo "$imported / $import_s" | bc -l)
+sam_per_s=$(echo "$BENCH_SAM_LOGS / $import_s" | bc -l)
+
+# --- servers -----------------------------------------------------------------------------------
+# The rate limit is on but far out of reach: the benchmark pays for the limiter, never meets it.
+say "serving on 127.0.0.1:$PORT"
+BACKOFFICE_ADDR="127.0.0.1:$PORT" BACKOFFICE_RATE_LIMIT=100000000 BACKOFFICE_RATE_BURST=100000000 \
+  "$WORKDIR/backoffice" serve 2>"$WORKDIR/serve.log" &
+server=$!
+pids+=("$server")
+for _ in $(seq 1 100); do
+  curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "the service did not become ready" >&2; cat "$WORKDIR/serve.log" >&2; exit 1; }
+
+AUTH="Authorization: Api-Key $BENCH_API_KEY"
+declare -A path
+path[acceptance]="/v1/crm/leads/$BENCH_LEAD/service-acceptance"
+path[decrypt]="/v1/crm/leads/$BENCH_LEAD/principals/$BENCH_PRINCIPAL/decrypt/ssn"
+path[sam_page_1]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=1&size=20"
+path[sam_page_50000]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=50000&size=20"
+names=(acceptance decrypt sam_page_1 sam_page_50000)
+
+# The bare server answers with the service's own bytes for each request.
+mkdir -p "$WORKDIR/bodies"
+for n in "${names[@]}"; do
+  curl -fs -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >"$WORKDIR/bodies/$n.json"
+done
+if [ "$BENCH_SAM_LOGS" -ge 1000000 ] && ! grep -q '"id"' "$WORKDIR/bodies/sam_page_50000.json"; then
+  echo "page 50000 came back empty" >&2; exit 1
+fi
+"$WORKDIR/bare" -addr "127.0.0.1:$BARE_PORT" -dir "$WORKDIR/bodies" &
+pids+=("$!")
+for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/acceptance" >/dev/null 2>&1 && break; sleep 0.1; done
+
+# --- load --------------------------------------------------------------------------------------
+rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
+
+# run NAME URL CONNS THREADS: one bounded wrk run; prints "reqs p50_ms p99_ms non2xx errors".
+run() {
+  local out
+  out=$(timeout 120 wrk -t"$4" -c"$3" -d"$DURATION" --latency -H "$AUTH" "$2" 2>&1) || true
+  echo "$out" >>"$WORKDIR/wrk.log"
+  echo "$out" | awk '
+    function ms(v) {
+      if (v ~ /us$/) return substr(v, 1, length(v)-2) / 1000
+      if (v ~ /ms$/) return substr(v, 1, length(v)-2) + 0
+      if (v ~ /s$/)  return substr(v, 1, length(v)-1) * 1000
+      return v
+    }
+    /Requests\/sec:/ { reqs = $2 }
+    $1 == "50%" { p50 = ms($2) }
+    $1 == "99%" { p99 = ms($2) }
+    /Non-2xx or 3xx responses:/ { non2xx = $5 }
+    /Socket errors:/ { gsub(",", ""); errs = $4 + $6 + $8 + $10 }
+    END { printf "%s %s %s %d %d\n", reqs + 0, p50 + 0, p99 + 0, non2xx + 0, errs + 0 }'
+}
+
+declare -A svc32 svc1 bare32 bare1 rss_after
+say "wrk: $DURATION per run, $CONNS connections for throughput, 1 for latency"
+rss_start=$(rss_kb VmRSS)
+for n in "${names[@]}"; do
+  say "$n"
+  svc32[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS")
+  svc1[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" 1 1)
+  rss_after[$n]=$(rss_kb VmRSS)
+  bare32[$n]=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS")
+  bare1[$n]=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" 1 1)
+done
+peak_kb=$(rss_kb VmHWM)
+
+# --- report ------------------------------------------------------------------------------------
+field() { echo "$1" | awk -v i="$2" '{print $i}'; }
+printf '\n'
+printf 'backoffice load benchmark: %s cores, %s per run, %s connections for req/s, 1 for latency\n' "$(nproc)" "$DURATION" "$CONNS"
+printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
+  "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
+printf '| %-15s | %9s | %9s | %5s | %8s | %8s | %8s | %8s | %7s | %9s |\n' \
+  operation 'req/s' 'bare r/s' ratio 'p50 ms' 'p99 ms' 'bare p50' 'bare p99' 'non-2xx' 'RSS MiB'
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------: ----------: ----------: ------: ---------: ---------: ---------: ---------: --------: ----------:
+bad=0
+for n in "${names[@]}"; do
+  r=$(field "${svc32[$n]}" 1); br=$(field "${bare32[$n]}" 1)
+  ratio=$(echo "if ($br > 0) $r / $br else 0" | bc -l)
+  non2xx=$(( $(field "${svc32[$n]}" 4) + $(field "${svc1[$n]}" 4) ))
+  errs=$(( $(field "${svc32[$n]}" 5) + $(field "${svc1[$n]}" 5) ))
+  [ "$non2xx" -eq 0 ] && [ "$errs" -eq 0 ] || bad=1
+  printf '| %-15s | %9.0f | %9.0f | %5.2f | %8.3f | %8.3f | %8.3f | %8.3f | %7s | %9.0f |\n' \
+    "$n" "$r" "$br" "$ratio" "$(field "${svc1[$n]}" 2)" "$(field "${svc1[$n]}" 3)" \
+    "$(field "${bare1[$n]}" 2)" "$(field "${bare1[$n]}" 3)" "$non2xx${errs:+/$errs}" "$(echo "${rss_after[$n]} / 1024" | bc -l)"
+done
+printf '\nserver memory: %.0f MiB resident after start-up, peak %.0f MiB (VmHWM)\n' \
+  "$(echo "$rss_start / 1024" | bc -l)" "$(echo "$peak_kb / 1024" | bc -l)"
+printf 'import: %d records in %.1f s = %.0f records/s, %.0f SAM action logs/s (whole command: read, check, insert, commit)\n' \
+  "$imported" "$import_s" "$records_per_s" "$sam_per_s"
+printf 'non-2xx column: non-2xx answers/socket errors, both runs of the service\n'
+printf 'wrk output: %s/wrk.log; server log: %s/serve.log\n' "$WORKDIR" "$WORKDIR"
+[ "$bad" -eq 0 ] || { echo "some requests failed or answered non-2xx" >&2; exit 1; }
