@@ -130,6 +130,8 @@ say "wrk: $DURATION per run, $CONNS connections for throughput, 1 for latency"
 rss_start=$(rss_kb VmRSS)
 for n in "${names[@]}"; do
   say "$n"
+  # A short unmeasured run first: the measured ones see warm caches, as a serving process does.
+  timeout 30 wrk -t"$THREADS" -c"$CONNS" -d2s -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
   svc32[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS")
   svc1[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" 1 1)
   rss_after[$n]=$(rss_kb VmRSS)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"backoffice/internal/api"
@@ -16,6 +17,9 @@ import (
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
+
+// serveGCPercent is the garbage collector's target when GOGC is not set.
+const serveGCPercent = 400
 
 // shutdownGrace bounds how long a stopping server waits for in-flight requests: a push may run
 // for the whole gateway budget.
@@ -31,6 +35,12 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		return fmt.Errorf("%w: serve takes no arguments", ErrUsage)
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
+	if env.Getenv("GOGC") == "" {
+		// The live heap of a serving process is a few MiB and every request allocates: at the
+		// default of 100 the collector runs thousands of times a second under load. 400 trades
+		// tens of MiB for a fifth to a third more requests per second (docs/performance.md).
+		debug.SetGCPercent(serveGCPercent)
+	}
 	var d *demoSetup
 	if *demo {
 		var err error

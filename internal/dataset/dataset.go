@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"backoffice/internal/domain"
@@ -131,7 +133,7 @@ func readCareful(b []byte) (*Dataset, error) {
 	}
 	var ds Dataset
 	sections := ds.sections()
-	for key := range top {
+	for _, key := range slices.Sorted(maps.Keys(top)) { // the same key named every time
 		if _, ok := sections[key]; !ok {
 			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(sectionOrder, ", "))
 		}

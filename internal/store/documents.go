@@ -56,9 +56,11 @@ func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchant
 	return n == 1, nil
 }
 
-// RecordAudit writes one audit event.
+// RecordAudit writes one audit event, and returns once it is committed: a caller may disclose
+// what the event records only after that. Concurrent events share a transaction (group commit,
+// see auditWriter); none is ever acknowledged before its commit.
 func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
-	return insertAudit(ctx, s.q(), e)
+	return s.audits.record(ctx, s, e)
 }
 
 func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {

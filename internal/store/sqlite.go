@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -26,7 +27,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, errors.New("store: sqlite: empty path")
 	}
 	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "secure_delete(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "secure_delete(1)", "synchronous(NORMAL)", "mmap_size(1073741824)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -49,7 +50,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	// uuid keys do not fit the small one, and every miss is a read. It is given back at the end.
 	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations, insertOrSkip: "INSERT OR IGNORE INTO",
 		importTuning: []string{"PRAGMA cache_size = -262144"}, importUntuning: []string{"PRAGMA cache_size = -2000"}}
-	return &Store{db: db, engine: e, now: time.Now}, nil
+	return &Store{db: db, engine: e, now: time.Now, writes: &sync.Mutex{}}, nil
 }
 
 func sqliteUnique(err error) bool {

@@ -20,6 +20,11 @@ type Store struct {
 	engine *engine
 	now    func() time.Time
 	stmts  stmtCache
+	// writes, when set, queues this process's writers in Go. SQLite lets one writer in at a
+	// time and makes the others poll with sleeps of a millisecond and more: under load that
+	// is most of a write's latency. Writers of other processes still meet the busy timeout.
+	writes *sync.Mutex
+	audits auditWriter
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -61,6 +66,7 @@ func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s
 
 // Close releases the database.
 func (s *Store) Close() error {
+	s.audits.stop()
 	s.stmts.close()
 	return s.db.Close()
 }
@@ -86,9 +92,15 @@ type querier struct {
 	// stmts, on the pool, keeps each statement prepared once per connection: parsing and
 	// planning the SQL again on every request costs more than running it.
 	stmts *stmtCache
+	// writes, on the pool, is held while a statement writes (see Store.writes).
+	writes *sync.Mutex
 }
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if q.writes != nil {
+		q.writes.Lock()
+		defer q.writes.Unlock()
+	}
 	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -165,11 +177,16 @@ func (e *engine) sql(query string) string {
 	return out
 }
 
-func (s *Store) q() querier { return querier{x: s.db, e: s.engine, stmts: &s.stmts} }
+func (s *Store) q() querier { return querier{x: s.db, e: s.engine, stmts: &s.stmts, writes: s.writes} }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
-// panic. It is scoped to one operation: never hold it across a network call.
+// panic. It is scoped to one operation: never hold it across a network call, and never write
+// through s.q() inside it (with queued writers, that waits for itself).
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
+	if s.writes != nil {
+		s.writes.Lock()
+		defer s.writes.Unlock()
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)

@@ -1,0 +1,87 @@
+package dataset
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const validFile = `{
+ "partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P"}],
+ "users": [{"id": "00000000-0000-4000-8000-000000000002", "partnerId": null, "email": "a@b.c", "permissions": ["*"]}],
+ "apiKeys": [{"id": "00000000-0000-4000-8000-000000000003", "userId": "00000000-0000-4000-8000-000000000002", "key": "0123456789abcdef0123", "expiresAt": null}],
+ "leads": [{"id": "00000000-0000-4000-8000-00000000000A", "partnerId": "00000000-0000-4000-8000-000000000001", "businessName": "L", "midId": null,
+            "serviceAcceptance": {"configured": true, "selectedCardPlanIds": [], "ebtFcsNumber": null, "amexProgram": "esa", "amexEsaNumber": "1", "ebtBenefitMode": null}}],
+ "principals": [{"id": "00000000-0000-4000-8000-000000000004", "leadId": "00000000-0000-4000-8000-00000000000a", "firstName": "F", "lastName": "L", "ssn": "123-45-6789"}],
+ "samActionLogs": [
+  {"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-00000000000a", "action": "update_mid", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
+  {"id": "00000000-0000-4000-8000-000000000006", "entityId": "00000000-0000-4000-8000-00000000000A", "action": "board_merchant", "actionDate": "2026-11-21T09:31:00.5Z", "samId": 2}
+ ],
+ "shipments": null
+}`
+
+func TestRead(t *testing.T) {
+	ds, err := Read(strings.NewReader(validFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.SAMActionLogs) != 2 || ds.SAMActionLogs[1].EntityID != "00000000-0000-4000-8000-00000000000a" || ds.Leads[0].ID != "00000000-0000-4000-8000-00000000000a" {
+		t.Fatalf("ids not canonical: %+v", ds.SAMActionLogs)
+	}
+}
+
+// The careful path names the record and field; the fast path must never hide that.
+func TestReadErrors(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"not an object", `[1]`, "not a JSON object"},
+		{"trailing data", `{} {}`, "unexpected data after the JSON object"},
+		{"unknown key", `{"nope": []}`, "nope: unknown key"},
+		{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
+		{"unknown field", `{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P", "x": 1}]}`, `partners[0]: unknown field "x"`},
+		{"wrong type", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "samId": "1"}]}`, "samActionLogs[0].samId: expected a number"},
+		{"empty record", `{"partners": [{}]}`, "partners[0].id: required"},
+		{"bad uuid", `{"samActionLogs": [{"id": "x", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, `samActionLogs[0].id: not a uuid: "x"`},
+		{"duplicate log", `{"samActionLogs": [
+			{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
+			{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[1].id: duplicate id"},
+		{"blank action", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": " ", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[0].action: required"},
+		{"repeated key", `{"partners": [], "partners": [null]}`, "partners[0]: expected an object, got null"},
+	} {
+		_, err := Read(strings.NewReader(c.file))
+		var de *Error
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// FuzzRead: no input panics, and the fast path agrees with the careful one: same records, or the
+// same error.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(validFile))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"samActionLogs": [null]}`))
+	f.Add([]byte(`{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P"}], "partners": []}`))
+	f.Add([]byte(`{"fileBuilds": [{"id": "00000000-0000-4000-8000-000000000001", "lineItemId": "00000000-0000-4000-8000-000000000002", "settings": {"tips": 1}}]}`))
+	f.Add([]byte(`{"pricingModels": [{"id": "00000000-0000-4000-8000-000000000001", "merchantId": "00000000-0000-4000-8000-000000000002", "active": true, "type": "surcharge", "adjustmentPercent": "3.5"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := Read(bytes.NewReader(b))
+		want, werr := readCareful(b)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("Read: %v; careful: %v", err, werr)
+		}
+		if err != nil {
+			if err.Error() != werr.Error() {
+				t.Fatalf("errors differ:\n Read:    %v\n careful: %v", err, werr)
+			}
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("datasets differ (-careful +Read):\n%s", diff)
+		}
+	})
+}

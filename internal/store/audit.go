@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"backoffice/internal/domain"
+)
+
+// auditWriter commits audit events in groups. Every disclosure writes one, so under load the
+// events of many requests arrive together: one goroutine takes whatever is waiting (up to
+// maxAuditGroup), writes it in one transaction, and answers each waiting caller with the
+// outcome of that commit. A caller is answered only after its event is committed, so no event
+// can be lost after the service has acted on it; a single caller waits for one commit, as
+// before. One commit per group instead of per event is what lets decrypts scale: the commit,
+// not the insert, is the expensive part of a write.
+type auditWriter struct {
+	once     sync.Once
+	stopOnce sync.Once
+	reqs chan auditReq
+	quit chan struct{}
+	done chan struct{}
+}
+
+type auditReq struct {
+	event domain.AuditEvent
+	errc  chan error
+}
+
+const maxAuditGroup = 128
+
+var errStoreClosed = errors.New("store: closed")
+
+func (w *auditWriter) start(s *Store) {
+	w.once.Do(func() {
+		w.reqs, w.quit, w.done = make(chan auditReq), make(chan struct{}), make(chan struct{})
+		go w.run(s)
+	})
+}
+
+func (w *auditWriter) record(ctx context.Context, s *Store, e domain.AuditEvent) error {
+	w.start(s)
+	req := auditReq{event: e, errc: make(chan error, 1)}
+	select {
+	case w.reqs <- req:
+	case <-w.quit:
+		return errStoreClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once handed over, the event is written whatever the caller does next; waiting for the
+	// answer is what tells the caller it may go on.
+	select {
+	case err := <-req.errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *auditWriter) run(s *Store) {
+	defer close(w.done)
+	group := make([]auditReq, 0, maxAuditGroup)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case r := <-w.reqs:
+			group = append(group[:0], r)
+		}
+	gather:
+		for len(group) < maxAuditGroup {
+			select {
+			case r := <-w.reqs:
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		err := s.tx(context.Background(), func(q querier) error {
+			for _, r := range group {
+				if err := insertAudit(context.Background(), q, r.event); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for _, r := range group {
+			r.errc <- err
+		}
+	}
+}
+
+// stop ends the writer; later callers are told the store is closed.
+func (w *auditWriter) stop() {
+	w.stopOnce.Do(func() {
+		w.once.Do(func() { w.quit = make(chan struct{}) }) // never started: stays stopped
+		close(w.quit)
+		if w.done != nil {
+			<-w.done
+		}
+	})
+}
