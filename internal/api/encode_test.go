@@ -67,3 +67,33 @@ func FuzzSAMPageEncoding(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSAMPageEncoding: a page of 20 logs, by hand and by encoding/json.
+func BenchmarkSAMPageEncoding(b *testing.B) {
+	t0 := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+	logs := make([]domain.SAMActionLog, 20)
+	for i := range logs {
+		logs[i] = domain.SAMActionLog{ID: domain.NewID(), EntityID: domain.NewID(), Action: "add_equipment_purchase",
+			ActionDate: t0.Add(-time.Duration(i) * time.Second), SamID: int64(100000 + i)}
+	}
+	m := Meta{Page: 1, PerPage: 20, TotalCount: 1_000_000, TotalPages: 50_000}
+	b.Run("hand", func(b *testing.B) {
+		buf := make([]byte, 0, 8<<10)
+		for b.Loop() {
+			buf, _ = appendSAMPage(buf[:0], m, logs)
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(List[domain.SAMActionLog]{Meta: m, Data: logs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(buf.Len()))
+	})
+}
