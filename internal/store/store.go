@@ -19,6 +19,10 @@ type Store struct {
 	db     *sql.DB
 	engine *engine
 	now    func() time.Time
+	// background tracks writes that run after the request that caused them (last-use stamps);
+	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
+	background sync.WaitGroup
+	stamping   sync.Map
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -52,8 +56,12 @@ func (s *Store) Engine() string { return s.engine.name }
 // Migrate applies pending schema migrations.
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
 
-// Close releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close waits for background writes, then releases the database. Callers stop using the store
+// first (serve closes it after the HTTP server has drained).
+func (s *Store) Close() error {
+	s.WaitBackground()
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
