@@ -23,7 +23,9 @@ var (
 	importKey = "imported-key-from-a-dataset-file"
 )
 
-func principalID(i int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 100000+i)) }
+func principalID(i int) domain.ID {
+	return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 100000+i))
+}
 
 func ssnOf(i int) string { return fmt.Sprintf("%03d-%02d-%04d", i%1000, i%100, i) }
 
