@@ -49,7 +49,7 @@ func prepareDemo(ctx context.Context, env Env, cfg *Config, log *slog.Logger) (*
 	if env.Getenv("BACKOFFICE_DATABASE_URL") == "" && cfg.DatabaseURL == defaultDatabaseURL {
 		cfg.DatabaseURL = "sqlite:" + filepath.Join(demoDir, "backoffice.db")
 	}
-	if cfg.MasterKey == "" {
+	if cfg.MasterKey == "" && cfg.MasterKeys == "" {
 		key, err := demoKey(filepath.Join(demoDir, "master.key"))
 		if err != nil {
 			return nil, err

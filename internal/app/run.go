@@ -107,16 +107,26 @@ func openStore(ctx context.Context, url string) (*store.Store, error) {
 	return st, nil
 }
 
-// masterRing builds the key ring from the configured master key.
+// masterRing builds the key ring: BACKOFFICE_MASTER_KEYS as given (the first key active), or
+// BACKOFFICE_MASTER_KEY as a one-key ring whose id is the key's fingerprint, as it always was.
 func masterRing(cfg Config) (*secrets.Ring, error) {
-	if cfg.MasterKey == "" {
+	var keys []secrets.Key
+	switch {
+	case cfg.MasterKeys != "":
+		var err error
+		if keys, err = secrets.ParseKeyRing(string(cfg.MasterKeys)); err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_MASTER_KEYS: %w", err)
+		}
+	case cfg.MasterKey != "":
+		key, err := secrets.ParseMasterKey(string(cfg.MasterKey))
+		if err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_MASTER_KEY: %w", err)
+		}
+		keys = []secrets.Key{key}
+	default:
 		return nil, errNoMasterKey
 	}
-	key, err := secrets.ParseMasterKey(string(cfg.MasterKey))
-	if err != nil {
-		return nil, fmt.Errorf("BACKOFFICE_MASTER_KEY: %w", err)
-	}
-	return secrets.NewRing(key)
+	return secrets.NewRing(keys...)
 }
 
 func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
