@@ -54,6 +54,11 @@ func TestPushPreconditionsInOrder(t *testing.T) {
 		if n := len(h.export(t).MerchantNotes); n != 0 {
 			t.Fatalf("refused pushes wrote %d notes", n)
 		}
+		for _, tid := range []string{"TID-R", "TID-T", "TID-V", "TID-F", "TID-P"} {
+			if _, sent := h.sim.Last(tid); sent {
+				t.Errorf("a refused push reached the gateway for terminal %s", tid)
+			}
+		}
 	})
 }
 
