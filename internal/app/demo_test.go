@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -37,22 +35,9 @@ var (
 // The demo's printed curl lines work when pasted, in the order printed.
 func TestDemoCurlLinesWork(t *testing.T) {
 	t.Chdir(t.TempDir())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, logs := &lockedBuffer{}, &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Env{Args: []string{"serve", "--demo", "--addr", addr}, Getenv: func(string) string { return "" },
-			Stdin: strings.NewReader(""), Stdout: out, Stderr: logs})
-	}()
+	out, logs, stop := background(noEnv, "serve", "--demo", "--addr", freeAddr(t))
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve --demo: %v", err)
 		}
 	}()

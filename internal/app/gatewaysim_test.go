@@ -2,9 +2,7 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,20 +11,11 @@ import (
 
 // The gateway-sim command speaks the gateway protocol: what is PUT comes back on GET.
 func TestGatewaySimCommand(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Env{Args: []string{"gateway-sim", "--addr", addr, "--token", "t0k"}, Getenv: func(string) string { return "" },
-			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
-	}()
+	addr := freeAddr(t)
+	_, _, stop := background(noEnv, "gateway-sim", "--addr", addr, "--token", "t0k")
 	url := "http://" + addr + "/v1/terminals/T%2F1/parameters"
 	var resp *http.Response
+	var err error
 	for i := 0; i < 100; i++ {
 		req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(`{"terminalId":"T/1"}`))
 		req.Header.Set("Authorization", "Bearer t0k")
@@ -54,8 +43,7 @@ func TestGatewaySimCommand(t *testing.T) {
 	if !bytes.Contains(body, []byte(`"T/1"`)) {
 		t.Fatalf("GET: %d %s", resp.StatusCode, body)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("gateway-sim exited with %v", err)
 	}
 }

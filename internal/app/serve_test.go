@@ -1,11 +1,8 @@
 package app
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 )
@@ -25,18 +22,8 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	}))
 	defer slow.Close()
 	e.vars["BACKOFFICE_GATEWAY_URL"] = slow.URL
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Env{Args: []string{"serve", "--addr", addr}, Getenv: func(k string) string { return e.vars[k] },
-			Stdin: strings.NewReader(""), Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}})
-	}()
+	addr := freeAddr(t)
+	_, _, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
 	url := "http://" + addr + "/v1/crm/deployment-orders/" + demoOrder.String() + "/line-items/" + demoLineItem.String() + "/device-parameters"
 	status := make(chan int, 1)
 	started := make(chan struct{})
@@ -64,11 +51,12 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	<-started
 	// Stop the server while the push is at the gateway.
 	<-arrived
-	cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
 	if got := <-status; got != http.StatusOK {
 		t.Fatalf("in-flight push: status %d, want 200", got)
 	}
-	if err := <-done; err != nil {
+	if err := <-stopped; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 }
