@@ -112,4 +112,4 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 }
 
 // errNoMasterKey says how to make a key, in one line.
-var errNoMasterKey = errors.New("neither BACKOFFICE_MASTER_KEY nor BACKOFFICE_MASTER_KEYS is set; make a key with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)")
+var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) (or set BACKOFFICE_MASTER_KEYS, a key ring)")

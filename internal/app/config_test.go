@@ -66,7 +66,7 @@ func TestMasterKeyRingRefusals(t *testing.T) {
 		{"value and file", map[string]string{"BACKOFFICE_MASTER_KEYS": "k1:" + key, "BACKOFFICE_MASTER_KEYS_FILE": writeSecretFile(t, "k1:"+key)}, "both set"},
 		{"bad id", map[string]string{"BACKOFFICE_MASTER_KEYS": "k 1:" + key}, "key id"},
 		{"no id", map[string]string{"BACKOFFICE_MASTER_KEYS": key}, "id:base64key"},
-		{"nothing", map[string]string{}, "make a key"},
+		{"nothing", map[string]string{}, "make one with"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -210,3 +210,9 @@ curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
 	}
 	fmt.Fprintln(w)
 }
+
+// DemoDataset is the demo's dataset, for end-to-end tests and examples.
+func DemoDataset(now time.Time) *dataset.Dataset { return demoDataset(now) }
+
+// DemoAPIKey is the demo staff user's API key (all permissions).
+const DemoAPIKey = demoAPIKey

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"backoffice/internal/dataset"
@@ -21,6 +21,34 @@ import (
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// background runs a long-lived command (serve, gateway-sim) until stop is called; stop returns
+// the command's error.
+func background(getenv func(string) string, args ...string) (stdout, stderr *lockedBuffer, stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Env{Args: args, Getenv: getenv, Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr})
+	}()
+	return stdout, stderr, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+func noEnv(string) string { return "" }
 
 // Test records: a partner, a staff user with every permission and an imported API key, a lead.
 var (
@@ -85,29 +113,11 @@ func importDataset(t testing.TB, st *store.Store, ds *dataset.Dataset, ring *sec
 	}
 }
 
-// syncBuffer is a log sink that handlers may write to from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serveAPI runs the real handler, as serve wires it, over st and ring; logs go to the returned
 // buffer.
-func serveAPI(t testing.TB, st *store.Store, ring *secrets.Ring) (*httptest.Server, *syncBuffer) {
+func serveAPI(t testing.TB, st *store.Store, ring *secrets.Ring) (*httptest.Server, *lockedBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &lockedBuffer{}
 	srv := httptest.NewServer(newHandler(Config{}, st, ring, slog.New(slog.NewJSONHandler(logs, nil))))
 	t.Cleanup(srv.Close)
 	return srv, logs

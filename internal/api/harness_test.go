@@ -1,0 +1,247 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"backoffice/internal/api"
+	"backoffice/internal/gateway"
+	"backoffice/internal/push"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+var testKey = secrets.Key{ID: "ktest", Bytes: bytes.Repeat([]byte{7}, secrets.KeySize)}
+
+func testRing(t testing.TB) *secrets.Ring {
+	t.Helper()
+	r, err := secrets.NewRing(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// harness is the real router and middleware over a real store loaded with the fixture.
+type harness struct {
+	t       *testing.T
+	st      *store.Store
+	handler http.Handler
+	logs    *syncBuffer
+	sim     *gateway.Simulator
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harnessOption func(*push.Config)
+
+// withoutGateway configures no gateway, as when BACKOFFICE_GATEWAY_URL is unset.
+func withoutGateway(c *push.Config) { c.Gateway = nil }
+
+func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
+	t.Helper()
+	st.SetClock(func() time.Time { return fixtureNow })
+	ring := testRing(t)
+	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
+		t.Fatalf("import fixture: %v", err)
+	}
+	h := &harness{t: t, st: st, logs: &syncBuffer{}, sim: gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})}
+	gw := httptest.NewServer(h.sim)
+	t.Cleanup(gw.Close)
+	log := slog.New(slog.NewJSONHandler(h.logs, nil))
+	cfg := push.Config{Store: st, Gateway: gateway.New(gateway.Config{BaseURL: gw.URL, Token: "gw-token", Timeout: 2 * time.Second}),
+		Budget: 2 * time.Second, Now: func() time.Time { return fixtureNow }, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h.handler = api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(cfg), Logger: log, Now: func() time.Time { return fixtureNow }})
+	return h
+}
+
+// response is a recorded answer that has been checked against the OpenAPI document.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// do sends a request through the handler and validates the answer against openapi.yaml.
+func (h *harness) do(method, target, authorization string) response {
+	h.t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, req)
+	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	validate(h.t, req, res)
+	return res
+}
+
+func (h *harness) get(target, key string) response {
+	return h.do(http.MethodGet, target, "Api-Key "+key)
+}
+
+var (
+	openapiOnce   sync.Once
+	openapiRouter routers.Router
+	openapiErr    error
+)
+
+func router(t testing.TB) routers.Router {
+	openapiOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
+		if err != nil {
+			openapiErr = err
+			return
+		}
+		if openapiErr = doc.Validate(context.Background()); openapiErr != nil {
+			return
+		}
+		openapiRouter, openapiErr = gorillamux.NewRouter(doc)
+	})
+	if openapiErr != nil {
+		t.Fatalf("openapi.yaml: %v", openapiErr)
+	}
+	return openapiRouter
+}
+
+// validate checks one response against the operation of the document that matches the request.
+// Answers to requests no operation describes (unknown routes, wrong methods) must still be the
+// error body.
+func validate(t testing.TB, req *http.Request, res response) {
+	t.Helper()
+	ct := res.Header.Get("Content-Type")
+	if res.Status == http.StatusNoContent {
+		if len(res.Body) != 0 {
+			t.Errorf("%s %s: 204 with a body: %q", req.Method, req.URL, res.Body)
+		}
+	} else if !strings.HasPrefix(ct, "application/json") && req.URL.Path != "/openapi.yaml" {
+		t.Errorf("%s %s: Content-Type %q, want application/json", req.Method, req.URL, ct)
+	}
+	route, params, err := router(t).FindRoute(req)
+	if err != nil {
+		checkErrorBody(t, req, res)
+		return
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	if req.URL.Path == "/openapi.yaml" {
+		opts.ExcludeResponseBody = true
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 res.Status,
+		Header:                 res.Header,
+		Options:                opts,
+	}
+	in.SetBodyBytes(res.Body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s -> %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL, res.Status, err, res.Body)
+	}
+	if res.Status >= 400 {
+		checkErrorBody(t, req, res)
+	}
+}
+
+type errorBody struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func checkErrorBody(t testing.TB, req *http.Request, res response) {
+	t.Helper()
+	var e errorBody
+	if err := decodeStrict(res.Body, &e); err != nil {
+		t.Errorf("%s %s -> %d: not the error body: %v: %s", req.Method, req.URL, res.Status, err, res.Body)
+		return
+	}
+	if e.Status != res.Status || e.Code == "" || e.Detail == "" {
+		t.Errorf("%s %s -> %d: bad error body %+v", req.Method, req.URL, res.Status, e)
+	}
+}
+
+// decodeStrict decodes JSON so that an undocumented field fails.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+func (r response) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := decodeStrict(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+func (r response) err(t testing.TB) errorBody {
+	t.Helper()
+	var e errorBody
+	r.decode(t, &e)
+	return e
+}
+
+// wantError asserts an error answer's status and code.
+func wantError(t testing.TB, r response, status int, code string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if e := r.err(t); e.Code != code {
+		t.Fatalf("code %q, want %q; body %s", e.Code, code, r.Body)
+	}
+}
+
+func forEachEngine(t *testing.T, fn func(t *testing.T, h *harness), opts ...harnessOption) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) { fn(t, newHarness(t, st, opts...)) })
+}
+
+// useGateway rebuilds the handler around another gateway simulator.
+func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string, budget time.Duration) {
+	t.Helper()
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	log := slog.New(slog.NewJSONHandler(h.logs, nil))
+	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: token, Timeout: budget}),
+		Budget: budget, Now: func() time.Time { return fixtureNow }, Logger: log})
+	h.handler = api.New(api.Deps{Store: h.st, Ring: testRing(t), Pusher: p, Logger: log, Now: func() time.Time { return fixtureNow }})
+	h.sim = sim
+}
