@@ -1,153 +1,62 @@
 package app
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"io"
-	"net"
 	"net/http"
-	"path/filepath"
-	"strings"
+	"net/http/httptest"
 	"testing"
 	"time"
-
-	"backoffice/internal/secrets"
 )
 
-// served runs `backoffice serve` with the given variables on free loopback ports, and returns
-// the main and metrics addresses from its "serving" log line. The server stops with the test.
-func served(t *testing.T, vars map[string]string) (main, metrics string) {
-	t.Helper()
-	env := map[string]string{
-		"BACKOFFICE_ADDR":         "127.0.0.1:0",
-		"BACKOFFICE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "serve.db"),
-		"BACKOFFICE_MASTER_KEY":   secrets.NewKey(),
+// Stopping serve lets an in-flight request finish before it exits.
+func TestServeDrainsInFlightRequests(t *testing.T) {
+	e := newTestEnv(t)
+	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range vars {
-		env[k] = v
-	}
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	// A gateway that says when a push arrives, then takes its time to answer.
+	arrived := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		time.Sleep(500 * time.Millisecond)
+		w.Write([]byte(`{"pushId":"p1"}`))
+	}))
+	defer slow.Close()
+	e.vars["BACKOFFICE_GATEWAY_URL"] = slow.URL
+	addr := freeAddr(t)
+	_, _, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+	url := "http://" + addr + "/v1/crm/deployment-orders/" + demoOrder.String() + "/line-items/" + demoLineItem.String() + "/device-parameters"
+	status := make(chan int, 1)
+	started := make(chan struct{})
 	go func() {
-		done <- Run(ctx, Env{Args: []string{"serve"}, Getenv: func(k string) string { return env[k] },
-			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: pw})
-		pw.Close()
+		for i := 0; ; i++ {
+			req, _ := http.NewRequest(http.MethodPost, url, nil)
+			req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+			if i == 0 {
+				close(started)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				if i < 200 {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				status <- 0
+				return
+			}
+			resp.Body.Close()
+			status <- resp.StatusCode
+			return
+		}
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve returned %v", err)
-		}
-	})
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		var line struct {
-			Msg     string `json:"msg"`
-			Addr    string `json:"addr"`
-			Metrics string `json:"metrics"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
-			go io.Copy(io.Discard, pr) // keep the log flowing
-			return line.Addr, strings.TrimSuffix(strings.TrimPrefix(line.Metrics, "http://"), "/metrics")
-		}
+	<-started
+	// Stop the server while the push is at the gateway.
+	<-arrived
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	if got := <-status; got != http.StatusOK {
+		t.Fatalf("in-flight push: status %d, want 200", got)
 	}
-	t.Fatalf("serve ended before serving: %v", <-done)
-	return "", ""
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
-}
-
-func TestServeHealthAndMetricsOnMainListener(t *testing.T) {
-	addr, _ := served(t, nil)
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := get(t, "http://"+addr+path); code != 200 {
-			t.Errorf("%s: %d %s", path, code, body)
-		}
-	}
-	code, body := get(t, "http://"+addr+"/metrics")
-	if code != 200 || !strings.Contains(body, `backoffice_http_requests_total{method="GET",route="GET /readyz",status="200"} 1`) ||
-		!strings.Contains(body, `go_sql_open_connections{db_name="backoffice"}`) {
-		t.Errorf("/metrics: %d\n%s", code, body)
-	}
-}
-
-func TestServeMetricsOnOwnListener(t *testing.T) {
-	addr, maddr := served(t, map[string]string{"BACKOFFICE_METRICS_ADDR": "127.0.0.1:0"})
-	if maddr == "" || maddr == addr {
-		t.Fatalf("metrics address %q", maddr)
-	}
-	if code, _ := get(t, "http://"+addr+"/metrics"); code != 404 {
-		t.Errorf("main listener /metrics: %d, want 404", code)
-	}
-	get(t, "http://"+addr+"/healthz")
-	if code, body := get(t, "http://"+maddr+"/metrics"); code != 200 || !strings.Contains(body, `route="GET /healthz"`) {
-		t.Errorf("metrics listener: %d\n%s", code, body)
-	}
-}
-
-func TestServeMetricsOff(t *testing.T) {
-	addr, _ := served(t, map[string]string{"BACKOFFICE_METRICS_ADDR": "off"})
-	if code, _ := get(t, "http://"+addr+"/metrics"); code != 404 {
-		t.Errorf("/metrics: %d, want 404", code)
-	}
-}
-
-// The server's own header cap answers before any handler: a head far past it is refused.
-func TestServeHeaderCap(t *testing.T) {
-	addr, _ := served(t, nil)
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() {
-		io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: "+strings.Repeat("a", 200<<10)+"\r\n\r\n")
-	}()
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("status %d, want 431", res.StatusCode)
-	}
-}
-
-func TestLimitConfig(t *testing.T) {
-	vars := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
-	c, err := loadConfig(vars())
-	if err != nil || c.RateLimit != 50 || c.RateBurst != 100 || c.AuthFailureLimit != 10 || c.AuthFailureBurst != 20 ||
-		c.MetricsAddr != "" || c.TrustedProxyHeader != "" {
-		t.Fatalf("defaults: %+v %v", c, err)
-	}
-	c, err = loadConfig(vars("BACKOFFICE_RATE_LIMIT", "off", "BACKOFFICE_RATE_BURST", "7", "BACKOFFICE_AUTH_FAILURE_LIMIT", "0.5",
-		"BACKOFFICE_AUTH_FAILURE_BURST", "3", "BACKOFFICE_TRUSTED_PROXY_HEADER", "X-Forwarded-For", "BACKOFFICE_METRICS_ADDR", "off"))
-	if err != nil || c.RateLimit != 0 || c.RateBurst != 7 || c.AuthFailureLimit != 0.5 || c.AuthFailureBurst != 3 ||
-		c.TrustedProxyHeader != "X-Forwarded-For" || c.MetricsAddr != MetricsOff {
-		t.Fatalf("set: %+v %v", c, err)
-	}
-	for _, bad := range [][]string{{"BACKOFFICE_RATE_LIMIT", "-1"}, {"BACKOFFICE_RATE_LIMIT", "fast"}, {"BACKOFFICE_RATE_LIMIT", "NaN"},
-		{"BACKOFFICE_RATE_BURST", "0"}, {"BACKOFFICE_AUTH_FAILURE_BURST", "x"}, {"BACKOFFICE_AUTH_FAILURE_LIMIT", "Inf"}} {
-		if _, err := loadConfig(vars(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
-			t.Errorf("%v: error %v", bad, err)
-		}
+	if err := <-stopped; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

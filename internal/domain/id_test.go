@@ -1,40 +1,73 @@
 package domain
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestParseID(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want ID
-		ok   bool
+	tests := []struct {
+		in, want string
+		ok       bool
 	}{
-		{"3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6b", "3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6b", true},
-		{"3F1C2A9E-6B7D-4E2F-9A1B-0C2D3E4F5A6B", "3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6b", true},
-		{"00000000-0000-0000-0000-000000000000", nilID, true},
-		{"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", maxID, true},
-		{"3f1c2a9e-6b7d-0e2f-9a1b-0c2d3e4f5a6b", "", false}, // version 0
-		{"3f1c2a9e-6b7d-9e2f-9a1b-0c2d3e4f5a6b", "", false}, // version 9
-		{"3f1c2a9e-6b7d-4e2f-ca1b-0c2d3e4f5a6b", "", false}, // variant c
-		{"3f1c2a9e6b7d4e2f9a1b0c2d3e4f5a6b", "", false},
-		{"{3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6b}", "", false},
-		{"3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6g", "", false},
+		{"123e4567-e89b-42d3-a456-426614174000", "123e4567-e89b-42d3-a456-426614174000", true},
+		{"123E4567-E89B-42D3-A456-426614174000", "123e4567-e89b-42d3-a456-426614174000", true},
+		{"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000", true},
+		{"ffffffff-ffff-ffff-ffff-ffffffffffff", "ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"123e4567-e89b-12d3-8456-426614174000", "123e4567-e89b-12d3-8456-426614174000", true}, // version 1, variant 8
+		{"123e4567-e89b-82d3-b456-426614174000", "123e4567-e89b-82d3-b456-426614174000", true}, // version 8, variant b
+		{"123e4567-e89b-42d3-9456-426614174000", "123e4567-e89b-42d3-9456-426614174000", true}, // variant 9
+		{"123e4567-e89b-42d3-B456-426614174000", "123e4567-e89b-42d3-b456-426614174000", true}, // variant B
+		{"123e4567-e89b-02d3-a456-426614174000", "", false},                                    // version 0
+		{"123e4567-e89b-92d3-a456-426614174000", "", false},                                    // version 9
+		{"123e4567-e89b-f2d3-a456-426614174000", "", false},                                    // version f
+		{"123e4567-e89b-42d3-c456-426614174000", "", false},                                    // variant c
+		{"123e4567-e89b-42d3-7456-426614174000", "", false},                                    // variant 7
+		{"00000000-0000-0000-0000-00000000000f", "", false},                                    // not quite nil
+		{"123e4567e89b42d3a456426614174000", "", false},
+		{"123e4567-e89b-42d3-a456-42661417400", "", false},
+		{"123e4567-e89b-42d3-a456-4266141740000", "", false},
+		{"123e4567-e89b-42d3-a456_426614174000", "", false},
+		{"g23e4567-e89b-42d3-a456-426614174000", "", false},
 		{"", "", false},
-	} {
-		got, err := ParseID(c.in)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("ParseID(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
+		{" 123e4567-e89b-42d3-a456-42661417400", "", false},
+	}
+	for _, tt := range tests {
+		got, err := ParseID(tt.in)
+		if (err == nil) != tt.ok || string(got) != tt.want {
+			t.Errorf("ParseID(%q) = %q, %v; want %q, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestNewIDParses(t *testing.T) {
+	for range 100 {
+		id := NewID()
+		if got, err := ParseID(string(id)); err != nil || got != id {
+			t.Fatalf("NewID() = %q does not parse: %v", id, err)
+		}
+	}
+}
+
+func TestSSNRedactsItself(t *testing.T) {
+	s := NewSSN("123-45-6789")
+	for _, out := range []string{s.String(), s.GoString()} {
+		if out != "[REDACTED]" {
+			t.Errorf("got %q", out)
+		}
+	}
+	if s.Reveal() != "123-45-6789" {
+		t.Error("Reveal lost the value")
 	}
 }
 
 // FuzzParseID: no input panics; an accepted id is canonical (36 characters, lower case, parsing
 // it again gives itself) and its upper-case spelling is the same id.
 func FuzzParseID(f *testing.F) {
-	for _, s := range []string{"3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6b", nilID, maxID, "", "x", strings.Repeat("-", 36),
-		"3F1C2A9E-6B7D-4E2F-9A1B-0C2D3E4F5A6B", "3f1c2a9e-6b7d-4e2f-9a1b-0c2d3e4f5a6\u00e9", NewID().String()} {
+	for _, s := range []string{"123e4567-e89b-42d3-a456-426614174000", "00000000-0000-0000-0000-000000000000", "", "x",
+		"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", strings.Repeat("-", 36), "123e4567-e89b-42d3-a456-42661417400\u00e9", NewID().String()} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -57,11 +90,11 @@ func FuzzParseID(f *testing.F) {
 	})
 }
 
-func TestNewIDParses(t *testing.T) {
-	for range 100 {
-		id := NewID()
-		if got, err := ParseID(id.String()); err != nil || got != id {
-			t.Fatalf("NewID %q does not parse: %v", id, err)
+func TestSSNRedactsInFormatting(t *testing.T) {
+	s := NewSSN("123-45-6789")
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		if out := fmt.Sprintf(verb, s); out != "[REDACTED]" {
+			t.Errorf("%s: %q", verb, out)
 		}
 	}
 }

@@ -113,8 +113,10 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
+	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
+	// budget bounds it, and the note must say what happened.
 	start := time.Now()
-	result, pushErr := s.send(ctx, in)
+	result, pushErr := s.send(settle, in)
 	if s.observe != nil {
 		s.observe.ObservePush(outcome(pushErr), time.Since(start))
 	}

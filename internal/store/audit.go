@@ -18,9 +18,9 @@ import (
 type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
-	reqs chan auditReq
-	quit chan struct{}
-	done chan struct{}
+	reqs     chan auditReq
+	quit     chan struct{}
+	done     chan struct{}
 }
 
 type auditReq struct {

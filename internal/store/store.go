@@ -25,6 +25,10 @@ type Store struct {
 	// is most of a write's latency. Writers of other processes still meet the busy timeout.
 	writes *sync.Mutex
 	audits auditWriter
+	// background tracks writes that run after the request that caused them (last-use stamps);
+	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
+	background sync.WaitGroup
+	stamping   sync.Map
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -64,8 +68,10 @@ func (s *Store) Engine() string { return s.engine.name }
 // Migrate applies pending schema migrations.
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
 
-// Close releases the database.
+// Close waits for background writes, then releases the database. Callers stop using the store
+// first (serve closes it after the HTTP server has drained).
 func (s *Store) Close() error {
+	s.WaitBackground()
 	s.audits.stop()
 	s.stmts.close()
 	return s.db.Close()
