@@ -21,7 +21,7 @@ var sqliteMigrations embed.FS
 // timeout makes writers queue instead of failing; secure_delete overwrites deleted content (a
 // deleted merchant document must not linger in free pages); immediate transactions take the write
 // lock up front, so two writers never deadlock upgrading a read lock.
-func openSQLite(ctx context.Context, path string) (*Store, error) {
+func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: sqlite: empty path")
 	}
@@ -34,9 +34,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: sqlite: %w", err)
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	o.pool.apply(db)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: sqlite: open %s: %w", path, err)

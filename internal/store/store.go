@@ -32,15 +32,19 @@ type engine struct {
 	migrations fs.FS
 	// lock, when set, runs the migration pass under a database-wide lock.
 	lock func(ctx context.Context, conn *sql.Conn, fn func() error) error
+	// unavailable, when set, tells the engine's own connection-level errors (see classify).
+	unavailable func(error) bool
 }
 
-// Open connects to the database named by url ("sqlite:PATH" or "postgres://…").
-func Open(ctx context.Context, url string) (*Store, error) {
+// Open connects to the database named by url ("sqlite:PATH" or "postgres://…") and checks that
+// it answers. Without options the pool is DefaultPool.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := collect(opts)
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
-		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"))
+		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"), o)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return openPostgres(ctx, url)
+		return openPostgres(ctx, url, o)
 	default:
 		return nil, fmt.Errorf("store: database url must start with sqlite: or postgres://")
 	}
@@ -56,7 +60,7 @@ func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s
 func (s *Store) Close() error { return s.db.Close() }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
 
 // SetClock replaces the clock, for tests.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
@@ -75,21 +79,47 @@ type querier struct {
 	e *engine
 }
 
+// Every error the querier hands back has been through classify, so that a lost database reads as
+// ErrUnavailable wherever the store wraps it.
+
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return q.x.ExecContext(ctx, q.e.sql(query), args...)
+	res, err := q.x.ExecContext(ctx, q.e.sql(query), args...)
+	return res, q.e.classify(err)
 }
 
-func (q querier) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return q.x.QueryContext(ctx, q.e.sql(query), args...)
+func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
+	r, err := q.x.QueryContext(ctx, q.e.sql(query), args...)
+	if err != nil {
+		return nil, q.e.classify(err)
+	}
+	return &rows{Rows: r, e: q.e}, nil
 }
 
-func (q querier) row(ctx context.Context, query string, args ...any) *sql.Row {
-	return q.x.QueryRowContext(ctx, q.e.sql(query), args...)
+func (q querier) row(ctx context.Context, query string, args ...any) row {
+	return row{r: q.x.QueryRowContext(ctx, q.e.sql(query), args...), e: q.e}
 }
 
 func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
-	return q.x.PrepareContext(ctx, q.e.sql(query))
+	st, err := q.x.PrepareContext(ctx, q.e.sql(query))
+	return st, q.e.classify(err)
 }
+
+// rows is *sql.Rows whose errors are classified.
+type rows struct {
+	*sql.Rows
+	e *engine
+}
+
+func (r *rows) Scan(dest ...any) error { return r.e.classify(r.Rows.Scan(dest...)) }
+func (r *rows) Err() error             { return r.e.classify(r.Rows.Err()) }
+
+// row is *sql.Row whose error, reported by Scan, is classified.
+type row struct {
+	r *sql.Row
+	e *engine
+}
+
+func (r row) Scan(dest ...any) error { return r.e.classify(r.r.Scan(dest...)) }
 
 var rewritten sync.Map // query text -> engine text, per engine name
 
@@ -113,7 +143,7 @@ func (s *Store) q() querier { return querier{x: s.db, e: s.engine} }
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
+		return fmt.Errorf("store: begin: %w", s.engine.classify(err))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -128,7 +158,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return fmt.Errorf("store: commit: %w", s.engine.classify(err))
 	}
 	return nil
 }
