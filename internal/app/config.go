@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+
+	"backoffice/internal/store"
 )
 
 // Config is the whole configuration, parsed once from the environment and then from flags of the
@@ -20,6 +23,8 @@ type Config struct {
 	GatewayToken   secret
 	GatewayTimeout time.Duration
 	LogLevel       slog.Level
+	// Pool sizes the database connection pool of this process.
+	Pool store.Pool
 }
 
 // secret is a configuration value that prints masked.
@@ -47,6 +52,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:    orDefault(getenv("BACKOFFICE_DATABASE_URL"), defaultDatabaseURL),
 		GatewayURL:     getenv("BACKOFFICE_GATEWAY_URL"),
 		GatewayTimeout: 10 * time.Second,
+		Pool:           store.DefaultPool,
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
@@ -65,7 +71,59 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("BACKOFFICE_LOG_LEVEL: %q is not one of debug, info, warn, error", v)
 		}
 	}
+	if err := loadPool(getenv, &c.Pool); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// loadPool reads the pool settings over the defaults. Idle connections beyond the open limit
+// would never be used, so that combination is refused rather than silently capped.
+func loadPool(getenv func(string) string, p *store.Pool) error {
+	steps := []error{
+		intVar(getenv, "BACKOFFICE_DB_MAX_OPEN_CONNS", 1, &p.MaxOpenConns),
+		intVar(getenv, "BACKOFFICE_DB_MAX_IDLE_CONNS", 0, &p.MaxIdleConns),
+		durationVar(getenv, "BACKOFFICE_DB_CONN_MAX_LIFETIME", &p.ConnMaxLifetime),
+		durationVar(getenv, "BACKOFFICE_DB_CONN_MAX_IDLE_TIME", &p.ConnMaxIdleTime),
+	}
+	if err := errors.Join(steps...); err != nil {
+		return err
+	}
+	if getenv("BACKOFFICE_DB_MAX_IDLE_CONNS") == "" {
+		p.MaxIdleConns = min(p.MaxIdleConns, p.MaxOpenConns)
+	}
+	if p.MaxIdleConns > p.MaxOpenConns {
+		return fmt.Errorf("BACKOFFICE_DB_MAX_IDLE_CONNS (%d) exceeds BACKOFFICE_DB_MAX_OPEN_CONNS (%d)", p.MaxIdleConns, p.MaxOpenConns)
+	}
+	return nil
+}
+
+// intVar sets *dst from the variable when it is set, refusing values below lowest.
+func intVar(getenv func(string) string, name string, lowest int, dst *int) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lowest {
+		return fmt.Errorf("%s: %q is not a whole number of at least %d", name, v, lowest)
+	}
+	*dst = n
+	return nil
+}
+
+// durationVar sets *dst from the variable when it is set; 0 means "no limit".
+func durationVar(getenv func(string) string, name string, dst *time.Duration) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%s: %q is not a duration such as 30m (0 for no limit)", name, v)
+	}
+	*dst = d
+	return nil
 }
 
 func secretVar(getenv func(string) string, name string) (secret, error) {
