@@ -128,26 +128,44 @@ func (im *importer) exists(table string, id domain.ID) (bool, error) {
 }
 
 // insert runs one prepared insert and names the record when it collides with existing data.
+// The insert skips a conflicting row (see each) rather than failing on it, because a failed
+// statement aborts a PostgreSQL transaction: the query that tells a duplicate id from another
+// conflict could not run after it.
 func (im *importer) insert(stmt *sql.Stmt, path, table string, id domain.ID, args ...any) error {
-	if _, err := stmt.ExecContext(im.ctx, args...); err != nil {
-		if im.q.e.isUniqueViolation(err) {
-			if dup, _ := im.exists(table, id); dup {
-				return dataset.Errorf(path+".id", "duplicate id %s: already in the database", id)
-			}
-			return dataset.Errorf(path, "conflicts with a record already in the database or the file")
-		}
+	res, err := stmt.ExecContext(im.ctx, args...)
+	if err != nil {
 		return fmt.Errorf("store: import %s: %w", path, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: import %s: %w", path, err)
+	}
+	if n == 0 {
+		return im.conflict(path, table, id)
 	}
 	im.count++
 	return nil
 }
 
-// each prepares one insert and runs it for n records.
+// conflict names why a record's row was refused by a unique constraint.
+func (im *importer) conflict(path, table string, id domain.ID) error {
+	dup, err := im.exists(table, id)
+	if err != nil {
+		return err
+	}
+	if dup {
+		return dataset.Errorf(path+".id", "duplicate id %s: already in the database", id)
+	}
+	return dataset.Errorf(path, "conflicts with a record already in the database or the file")
+}
+
+// each prepares one insert, which skips rows that conflict with a unique constraint, and runs it
+// for n records.
 func (im *importer) each(query string, n int, row func(i int, stmt *sql.Stmt) error) error {
 	if n == 0 {
 		return nil
 	}
-	stmt, err := im.q.prepare(im.ctx, query)
+	stmt, err := im.q.prepare(im.ctx, query+` ON CONFLICT DO NOTHING`)
 	if err != nil {
 		return fmt.Errorf("store: import: prepare: %w", err)
 	}
