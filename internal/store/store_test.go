@@ -559,3 +559,53 @@ func TestActorByCredential(t *testing.T) {
 		}
 	})
 }
+
+// TestLostDatabaseIsUnavailable cuts the connection to the server under a running store: every
+// operation fails with ErrUnavailable (not a plain error a caller would answer 500 to), and the
+// same store works again once the server is reachable. PostgreSQL only: an embedded database
+// has no connection to lose.
+func TestLostDatabaseIsUnavailable(t *testing.T) {
+	url, proxy := testdb.ViaProxy(t, testdb.URL(t, "postgres"))
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, st, fixture())
+	operations := map[string]func() error{
+		"list":    func() error { _, _, err := st.ListSAMActionLogs(ctx, leadA, 1, 10); return err },
+		"visible": func() error { _, err := st.EntityVisible(ctx, domain.Scope{}, leadA); return err },
+		"credential": func() error {
+			_, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, staffKey))
+			return err
+		},
+		"delete (a transaction)": func() error {
+			err := st.DeleteMerchantDocument(ctx, domain.Scope{}, merchantB, id(699), domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser})
+			if errors.Is(err, domain.ErrNotFound) {
+				return nil
+			}
+			return err
+		},
+		"ping": func() error { return st.Ping(ctx) },
+	}
+	for name, op := range operations {
+		if err := op(); err != nil {
+			t.Fatalf("%s before the cut: %v", name, err)
+		}
+	}
+	proxy.Cut()
+	for name, op := range operations {
+		if err := op(); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s with the database lost: %v, want ErrUnavailable", name, err)
+		}
+	}
+	proxy.Restore()
+	for name, op := range operations {
+		if err := op(); err != nil {
+			t.Errorf("%s after the database returned: %v", name, err)
+		}
+	}
+}
