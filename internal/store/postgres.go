@@ -113,11 +113,12 @@ func postgresUnique(err error) bool {
 }
 
 // postgresUnavailable tells the server's and pgx's connection-level failures: a failed connect
-// (refused, timed out, database not accepting connections), the connection exception class 08,
-// and the server shutting down or terminating our backend (57P01–57P03).
+// (refused, timed out, database not accepting connections), a connection found closed when a
+// statement was about to use it, the connection exception class 08, and the server shutting
+// down or terminating our backend (57P01–57P03).
 func postgresUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.Timeout(err) {
+	if errors.As(err, &ce) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
 	}
 	var pe *pgconn.PgError
