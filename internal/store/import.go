@@ -21,6 +21,11 @@ type ImportStats struct {
 func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.Ring) (ImportStats, error) {
 	var stats ImportStats
 	err := s.tx(ctx, func(q querier) error {
+		if s.engine.importLock != nil {
+			if err := s.engine.importLock(ctx, q); err != nil {
+				return err
+			}
+		}
 		im := &importer{ctx: ctx, q: q, ds: ds, ring: ring, inFile: fileIDs(ds), known: map[string]map[domain.ID]bool{}}
 		for _, step := range im.steps() {
 			if err := step(); err != nil {
@@ -28,20 +33,21 @@ func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.R
 			}
 		}
 		stats.Records = im.count
-		return renumberSAMLogs(ctx, q, im.samEntities)
+		return renumberSAMLogs(ctx, q, im.renumber)
 	})
 	return stats, err
 }
 
 type importer struct {
-	ctx         context.Context
-	q           querier
-	ds          *dataset.Dataset
-	ring        *secrets.Ring
-	inFile      map[string]map[domain.ID]bool
-	known       map[string]map[domain.ID]bool
-	samEntities map[domain.ID]bool
-	count       int
+	ctx    context.Context
+	q      querier
+	ds     *dataset.Dataset
+	ring   *secrets.Ring
+	inFile map[string]map[domain.ID]bool
+	known  map[string]map[domain.ID]bool
+	// renumber holds the entities whose SAM action logs need their positions recomputed.
+	renumber map[domain.ID]bool
+	count    int
 }
 
 // fileIDs indexes the ids of each table the file adds, so references can point forward.
@@ -453,38 +459,6 @@ func (im *importer) fileBuilds() error {
 	})
 }
 
-// samEntityTables are the tables a SAM action log may belong to.
-var samEntityTables = []string{"leads", "merchants", "deployment_orders", "line_items", "equipment"}
-
-func (im *importer) samActionLogs() error {
-	ds := im.ds
-	im.samEntities = map[domain.ID]bool{}
-	return im.each(`INSERT INTO sam_action_logs (id, entity_id, action, action_date, sam_id) VALUES (?, ?, ?, ?, ?)`, len(ds.SAMActionLogs), func(i int, st *sql.Stmt) error {
-		r := ds.SAMActionLogs[i]
-		p := at("samActionLogs", i)
-		if !im.samEntities[r.EntityID] {
-			if err := im.samEntity(p+".entityId", r.EntityID); err != nil {
-				return err
-			}
-			im.samEntities[r.EntityID] = true
-		}
-		return im.insert(st, p, "sam_action_logs", r.ID, r.ID, r.EntityID, r.Action, micros(r.ActionDate), r.SamID)
-	})
-}
-
-func (im *importer) samEntity(path string, id domain.ID) error {
-	for _, table := range samEntityTables {
-		if im.inFile[table][id] {
-			return nil
-		}
-		ok, err := im.exists(table, id)
-		if err != nil || ok {
-			return err
-		}
-	}
-	return dataset.Errorf(path, "no lead, merchant, deployment order, line item or equipment with this id")
-}
-
 func (im *importer) merchantNotes() error {
 	ds := im.ds
 	return im.each(`INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`, len(ds.MerchantNotes), func(i int, st *sql.Stmt) error {
@@ -503,18 +477,4 @@ func (im *importer) auditEvents() error {
 		r := ds.AuditEvents[i]
 		return im.insert(st, at("auditEvents", i), "audit_events", r.ID, r.ID, micros(r.At), r.ActorUserID, r.Action, r.TargetID, r.Outcome, r.Detail)
 	})
-}
-
-// renumberSAMLogs recomputes the list position of every log of the entities an import touched,
-// inside the import's transaction, so readers see old positions or new ones, never a mix.
-func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]bool) error {
-	for id := range entities {
-		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = r.rn
-FROM (SELECT id, row_number() OVER (ORDER BY action_date DESC, id DESC) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
-WHERE sam_action_logs.id = r.id AND sam_action_logs.pos <> r.rn`, id)
-		if err != nil {
-			return fmt.Errorf("store: renumber SAM logs of %s: %w", id, err)
-		}
-	}
-	return nil
 }

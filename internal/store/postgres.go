@@ -24,9 +24,12 @@ var postgresMigrations embed.FS
 // that an unreachable server fails a start or a request in seconds instead of hanging on TCP.
 const defaultConnectTimeout = 5 * time.Second
 
-// migrationLockKey names the advisory lock that serializes migrations. Advisory locks are scoped
-// to one database, so the constant only has to be distinct within ours.
-const migrationLockKey int64 = 0x6261636b6f666663 // "backoffc"
+// The advisory locks that serialize migrations and imports. Advisory locks are scoped to one
+// database, so the constants only have to be distinct within ours.
+const (
+	migrationLockKey int64 = 0x6261636b6f666663 // "backoffc"
+	importLockKey    int64 = 0x6261636b6f666669 // "backoffi"
+)
 
 // openPostgres opens PostgreSQL through pgx's database/sql driver, so that every shared query of
 // the store runs on it unchanged, and checks that the server answers.
@@ -52,6 +55,7 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 		isUniqueViolation: postgresUnique,
 		migrations:        migrations,
 		lock:              advisoryLock,
+		importLock:        importLock,
 		unavailable:       postgresUnavailable,
 	}
 	return &Store{db: db, engine: e, now: time.Now}, nil
@@ -147,4 +151,13 @@ func unlock(ctx context.Context, conn *sql.Conn) {
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
+}
+
+// importLock takes a transaction-level advisory lock: held until the import commits or rolls
+// back, whatever happens to the process.
+func importLock(ctx context.Context, q querier) error {
+	if _, err := q.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, importLockKey); err != nil {
+		return fmt.Errorf("store: import lock: %w", err)
+	}
+	return nil
 }

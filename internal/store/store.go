@@ -34,6 +34,10 @@ type engine struct {
 	lock func(ctx context.Context, conn *sql.Conn, fn func() error) error
 	// unavailable, when set, tells the engine's own connection-level errors (see classify).
 	unavailable func(error) bool
+	// importLock, when set, makes imports wait for each other inside their transactions: two
+	// imports numbering the same entity's SAM logs at once would give positions twice. (SQLite
+	// needs none: its write transactions already run one at a time.)
+	importLock func(ctx context.Context, q querier) error
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or "postgres://…") and checks that

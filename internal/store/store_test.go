@@ -185,6 +185,29 @@ func TestImportRejectsDuplicates(t *testing.T) {
 				t.Error("the record before the duplicate was kept")
 			}
 		})
+		// SAM action logs go in batches; a duplicate is still named by its own path.
+		t.Run("a SAM action log already in the database", func(t *testing.T) {
+			ds := &dataset.Dataset{}
+			for i := range 600 {
+				ds.SAMActionLogs = append(ds.SAMActionLogs, samLog(30000+i, merchantB, fixtureNow))
+			}
+			ds.SAMActionLogs[550].ID = id(5003)
+			_, err := st.Import(ctx, ds, nil)
+			if de := datasetError(t, err); de.Path != "samActionLogs[550].id" || !strings.Contains(de.Problem, "already in the database") {
+				t.Errorf("error = %v, want samActionLogs[550].id: duplicate … already in the database", err)
+			}
+			if _, total, _ := st.ListSAMActionLogs(ctx, merchantB, 1, 1); total != 0 {
+				t.Errorf("%d logs of the failed import were kept", total)
+			}
+		})
+		t.Run("a SAM action log twice in one file", func(t *testing.T) {
+			ds := &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{
+				samLog(31000, merchantB, fixtureNow), samLog(31001, merchantB, fixtureNow), samLog(31000, merchantB, fixtureNow)}}
+			_, err := st.Import(ctx, ds, nil)
+			if de := datasetError(t, err); de.Path != "samActionLogs[2].id" {
+				t.Errorf("error = %v, want samActionLogs[2].id: duplicate …", err)
+			}
+		})
 	})
 }
 
@@ -279,6 +302,41 @@ func TestSAMLogPages(t *testing.T) {
 		if logs, total, err := st.ListSAMActionLogs(ctx, id(777), 1, 10); err != nil || len(logs) != 0 || total != 0 {
 			t.Errorf("entity without logs: %v, %d, %v", logs, total, err)
 		}
+	})
+}
+
+// TestConcurrentImportsKeepPositions runs two imports of logs of one entity at once: they must
+// not both number the entity's logs from its state before either (positions given twice).
+func TestConcurrentImportsKeepPositions(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		files := make([]*dataset.Dataset, 2)
+		var all []domain.SAMActionLog
+		for f := range files {
+			files[f] = &dataset.Dataset{}
+			for i := range 300 {
+				l := samLog(40000+f*1000+i, merchantB, fixtureNow.Add(-time.Duration(i*2+f)*time.Minute))
+				files[f].SAMActionLogs = append(files[f].SAMActionLogs, l)
+				all = append(all, l)
+			}
+		}
+		errs := make([]error, len(files))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for f, ds := range files {
+			wg.Go(func() {
+				<-start
+				_, errs[f] = st.Import(ctx, ds, nil)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for f, err := range errs {
+			if err != nil {
+				t.Fatalf("import %d: %v", f, err)
+			}
+		}
+		checkPages(t, st, merchantB, all, 50)
 	})
 }
 
