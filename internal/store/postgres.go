@@ -58,7 +58,7 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 		importLock:        importLock,
 		unavailable:       postgresUnavailable,
 	}
-	return &Store{db: db, engine: e, now: time.Now}, nil
+	return newStore(db, e), nil
 }
 
 // unreachable says in one line which server did not answer, without the password.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -41,7 +40,7 @@ func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	}
 	migrations, _ := fs.Sub(sqliteMigrations, "migrations/sqlite")
 	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations}
-	return &Store{db: db, engine: e, now: time.Now}, nil
+	return newStore(db, e), nil
 }
 
 func sqliteUnique(err error) bool {

@@ -19,6 +19,11 @@ type Store struct {
 	db     *sql.DB
 	engine *engine
 	now    func() time.Time
+	stmts  *stmtCache
+}
+
+func newStore(db *sql.DB, e *engine) *Store {
+	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db)}
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -61,7 +66,10 @@ func (s *Store) Engine() string { return s.engine.name }
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
@@ -81,18 +89,37 @@ type querier struct {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
 	e *engine
+	// stmts, on the pool (never in a transaction), runs each query as a cached prepared statement.
+	stmts *stmtCache
 }
 
 // Every error the querier hands back has been through classify, so that a lost database reads as
 // ErrUnavailable wherever the store wraps it.
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := q.x.ExecContext(ctx, q.e.sql(query), args...)
+	if q.stmts == nil {
+		res, err := q.x.ExecContext(ctx, q.e.sql(query), args...)
+		return res, q.e.classify(err)
+	}
+	st, err := q.stmts.get(ctx, q.e.sql(query))
+	if err != nil {
+		return nil, q.e.classify(err)
+	}
+	res, err := st.ExecContext(ctx, args...)
 	return res, q.e.classify(err)
 }
 
 func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
-	r, err := q.x.QueryContext(ctx, q.e.sql(query), args...)
+	var r *sql.Rows
+	var err error
+	if q.stmts == nil {
+		r, err = q.x.QueryContext(ctx, q.e.sql(query), args...)
+	} else {
+		var st *sql.Stmt
+		if st, err = q.stmts.get(ctx, q.e.sql(query)); err == nil {
+			r, err = st.QueryContext(ctx, args...)
+		}
+	}
 	if err != nil {
 		return nil, q.e.classify(err)
 	}
@@ -100,7 +127,14 @@ func (q querier) query(ctx context.Context, query string, args ...any) (*rows, e
 }
 
 func (q querier) row(ctx context.Context, query string, args ...any) row {
-	return row{r: q.x.QueryRowContext(ctx, q.e.sql(query), args...), e: q.e}
+	if q.stmts == nil {
+		return row{r: q.x.QueryRowContext(ctx, q.e.sql(query), args...), e: q.e}
+	}
+	st, err := q.stmts.get(ctx, q.e.sql(query))
+	if err != nil {
+		return row{err: err, e: q.e}
+	}
+	return row{r: st.QueryRowContext(ctx, args...), e: q.e}
 }
 
 func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -117,13 +151,19 @@ type rows struct {
 func (r *rows) Scan(dest ...any) error { return r.e.classify(r.Rows.Scan(dest...)) }
 func (r *rows) Err() error             { return r.e.classify(r.Rows.Err()) }
 
-// row is *sql.Row whose error, reported by Scan, is classified.
+// row is *sql.Row whose error, reported by Scan, is classified. err is a failed prepare.
 type row struct {
-	r *sql.Row
-	e *engine
+	r   *sql.Row
+	err error
+	e   *engine
 }
 
-func (r row) Scan(dest ...any) error { return r.e.classify(r.r.Scan(dest...)) }
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.e.classify(r.err)
+	}
+	return r.e.classify(r.r.Scan(dest...))
+}
 
 var rewritten sync.Map // query text -> engine text, per engine name
 
@@ -140,7 +180,7 @@ func (e *engine) sql(query string) string {
 	return out
 }
 
-func (s *Store) q() querier { return querier{x: s.db, e: s.engine} }
+func (s *Store) q() querier { return querier{x: s.db, e: s.engine, stmts: s.stmts} }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call.
