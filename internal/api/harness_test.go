@@ -235,13 +235,13 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, h *harness), opts ...harn
 }
 
 // useGateway rebuilds the handler around another gateway simulator.
-func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string) {
+func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string, budget time.Duration) {
 	t.Helper()
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	log := slog.New(slog.NewJSONHandler(h.logs, nil))
-	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: token, Timeout: 5 * time.Second}),
-		Budget: 5 * time.Second, Now: func() time.Time { return fixtureNow }, Logger: log})
+	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: token, Timeout: budget}),
+		Budget: budget, Now: func() time.Time { return fixtureNow }, Logger: log})
 	h.handler = api.New(api.Deps{Store: h.st, Ring: testRing(t), Pusher: p, Logger: log, Now: func() time.Time { return fixtureNow }})
 	h.sim = sim
 }

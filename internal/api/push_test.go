@@ -54,6 +54,11 @@ func TestPushPreconditionsInOrder(t *testing.T) {
 		if n := len(h.export(t).MerchantNotes); n != 0 {
 			t.Fatalf("refused pushes wrote %d notes", n)
 		}
+		for _, tid := range []string{"TID-R", "TID-T", "TID-V", "TID-F", "TID-P"} {
+			if _, sent := h.sim.Last(tid); sent {
+				t.Errorf("a refused push reached the gateway for terminal %s", tid)
+			}
+		}
 	})
 }
 
@@ -164,13 +169,25 @@ func TestPushWithoutGatewayIs502AndNoted(t *testing.T) {
 
 func TestPushRejectedByGateway(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		h.useGateway(t, gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"}), "wrong-token")
+		h.useGateway(t, gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"}), "wrong-token", time.Second)
 		r := h.push(orderA, itemOK, staffKey)
 		wantError(t, r, http.StatusBadGateway, "gateway_rejected")
 		if e := r.err(t); !strings.Contains(e.Detail, "rejected") {
 			t.Fatalf("detail %q", e.Detail)
 		}
 		if notes := h.export(t).MerchantNotes; len(notes) != 1 || !strings.Contains(notes[0].Body, "failed") {
+			t.Fatalf("notes %+v", notes)
+		}
+	})
+}
+
+func TestPushToAnUnavailableGateway(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.useGateway(t, gateway.NewSimulator(gateway.SimOptions{FailureRate: 1}), "", 500*time.Millisecond)
+		r := h.push(orderA, itemOK, staffKey)
+		wantError(t, r, http.StatusBadGateway, "gateway_unavailable")
+		notes := h.export(t).MerchantNotes
+		if len(notes) != 1 || !strings.Contains(notes[0].Body, "failed: gateway unavailable") {
 			t.Fatalf("notes %+v", notes)
 		}
 	})
@@ -208,7 +225,7 @@ func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		// A slow gateway keeps the first push running while the second arrives.
 		slow := gateway.NewSimulator(gateway.SimOptions{Latency: 300 * time.Millisecond})
-		h.useGateway(t, slow, "")
+		h.useGateway(t, slow, "", 10*time.Second)
 		var wg sync.WaitGroup
 		results := make([]response, 2)
 		for i := range results {

@@ -18,7 +18,8 @@ import (
 type Config struct {
 	Addr           string
 	DatabaseURL    string
-	MasterKey      secret
+	MasterKey      secret // one key, named by its fingerprint
+	MasterKeys     secret // a ring: id:base64key entries, the first active
 	GatewayURL     string
 	GatewayToken   secret
 	GatewayTimeout time.Duration
@@ -57,6 +58,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
 		return c, err
+	}
+	if c.MasterKeys, err = secretVar(getenv, "BACKOFFICE_MASTER_KEYS"); err != nil {
+		return c, err
+	}
+	if c.MasterKey != "" && c.MasterKeys != "" {
+		// Two sources of keys would leave it unclear which key is active.
+		return c, errors.New("BACKOFFICE_MASTER_KEY and BACKOFFICE_MASTER_KEYS are both set; set one (BACKOFFICE_MASTER_KEYS can hold the old key as one of its entries)")
 	}
 	if c.GatewayToken, err = secretVar(getenv, "BACKOFFICE_GATEWAY_TOKEN"); err != nil {
 		return c, err
@@ -162,4 +170,4 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 }
 
 // errNoMasterKey says how to make a key, in one line.
-var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)")
+var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) (or set BACKOFFICE_MASTER_KEYS, a key ring)")

@@ -1,14 +1,97 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func writeSecretFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestMasterKeyRing(t *testing.T) {
+	oldKey, newKey := secrets.NewKey(), secrets.NewKey()
+	old, _ := secrets.ParseMasterKey(oldKey)
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		wantIDs []string
+	}{
+		{"one key, named by its fingerprint", map[string]string{"BACKOFFICE_MASTER_KEY": oldKey}, []string{old.ID}},
+		{"a ring, first active", map[string]string{"BACKOFFICE_MASTER_KEYS": "k2026:" + newKey + "," + old.ID + ":" + oldKey}, []string{"k2026", old.ID}},
+		{"a ring from a file, one entry a line", map[string]string{"BACKOFFICE_MASTER_KEYS_FILE": writeSecretFile(t, "k2026:"+newKey+"\n"+old.ID+":"+oldKey+"\n")}, []string{"k2026", old.ID}},
+		{"one key from a file", map[string]string{"BACKOFFICE_MASTER_KEY_FILE": writeSecretFile(t, oldKey+"\n")}, []string{old.ID}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadConfig(envOf(tt.vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ring, err := masterRing(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantIDs, ring.KeyIDs()); diff != "" {
+				t.Errorf("ring ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMasterKeyRingRefusals(t *testing.T) {
+	key := secrets.NewKey()
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"both forms", map[string]string{"BACKOFFICE_MASTER_KEY": key, "BACKOFFICE_MASTER_KEYS": "k1:" + key}, "both set"},
+		{"both forms, one from a file", map[string]string{"BACKOFFICE_MASTER_KEY_FILE": writeSecretFile(t, key), "BACKOFFICE_MASTER_KEYS": "k1:" + key}, "both set"},
+		{"value and file", map[string]string{"BACKOFFICE_MASTER_KEYS": "k1:" + key, "BACKOFFICE_MASTER_KEYS_FILE": writeSecretFile(t, "k1:"+key)}, "both set"},
+		{"bad id", map[string]string{"BACKOFFICE_MASTER_KEYS": "k 1:" + key}, "key id"},
+		{"no id", map[string]string{"BACKOFFICE_MASTER_KEYS": key}, "id:base64key"},
+		{"nothing", map[string]string{}, "make one with"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadConfig(envOf(tt.vars))
+			if err == nil {
+				_, err = masterRing(cfg)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one saying %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), key) {
+				t.Errorf("the error shows the key: %v", err)
+			}
+		})
+	}
+}
+
+func TestGatewayTokenFromFile(t *testing.T) {
+	cfg, err := loadConfig(envOf(map[string]string{"BACKOFFICE_GATEWAY_TOKEN_FILE": writeSecretFile(t, "tok-123\n")}))
+	if err != nil || cfg.GatewayToken != "tok-123" {
+		t.Fatalf("gateway token = %q, %v; want tok-123", cfg.GatewayToken, err)
+	}
+}
 
 func TestPoolConfig(t *testing.T) {
 	cases := []struct {

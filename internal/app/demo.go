@@ -49,7 +49,7 @@ func prepareDemo(ctx context.Context, env Env, cfg *Config, log *slog.Logger) (*
 	if env.Getenv("BACKOFFICE_DATABASE_URL") == "" && cfg.DatabaseURL == defaultDatabaseURL {
 		cfg.DatabaseURL = "sqlite:" + filepath.Join(demoDir, "backoffice.db")
 	}
-	if cfg.MasterKey == "" {
+	if cfg.MasterKey == "" && cfg.MasterKeys == "" {
 		key, err := demoKey(filepath.Join(demoDir, "master.key"))
 		if err != nil {
 			return nil, err
@@ -210,3 +210,9 @@ curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
 	}
 	fmt.Fprintln(w)
 }
+
+// DemoDataset is the demo's dataset, for end-to-end tests and examples.
+func DemoDataset(now time.Time) *dataset.Dataset { return demoDataset(now) }
+
+// DemoAPIKey is the demo staff user's API key (all permissions).
+const DemoAPIKey = demoAPIKey

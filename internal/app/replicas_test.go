@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,32 +25,10 @@ import (
 
 // These tests run the real `serve` and `import` commands through Run, as main does.
 
-// syncBuffer collects a server's log lines while the test reads them.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func envOf(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
-}
-
 // replica is one `serve` running in the test process on a port of its own.
 type replica struct {
 	base string
-	logs *syncBuffer
+	logs *lockedBuffer
 }
 
 // startReplicas starts n `serve` commands at once on one configuration, as replicas behind a
@@ -65,7 +42,7 @@ func startReplicas(t *testing.T, n int, vars map[string]string) []*replica {
 	all := make([]started, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	for i := range all {
-		r := &replica{logs: &syncBuffer{}}
+		r := &replica{logs: &lockedBuffer{}}
 		done := make(chan error, 1)
 		go func() {
 			done <- Run(ctx, Env{Args: []string{"serve", "--addr", "127.0.0.1:0"}, Getenv: envOf(vars),
@@ -91,7 +68,7 @@ func startReplicas(t *testing.T, n int, vars map[string]string) []*replica {
 
 // waitListening reads the address a replica logs once it serves, or fails with the error the
 // replica stopped with.
-func waitListening(t *testing.T, logs *syncBuffer, done chan error) string {
+func waitListening(t *testing.T, logs *lockedBuffer, done chan error) string {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if addr := servingAddr(logs.String()); addr != "" {

@@ -34,6 +34,19 @@ commands:
   export FILE|- [--include-secrets]
                             write the whole database as a dataset file
   gateway-sim [--addr]      run the device gateway simulator
+  apikey create --user ID [--expires 90d|DATE] [--name TEXT]
+                            issue an API key; prints it once
+  apikey list [--user ID] [--prefix PREFIX]
+                            list API keys (never the keys themselves)
+  apikey revoke ID          revoke an API key, at once on every replica
+  session create --user ID [--ttl 24h]
+                            issue a session token; prints it once
+  session revoke ID         revoke a session
+  keys status               count SSNs per master key id
+  keys rewrap [--batch N]   re-encrypt every SSN under the active master key
+
+The apikey, session and keys commands write audit events; --actor USERID names the user to record
+(default: the system actor 00000000-0000-0000-0000-000000000000). See docs/credentials.md.
 
 Configuration comes from BACKOFFICE_* variables (see README.md); flags override them.`
 
@@ -60,6 +73,12 @@ func Run(ctx context.Context, env Env) error {
 		return runExport(ctx, env, cfg, args)
 	case "gateway-sim":
 		return runGatewaySim(ctx, env, cfg, args)
+	case "apikey":
+		return runAPIKey(ctx, env, cfg, args)
+	case "session":
+		return runSession(ctx, env, cfg, args)
+	case "keys":
+		return runKeys(ctx, env, cfg, args)
 	case "help", "-h", "--help":
 		fmt.Fprintln(env.Stdout, usage)
 		return nil
@@ -107,16 +126,26 @@ func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
 	return st, nil
 }
 
-// masterRing builds the key ring from the configured master key.
+// masterRing builds the key ring: BACKOFFICE_MASTER_KEYS as given (the first key active), or
+// BACKOFFICE_MASTER_KEY as a one-key ring whose id is the key's fingerprint, as it always was.
 func masterRing(cfg Config) (*secrets.Ring, error) {
-	if cfg.MasterKey == "" {
+	var keys []secrets.Key
+	switch {
+	case cfg.MasterKeys != "":
+		var err error
+		if keys, err = secrets.ParseKeyRing(string(cfg.MasterKeys)); err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_MASTER_KEYS: %w", err)
+		}
+	case cfg.MasterKey != "":
+		key, err := secrets.ParseMasterKey(string(cfg.MasterKey))
+		if err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_MASTER_KEY: %w", err)
+		}
+		keys = []secrets.Key{key}
+	default:
 		return nil, errNoMasterKey
 	}
-	key, err := secrets.ParseMasterKey(string(cfg.MasterKey))
-	if err != nil {
-		return nil, fmt.Errorf("BACKOFFICE_MASTER_KEY: %w", err)
-	}
-	return secrets.NewRing(key)
+	return secrets.NewRing(keys...)
 }
 
 func runImport(ctx context.Context, env Env, cfg Config, args []string) error {

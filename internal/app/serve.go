@@ -52,6 +52,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 			return err
 		}
 	}
+	if err := checkKeyCoverage(ctx, st, ring, log); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)

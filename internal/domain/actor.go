@@ -66,3 +66,9 @@ func (a Actor) Can(p Permission) bool {
 
 // Scope returns the tenancy filter of the actor.
 func (a Actor) Scope() Scope { return Scope{PartnerID: a.PartnerID} }
+
+// SystemActorID is the actor of audit events written by command-line actions (issuing and
+// revoking credentials, re-wrapping keys) when no --actor is given: the operator with shell access
+// to the deployment, who is no user of the API. It is the nil uuid, so exported events still carry
+// a valid uuid and re-import cleanly, and no generated user id can ever equal it.
+const SystemActorID ID = nilID

@@ -50,6 +50,9 @@ func (c Config) String() string {
 		c.BaseURL, mask(c.Token), c.Timeout, c.AttemptTimeout)
 }
 
+// GoString masks the token under %#v too.
+func (c Config) GoString() string { return "gateway.Config" + c.String() }
+
 // LogValue masks the token in structured logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
@@ -180,7 +183,7 @@ func escapeSegment(s string) string {
 	return url.PathEscape(s)
 }
 
-// push is one call of Push: the request it repeats and the budget it has.
+// push is one call of Push: what every attempt of it sends.
 type push struct {
 	client         *Client
 	url            string

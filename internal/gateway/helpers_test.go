@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -46,9 +47,13 @@ type received struct {
 	idempotencyKey string
 	authorization  string
 	contentType    string
+	body           string
 }
 
 func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Reading the body to its end is what lets net/http notice a client
+	// that goes away, and cancel r.Context for a hanging answer.
+	body, _ := io.ReadAll(r.Body)
 	g.mu.Lock()
 	g.requests = append(g.requests, received{
 		at:             time.Now(),
@@ -57,6 +62,7 @@ func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		idempotencyKey: r.Header.Get("Idempotency-Key"),
 		authorization:  r.Header.Get("Authorization"),
 		contentType:    r.Header.Get("Content-Type"),
+		body:           string(body),
 	})
 	a := g.answers[min(len(g.requests), len(g.answers))-1]
 	g.mu.Unlock()

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,7 +86,7 @@ func rejectionReason(code int, body []byte) string {
 // cut to maxReason characters.
 func cleanText(s string) string {
 	var b strings.Builder
-	n, pendingSpace := 0, false
+	n, lastSpace := 0, false
 	for len(s) > 0 && n < maxReason {
 		r, size := utf8.DecodeRuneInString(s)
 		s = s[size:]
@@ -93,20 +94,18 @@ func cleanText(s string) string {
 		case r == utf8.RuneError && size <= 1:
 			continue
 		case unicode.IsSpace(r):
-			pendingSpace = b.Len() > 0
-			continue
+			if n == 0 || lastSpace {
+				continue
+			}
+			r = ' '
 		case !unicode.IsPrint(r):
 			continue
 		}
-		if pendingSpace && n+1 < maxReason {
-			b.WriteByte(' ')
-			n++
-		}
-		pendingSpace = false
+		lastSpace = r == ' '
 		b.WriteRune(r)
 		n++
 	}
-	return b.String()
+	return strings.TrimRight(b.String(), " ")
 }
 
 // maxRetryAfter keeps a huge Retry-After from overflowing a Duration; any
@@ -120,7 +119,8 @@ func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+	// A number too large for uint64 still means "not within any budget".
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		if secs > uint64(maxRetryAfter/time.Second) {
 			return maxRetryAfter
 		}

@@ -94,7 +94,9 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
-	result, pushErr := s.send(ctx, in)
+	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
+	// budget bounds it, and the note must say what happened.
+	result, pushErr := s.send(settle, in)
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
 	if err := s.store.AddMerchantNote(settle, note); err != nil {

@@ -3,6 +3,8 @@ package secrets
 import (
 	"bytes"
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +70,77 @@ func TestParseMasterKey(t *testing.T) {
 		if _, err := ParseMasterKey(bad); err == nil {
 			t.Errorf("ParseMasterKey(%q) accepted", bad)
 		}
+	}
+}
+
+func TestParseKeyRing(t *testing.T) {
+	a, b := NewKey(), NewKey()
+	keys, err := ParseKeyRing(" new:" + b + " ,old:" + a + ",\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0].ID != "new" || keys[1].ID != "old" {
+		t.Fatalf("ParseKeyRing ids = %v, want [new old]", []string{keys[0].ID, keys[1].ID})
+	}
+	ring, err := NewRing(keys...)
+	if err != nil || ring.ActiveKeyID() != "new" {
+		t.Fatalf("NewRing: active %q, %v; want new", ring.ActiveKeyID(), err)
+	}
+	if _, err := ParseKeyRing("new:" + b + "\nold:" + a); err != nil {
+		t.Errorf("one entry per line: %v", err)
+	}
+	for name, spec := range map[string]string{
+		"empty":             "",
+		"only commas":       ",,",
+		"no id":             b,
+		"empty id":          ":" + b,
+		"bad id character":  "a.b:" + b,
+		"id too long":       strings.Repeat("k", MaxKeyIDLength+1) + ":" + b,
+		"not base64":        "k1:not base64!",
+		"short key":         "k1:c2hvcnQ=",
+		"duplicate id":      "k1:" + a + ",k1:" + b,
+		"same key twice":    "k1:" + a + ",k2:" + a,
+		"trailing bad item": "k1:" + a + ",junk",
+	} {
+		if _, err := ParseKeyRing(spec); err == nil {
+			t.Errorf("%s: ParseKeyRing accepted it", name)
+		} else if strings.Contains(err.Error(), a) || strings.Contains(err.Error(), b) {
+			t.Errorf("%s: the error shows key material: %v", name, err)
+		}
+	}
+}
+
+func TestValidKeyID(t *testing.T) {
+	for id, want := range map[string]bool{"k1": true, "2026-11_rotation": true, "kd0a1b2c3d4e5f6a7": true,
+		"": false, "a b": false, "a:b": false, "ключ": false, strings.Repeat("x", MaxKeyIDLength): true} {
+		if got := ValidKeyID(id); got != want {
+			t.Errorf("ValidKeyID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+func TestIssuedCredentials(t *testing.T) {
+	key, prefix := NewAPIKey()
+	if !regexp.MustCompile(`^bo_[a-z2-7]{8}_[a-z2-7]{52}$`).MatchString(key) {
+		t.Errorf("API key %q does not have the documented shape", key)
+	}
+	if !strings.HasPrefix(key, "bo_"+prefix+"_") {
+		t.Errorf("key %q does not carry its prefix %q", key, prefix)
+	}
+	for _, s := range []string{prefix, "bo_" + prefix, key} {
+		if got, ok := APIKeyPrefix(s); !ok || got != prefix {
+			t.Errorf("APIKeyPrefix(%q) = %q, %v; want %q", s, got, ok, prefix)
+		}
+	}
+	for _, s := range []string{"", "bo_", "ABCDEFGH", "abc", "abcdefgh1", "demo-staff-api-key-not-for-production"} {
+		if got, ok := APIKeyPrefix(s); ok {
+			t.Errorf("APIKeyPrefix(%q) = %q, want none", s, got)
+		}
+	}
+	if other, _ := NewAPIKey(); other == key {
+		t.Error("two keys are the same")
+	}
+	if tok := NewSessionToken(); !regexp.MustCompile(`^bos_[a-z2-7]{52}$`).MatchString(tok) {
+		t.Errorf("session token %q does not have the documented shape", tok)
 	}
 }

@@ -35,11 +35,11 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 
 func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {
 	var partner string
-	err := q.row(ctx, `SELECT partner_id FROM merchants WHERE id = ?`, merchantID).Scan(&partner)
+	err := noRows(q.row(ctx, `SELECT partner_id FROM merchants WHERE id = ?`, merchantID).Scan(&partner))
+	if err == errNotFound {
+		return false, nil
+	}
 	if err != nil {
-		if notFoundOr(err, "") == errNotFound {
-			return false, nil
-		}
 		return false, fmt.Errorf("store: merchant %s: %w", merchantID, err)
 	}
 	if !scope.Sees(domain.ID(partner)) {

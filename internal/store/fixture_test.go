@@ -17,8 +17,6 @@ import (
 // id makes the fixture's fixed, readable ids (valid version-4 uuids).
 func id(n int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", n)) }
 
-func ptr[T any](v T) *T { return &v }
-
 // testKey is a fixed master key: SSNs sealed in one test open in the next.
 var testKey = secrets.Key{ID: "ktest", Bytes: bytes.Repeat([]byte{7}, secrets.KeySize)}
 

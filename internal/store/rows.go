@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"backoffice/internal/domain"
 )
@@ -137,28 +138,9 @@ func scanShipment(s scanner, extra ...any) (domain.Shipment, error) {
 
 // cols prefixes every column of a list with a table alias.
 func cols(alias, list string) string {
-	var out []byte
-	for i, c := range splitCols(list) {
-		if i > 0 {
-			out = append(out, ", "...)
-		}
-		out = append(out, alias+"."+c...)
+	parts := strings.Split(list, ",")
+	for i, c := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(c)
 	}
-	return string(out)
-}
-
-func splitCols(list string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(list); i++ {
-		if i == len(list) || list[i] == ',' {
-			c := list[start:i]
-			for len(c) > 0 && (c[0] == ' ' || c[0] == '\n') {
-				c = c[1:]
-			}
-			out = append(out, c)
-			start = i + 1
-		}
-	}
-	return out
+	return strings.Join(parts, ", ")
 }

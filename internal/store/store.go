@@ -20,6 +20,10 @@ type Store struct {
 	engine *engine
 	now    func() time.Time
 	stmts  *stmtCache
+	// background tracks writes that run after the request that caused them (last-use stamps);
+	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
+	background sync.WaitGroup
+	stamping   sync.Map
 }
 
 func newStore(db *sql.DB, e *engine) *Store {
@@ -65,8 +69,10 @@ func (s *Store) Engine() string { return s.engine.name }
 // Migrate applies pending schema migrations.
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
 
-// Close releases the database.
+// Close waits for background writes, then releases the database. Callers stop using the store
+// first (serve closes it after the HTTP server has drained).
 func (s *Store) Close() error {
+	s.WaitBackground()
 	s.stmts.close()
 	return s.db.Close()
 }

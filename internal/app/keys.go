@@ -1,0 +1,252 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+)
+
+const actionKeysRewrap = "keys.rewrap"
+
+// Rewrap batch sizes: each batch is one transaction, so it must stay short (writers queue behind
+// it on SQLite), yet large enough that millions of values do not take millions of round trips.
+const (
+	defaultRewrapBatch = 500
+	maxRewrapBatch     = 10000
+)
+
+func runKeys(ctx context.Context, env Env, cfg Config, args []string) error {
+	sub, rest := subcommand(args)
+	switch sub {
+	case "status":
+		return runKeysStatus(ctx, env, cfg, rest)
+	case "rewrap":
+		return runKeysRewrap(ctx, env, cfg, rest)
+	}
+	return fmt.Errorf("%w: keys status|rewrap", ErrUsage)
+}
+
+func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("keys status", env)
+	cfg.databaseFlags(fs)
+	if pos, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(pos) != 0 {
+		return fmt.Errorf("%w: keys status takes no arguments", ErrUsage)
+	}
+	ring, err := masterRing(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	counts, err := st.SSNKeyCounts(ctx)
+	if err != nil {
+		return err
+	}
+	return printKeyStatus(env.Stdout, ring, counts)
+}
+
+// keyState is one key id as status shows it: in the ring (active or not) or missing from it.
+type keyState struct {
+	id, state string
+	values    int64
+}
+
+// keyStates lists every key of the ring, active first, then every key id found in the data that
+// the ring lacks.
+func keyStates(ring *secrets.Ring, counts []store.KeyCount) []keyState {
+	byID := map[string]int64{}
+	for _, c := range counts {
+		byID[c.KeyID] = c.Values
+	}
+	var out []keyState
+	for i, id := range ring.KeyIDs() {
+		state := "in ring"
+		if i == 0 {
+			state = "active"
+		}
+		out = append(out, keyState{id: id, state: state, values: byID[id]})
+	}
+	for _, c := range counts {
+		if !slices.Contains(ring.KeyIDs(), c.KeyID) {
+			out = append(out, keyState{id: c.KeyID, state: "MISSING", values: c.Values})
+		}
+	}
+	return out
+}
+
+func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount) error {
+	states := keyStates(ring, counts)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY ID\tSTATE\tSSNS")
+	for _, s := range states {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", s.id, s.state, s.values)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range states {
+		switch {
+		case s.state == "MISSING":
+			fmt.Fprintf(w, "WARNING: %d SSNs are sealed under key %s, which is not in the ring: decrypting them answers 500 until it is added back.\n", s.values, s.id)
+		case s.state == "in ring" && s.values > 0:
+			fmt.Fprintf(w, "%d SSNs still use key %s: run `backoffice keys rewrap` before removing it from the ring.\n", s.values, s.id)
+		case s.state == "in ring":
+			fmt.Fprintf(w, "No SSN uses key %s: it can be removed from the ring.\n", s.id)
+		}
+	}
+	return nil
+}
+
+func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("keys rewrap", env)
+	cfg.databaseFlags(fs)
+	batch := fs.Int("batch", defaultRewrapBatch, fmt.Sprintf("values per transaction (1 to %d)", maxRewrapBatch))
+	actorID := actorFlag(fs)
+	if pos, err := parseArgs(fs, args); err != nil {
+		return err
+	} else if len(pos) != 0 {
+		return fmt.Errorf("%w: keys rewrap takes no arguments", ErrUsage)
+	}
+	if *batch < 1 || *batch > maxRewrapBatch {
+		return fmt.Errorf("%w: --batch must be from 1 to %d", ErrUsage, maxRewrapBatch)
+	}
+	ring, err := masterRing(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	actor, err := resolveActor(ctx, st, *actorID)
+	if err != nil {
+		return err
+	}
+	progress := func(b store.RewrapBatch, t rewrapTotals) {
+		fmt.Fprintf(env.Stderr, "rewrap: moved %d in this batch, %d in all\n", b.Moved, t.Moved)
+	}
+	totals, runErr := rewrapAll(ctx, st, ring, *batch, progress)
+	return finishRewrap(ctx, env, st, ring, actor, totals, runErr)
+}
+
+// rewrapTotals adds up the batches of one run.
+type rewrapTotals struct {
+	Moved, Changed, Batches int
+	Failed                  []store.RewrapFailure
+}
+
+// rewrapAll moves every SSN not under the ring's active key to it, batch after batch, until a
+// batch finds nothing more. It stops between batches when ctx ends; a batch cut short rolls
+// back, and the next run carries on from what the data shows. afterBatch, when set, sees each
+// batch (progress output; tests use it to interleave requests and to interrupt).
+func rewrapAll(ctx context.Context, st *store.Store, ring store.Rekeyer, batch int, afterBatch func(store.RewrapBatch, rewrapTotals)) (rewrapTotals, error) {
+	var t rewrapTotals
+	var after domain.ID
+	for {
+		if err := ctx.Err(); err != nil {
+			return t, err
+		}
+		b, err := st.RewrapSSNs(ctx, ring, after, batch)
+		if err != nil {
+			return t, err
+		}
+		if b.Seen == 0 {
+			return t, nil
+		}
+		t.Moved, t.Changed, t.Batches = t.Moved+b.Moved, t.Changed+b.Changed, t.Batches+1
+		t.Failed = append(t.Failed, b.Failed...)
+		after = b.Last
+		if afterBatch != nil {
+			afterBatch(b, t)
+		}
+	}
+}
+
+// finishRewrap reports a run, whether it finished or not: what moved, what is left under each old
+// key, what failed, and an audit event saying the same.
+func finishRewrap(ctx context.Context, env Env, st *store.Store, ring *secrets.Ring, actor domain.ID, t rewrapTotals, runErr error) error {
+	// An interrupted run is still reported and audited: it did move values.
+	ctx = context.WithoutCancel(ctx)
+	counts, err := st.SSNKeyCounts(ctx)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	summary := rewrapSummary(ring, t, counts)
+	fmt.Fprintln(env.Stdout, summary)
+	for _, f := range t.Failed {
+		fmt.Fprintf(env.Stderr, "rewrap: principal %s (key %s) could not be opened: %v\n", f.PrincipalID, f.KeyID, f.Err)
+	}
+	detail := summary
+	if runErr != nil {
+		detail += " (interrupted: " + runErr.Error() + ")"
+	}
+	event := domain.AuditEvent{At: time.Now().UTC(), ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
+		Outcome: domain.OutcomeGranted, Detail: detail}
+	if err := st.RecordAudit(ctx, event); err != nil {
+		return errors.Join(runErr, err)
+	}
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("rewrap stopped after moving %d values: %w; run keys rewrap again to finish", t.Moved, runErr)
+	case len(t.Failed) > 0:
+		return fmt.Errorf("rewrap: %d values could not be opened (listed above); they stay under their old key", len(t.Failed))
+	}
+	return nil
+}
+
+// rewrapSummary is one line: what moved where, and how many values each old key still seals.
+func rewrapSummary(ring *secrets.Ring, t rewrapTotals, counts []store.KeyCount) string {
+	var left []string
+	for _, c := range counts {
+		if c.KeyID != ring.ActiveKeyID() {
+			left = append(left, fmt.Sprintf("%s=%d", c.KeyID, c.Values))
+		}
+	}
+	remaining := "none"
+	if len(left) > 0 {
+		remaining = strings.Join(left, ", ")
+	}
+	s := fmt.Sprintf("moved %d SSNs to key %s; still under old keys: %s", t.Moved, ring.ActiveKeyID(), remaining)
+	if t.Changed > 0 {
+		s += fmt.Sprintf("; %d changed while being moved (run again)", t.Changed)
+	}
+	if len(t.Failed) > 0 {
+		s += fmt.Sprintf("; %d could not be opened", len(t.Failed))
+	}
+	return s
+}
+
+// checkKeyCoverage logs, at start-up, SSNs the ring cannot open (their decrypt answers 500) and
+// SSNs still under an old key (a rotation not yet finished), so neither goes unnoticed.
+func checkKeyCoverage(ctx context.Context, st *store.Store, ring *secrets.Ring, log *slog.Logger) error {
+	counts, err := st.SSNKeyCounts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range keyStates(ring, counts) {
+		switch {
+		case s.state == "MISSING":
+			log.Error("SSNs are sealed under a key missing from the ring; their decrypt answers 500 until it is added back",
+				slog.String("key_id", s.id), slog.Int64("values", s.values))
+		case s.state == "in ring" && s.values > 0:
+			log.Info("SSNs still use an old key; run `backoffice keys rewrap`", slog.String("key_id", s.id), slog.Int64("values", s.values))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package domain
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestParseID(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"123e4567-e89b-42d3-a456-426614174000", "123e4567-e89b-42d3-a456-426614174000", true},
+		{"123E4567-E89B-42D3-A456-426614174000", "123e4567-e89b-42d3-a456-426614174000", true},
+		{"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000", true},
+		{"ffffffff-ffff-ffff-ffff-ffffffffffff", "ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"123e4567-e89b-12d3-8456-426614174000", "123e4567-e89b-12d3-8456-426614174000", true}, // version 1, variant 8
+		{"123e4567-e89b-82d3-b456-426614174000", "123e4567-e89b-82d3-b456-426614174000", true}, // version 8, variant b
+		{"123e4567-e89b-42d3-9456-426614174000", "123e4567-e89b-42d3-9456-426614174000", true}, // variant 9
+		{"123e4567-e89b-42d3-B456-426614174000", "123e4567-e89b-42d3-b456-426614174000", true}, // variant B
+		{"123e4567-e89b-02d3-a456-426614174000", "", false},                                    // version 0
+		{"123e4567-e89b-92d3-a456-426614174000", "", false},                                    // version 9
+		{"123e4567-e89b-f2d3-a456-426614174000", "", false},                                    // version f
+		{"123e4567-e89b-42d3-c456-426614174000", "", false},                                    // variant c
+		{"123e4567-e89b-42d3-7456-426614174000", "", false},                                    // variant 7
+		{"00000000-0000-0000-0000-00000000000f", "", false},                                    // not quite nil
+		{"123e4567e89b42d3a456426614174000", "", false},
+		{"123e4567-e89b-42d3-a456-42661417400", "", false},
+		{"123e4567-e89b-42d3-a456-4266141740000", "", false},
+		{"123e4567-e89b-42d3-a456_426614174000", "", false},
+		{"g23e4567-e89b-42d3-a456-426614174000", "", false},
+		{"", "", false},
+		{" 123e4567-e89b-42d3-a456-42661417400", "", false},
+	}
+	for _, tt := range tests {
+		got, err := ParseID(tt.in)
+		if (err == nil) != tt.ok || string(got) != tt.want {
+			t.Errorf("ParseID(%q) = %q, %v; want %q, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestNewIDParses(t *testing.T) {
+	for range 100 {
+		id := NewID()
+		if got, err := ParseID(string(id)); err != nil || got != id {
+			t.Fatalf("NewID() = %q does not parse: %v", id, err)
+		}
+	}
+}
+
+func TestSSNRedactsItself(t *testing.T) {
+	s := NewSSN("123-45-6789")
+	for _, out := range []string{s.String(), s.GoString()} {
+		if out != "[REDACTED]" {
+			t.Errorf("got %q", out)
+		}
+	}
+	if s.Reveal() != "123-45-6789" {
+		t.Error("Reveal lost the value")
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"123e4567-e89b-42d3-a456-426614174000", "00000000-0000-0000-0000-000000000000", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseID(string(id))
+		if err != nil || again != id || len(id) != 36 {
+			t.Fatalf("ParseID(%q) = %q, not canonical", s, id)
+		}
+	})
+}
+
+func TestSSNRedactsInFormatting(t *testing.T) {
+	s := NewSSN("123-45-6789")
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		if out := fmt.Sprintf(verb, s); out != "[REDACTED]" {
+			t.Errorf("%s: %q", verb, out)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"backoffice/internal/domain"
+)
+
+// ErrCredentialClash means a new credential's prefix or hash is already taken. With random
+// prefixes it is rare; the caller makes a new credential and tries again.
+var ErrCredentialClash = errors.New("store: credential prefix or hash already in use")
+
+// ErrAlreadyRevoked means a revocation found the credential revoked already.
+var ErrAlreadyRevoked = errors.New("store: credential already revoked")
+
+// NewAPIKey is what CreateAPIKey stores about a key: its hash and public prefix, never the key.
+type NewAPIKey struct {
+	ID        domain.ID
+	UserID    domain.ID
+	Name      string
+	Prefix    string
+	Hash      []byte
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: never expires
+}
+
+// APIKeyInfo is an API key as listed: everything but its secret. Keys imported from a dataset file
+// have no prefix and no creation time.
+type APIKeyInfo struct {
+	ID         domain.ID
+	UserID     domain.ID
+	Name       string
+	Prefix     *string
+	CreatedAt  *time.Time
+	ExpiresAt  *time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// APIKeyFilter narrows ListAPIKeys; zero fields match everything.
+type APIKeyFilter struct {
+	UserID domain.ID
+	Prefix string
+}
+
+// NewSession is what CreateSession stores: the token's hash, never the token.
+type NewSession struct {
+	ID        domain.ID
+	UserID    domain.ID
+	Hash      []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// CreateAPIKey stores a new key for an existing user and its audit event, in one transaction: a
+// key exists if and only if its creation is on record.
+func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.AuditEvent) error {
+	return s.tx(ctx, func(q querier) error {
+		if err := requireUser(ctx, q, k.UserID); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, micros(k.CreatedAt), nullMicros(k.ExpiresAt))
+		if err != nil {
+			return s.insertCredentialError("api key", err)
+		}
+		return insertAudit(ctx, q, event)
+	})
+}
+
+// CreateSession stores a new session for an existing user and its audit event, in one transaction.
+func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.AuditEvent) error {
+	return s.tx(ctx, func(q querier) error {
+		if err := requireUser(ctx, q, n.UserID); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			n.ID, n.UserID, n.Hash, micros(n.CreatedAt), micros(n.ExpiresAt))
+		if err != nil {
+			return s.insertCredentialError("session", err)
+		}
+		return insertAudit(ctx, q, event)
+	})
+}
+
+func (s *Store) insertCredentialError(what string, err error) error {
+	if s.engine.isUniqueViolation(err) {
+		return ErrCredentialClash
+	}
+	return fmt.Errorf("store: insert %s: %w", what, err)
+}
+
+// requireUser answers errNotFound (wrapped with the id) when no user has the id.
+func requireUser(ctx context.Context, q querier, id domain.ID) error {
+	var n int
+	if err := q.row(ctx, `SELECT count(*) FROM users WHERE id = ?`, id).Scan(&n); err != nil {
+		return fmt.Errorf("store: user %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("user %s: %w", id, errNotFound)
+	}
+	return nil
+}
+
+// UserExists reports whether a user has the id.
+func (s *Store) UserExists(ctx context.Context, id domain.ID) (bool, error) {
+	err := requireUser(ctx, s.q(), id)
+	if errors.Is(err, errNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ListAPIKeys lists the keys matching f, oldest first (imported keys, which have no creation
+// time, first), never their secrets.
+func (s *Store) ListAPIKeys(ctx context.Context, f APIKeyFilter) ([]APIKeyInfo, error) {
+	query := `SELECT id, user_id, name, prefix, created_at, expires_at, last_used_at, revoked_at FROM api_keys`
+	var where []string
+	var args []any
+	if f.UserID != "" {
+		where, args = append(where, "user_id = ?"), append(args, f.UserID)
+	}
+	if f.Prefix != "" {
+		where, args = append(where, "prefix = ?"), append(args, f.Prefix)
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY COALESCE(created_at, 0), id"
+	rows, err := s.q().query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list api keys: %w", err)
+	}
+	defer rows.Close()
+	var out []APIKeyInfo
+	for rows.Next() {
+		k, err := scanAPIKeyInfo(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list api keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func scanAPIKeyInfo(r scanner) (APIKeyInfo, error) {
+	var k APIKeyInfo
+	var prefix sql.NullString
+	var created, expires, lastUsed, revoked sql.NullInt64
+	err := r.Scan(&k.ID, &k.UserID, &k.Name, &prefix, &created, &expires, &lastUsed, &revoked)
+	k.Prefix = strPtr(prefix)
+	k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = timePtr(created), timePtr(expires), timePtr(lastUsed), timePtr(revoked)
+	return k, err
+}
+
+// revocation is one credential table's revoke statement and existence check.
+type revocation struct {
+	what, revoke, exists string
+}
+
+var (
+	apiKeyRevocation = revocation{what: "api key",
+		revoke: `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+		exists: `SELECT count(*) FROM api_keys WHERE id = ?`}
+	sessionRevocation = revocation{what: "session",
+		revoke: `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+		exists: `SELECT count(*) FROM sessions WHERE id = ?`}
+)
+
+// RevokeAPIKey marks a key revoked at the given time and records the event, in one transaction.
+// It answers errNotFound for an unknown id and ErrAlreadyRevoked (recording nothing) for a key
+// revoked before.
+func (s *Store) RevokeAPIKey(ctx context.Context, id domain.ID, at time.Time, event domain.AuditEvent) error {
+	return s.revoke(ctx, apiKeyRevocation, id, at, event)
+}
+
+// RevokeSession is RevokeAPIKey for sessions.
+func (s *Store) RevokeSession(ctx context.Context, id domain.ID, at time.Time, event domain.AuditEvent) error {
+	return s.revoke(ctx, sessionRevocation, id, at, event)
+}
+
+func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.Time, event domain.AuditEvent) error {
+	return s.tx(ctx, func(q querier) error {
+		res, err := q.exec(ctx, r.revoke, micros(at), id)
+		if err != nil {
+			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
+		}
+		if n == 1 {
+			return insertAudit(ctx, q, event)
+		}
+		var found int
+		if err := q.row(ctx, r.exists, id).Scan(&found); err != nil {
+			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
+		}
+		if found == 0 {
+			return fmt.Errorf("%s %s: %w", r.what, id, errNotFound)
+		}
+		return ErrAlreadyRevoked
+	})
+}
