@@ -57,6 +57,7 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 		lock:              advisoryLock,
 		importLock:        importLock,
 		unavailable:       postgresUnavailable,
+		lost:              func() { dropIdle(db, o.pool) },
 	}
 	return newStore(db, e), nil
 }
@@ -130,6 +131,15 @@ func postgresUnavailable(err error) bool {
 		return false
 	}
 	return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+}
+
+// dropIdle closes the pool's idle connections. Once the database was lost they are all dead
+// (a server restart or a network cut took them), yet the pool would hand each out once more after
+// the database returned, failing one request per connection; shrinking the idle limit closes them
+// now, and restoring it lets new ones be kept.
+func dropIdle(db *sql.DB, p Pool) {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(p.MaxIdleConns)
 }
 
 // advisoryLock runs fn holding a session-level advisory lock on conn, so that replicas starting

@@ -18,17 +18,26 @@ type stmtCache struct {
 
 func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
 
-// get returns the statement for text, preparing it on first use. A failed prepare is not kept,
-// so a statement that met a lost database is prepared again once it is back.
+// get returns the statement for text, preparing it on first use. Preparing is a round trip
+// (and, with the database lost, a connect attempt), so it happens outside the lock: requests whose
+// statements are cached never wait behind it. A failed prepare is not kept, so a statement that
+// met a lost database is prepared again once it is back.
 func (c *stmtCache) get(ctx context.Context, text string) (*sql.Stmt, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[text]; ok {
+	st, ok := c.m[text]
+	c.mu.Unlock()
+	if ok {
 		return st, nil
 	}
 	st, err := c.db.PrepareContext(ctx, text)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first, ok := c.m[text]; ok { // prepared meanwhile by another request
+		st.Close()
+		return first, nil
 	}
 	c.m[text] = st
 	return st, nil

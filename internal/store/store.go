@@ -43,6 +43,8 @@ type engine struct {
 	lock func(ctx context.Context, conn *sql.Conn, fn func() error) error
 	// unavailable, when set, tells the engine's own connection-level errors (see classify).
 	unavailable func(error) bool
+	// lost, when set, runs when an error says the database was lost (see classify).
+	lost func()
 	// importLock, when set, makes imports wait for each other inside their transactions: two
 	// imports numbering the same entity's SAM logs at once would give positions twice. (SQLite
 	// needs none: its write transactions already run one at a time.)

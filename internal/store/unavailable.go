@@ -26,6 +26,9 @@ func (e *engine) classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) || !e.connectionLost(err) {
 		return err
 	}
+	if e.lost != nil {
+		e.lost()
+	}
 	return &unavailableError{err: err}
 }
 
