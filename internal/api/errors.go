@@ -3,12 +3,14 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store"
 )
 
 // statusOf is the one table from error kind to HTTP status.
@@ -33,7 +35,7 @@ type errorBody struct {
 // writeError renders err. Anything that is not an application error is our own fault: it is
 // logged with the request id and answered with a generic 500 that reveals nothing.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := domain.AsError(err)
+	e, ok := appError(err)
 	if !ok || e.Kind == domain.KindInternal {
 		loggerFrom(r.Context()).Error("request failed", slog.String("error", err.Error()))
 		writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
@@ -47,6 +49,22 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", "Bearer, Api-Key")
 	}
 	writeErrorBody(w, status, e.Code, e.Detail)
+}
+
+// errDatabaseUnavailable answers a request that lost the database. It is checked before any
+// other application error in the chain: an answer that could not be recorded (an audit event,
+// say) must not pass for a final one.
+var errDatabaseUnavailable = &domain.Error{Kind: domain.KindUnavailable, Code: "unavailable",
+	Detail: "the database is unavailable; try again shortly"}
+
+// appError finds the application error that answers err, if any.
+func appError(err error) (*domain.Error, bool) {
+	if errors.Is(err, store.ErrUnavailable) {
+		e := *errDatabaseUnavailable
+		e.Err = err
+		return &e, true
+	}
+	return domain.AsError(err)
 }
 
 func writeErrorBody(w http.ResponseWriter, status int, code, detail string) {

@@ -54,8 +54,8 @@ func TestOpenAPIDocument(t *testing.T) {
 			(*op.Security)[0]["bearerAuth"] == nil || (*op.Security)[1]["apiKeyAuth"] == nil {
 			t.Errorf("%s: security must be [{bearerAuth: []}, {apiKeyAuth: []}]", o.operationID)
 		}
-		if op.Responses.Value("401") == nil || op.Responses.Value("500") == nil {
-			t.Errorf("%s: 401 and 500 responses must be documented", o.operationID)
+		if op.Responses.Value("401") == nil || op.Responses.Value("500") == nil || op.Responses.Value("503") == nil {
+			t.Errorf("%s: 401, 500 and 503 responses must be documented", o.operationID)
 		}
 	}
 }

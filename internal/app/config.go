@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"backoffice/internal/store"
 )
 
 // Config is the whole configuration, parsed once from the environment and then from flags of the
@@ -36,6 +38,8 @@ type Config struct {
 	// TrustedProxyHeader names the header a trusted load balancer writes the client address in;
 	// "" uses the connection's address.
 	TrustedProxyHeader string
+	// Pool sizes the database connection pool of this process.
+	Pool store.Pool
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -78,6 +82,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		RateLimit:      defaultRateLimit, RateBurst: defaultRateBurst,
 		AuthFailureLimit: defaultAuthFailureLimit, AuthFailureBurst: defaultAuthFailureBurst,
 		TrustedProxyHeader: strings.TrimSpace(getenv("BACKOFFICE_TRUSTED_PROXY_HEADER")),
+		Pool:               store.DefaultPool,
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
@@ -123,6 +128,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("BACKOFFICE_LOG_LEVEL: %q is not one of debug, info, warn, error", v)
 		}
 	}
+	if err := loadPool(getenv, &c.Pool); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -154,6 +162,55 @@ func (r rateFlag) Set(v string) error {
 		return err
 	}
 	*r.dst = f
+	return nil
+}
+
+// loadPool reads the pool settings over the defaults. Idle connections beyond the open limit
+// would never be used, so that combination is refused rather than silently capped.
+func loadPool(getenv func(string) string, p *store.Pool) error {
+	steps := []error{
+		intVar(getenv, "BACKOFFICE_DB_MAX_OPEN_CONNS", 1, &p.MaxOpenConns),
+		intVar(getenv, "BACKOFFICE_DB_MAX_IDLE_CONNS", 0, &p.MaxIdleConns),
+		durationVar(getenv, "BACKOFFICE_DB_CONN_MAX_LIFETIME", &p.ConnMaxLifetime),
+		durationVar(getenv, "BACKOFFICE_DB_CONN_MAX_IDLE_TIME", &p.ConnMaxIdleTime),
+	}
+	if err := errors.Join(steps...); err != nil {
+		return err
+	}
+	if getenv("BACKOFFICE_DB_MAX_IDLE_CONNS") == "" {
+		p.MaxIdleConns = min(p.MaxIdleConns, p.MaxOpenConns)
+	}
+	if p.MaxIdleConns > p.MaxOpenConns {
+		return fmt.Errorf("BACKOFFICE_DB_MAX_IDLE_CONNS (%d) exceeds BACKOFFICE_DB_MAX_OPEN_CONNS (%d)", p.MaxIdleConns, p.MaxOpenConns)
+	}
+	return nil
+}
+
+// intVar sets *dst from the variable when it is set, refusing values below lowest.
+func intVar(getenv func(string) string, name string, lowest int, dst *int) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lowest {
+		return fmt.Errorf("%s: %q is not a whole number of at least %d", name, v, lowest)
+	}
+	*dst = n
+	return nil
+}
+
+// durationVar sets *dst from the variable when it is set; 0 means "no limit".
+func durationVar(getenv func(string) string, name string, dst *time.Duration) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%s: %q is not a duration such as 30m (0 for no limit)", name, v)
+	}
+	*dst = d
 	return nil
 }
 

@@ -171,7 +171,7 @@ func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) er
 	if err := checkName(*name); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 		}
 		f.Prefix = p
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, wha
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 	if *ttl <= 0 {
 		return fmt.Errorf("%w: --ttl must be positive", ErrUsage)
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

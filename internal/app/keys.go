@@ -48,7 +48,7 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

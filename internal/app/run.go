@@ -113,9 +113,9 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// openStore opens the database and applies pending migrations.
-func openStore(ctx context.Context, url string) (*store.Store, error) {
-	st, err := store.Open(ctx, url)
+// openStore opens the database with the configured pool and applies pending migrations.
+func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.WithPool(cfg.Pool))
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := importFile(ctx, cfg.DatabaseURL, pos[0], env.Stdin, ring)
+	n, err := importFile(ctx, cfg, pos[0], env.Stdin, ring)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	return nil
 }
 
-func importFile(ctx context.Context, url, name string, stdin io.Reader, ring *secrets.Ring) (int, error) {
+func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring) (int, error) {
 	in, closeIn, err := openInput(name, stdin)
 	if err != nil {
 		return 0, err
@@ -180,7 +180,7 @@ func importFile(ctx context.Context, url, name string, stdin io.Reader, ring *se
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", name, err)
 	}
-	st, err := openStore(ctx, url)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +220,7 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 			return err
 		}
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,9 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
-	"strings"
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
@@ -24,6 +21,11 @@ type ImportStats struct {
 func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.Ring) (ImportStats, error) {
 	var stats ImportStats
 	err := s.tx(ctx, func(q querier) error {
+		if s.engine.importLock != nil {
+			if err := s.engine.importLock(ctx, q); err != nil {
+				return err
+			}
+		}
 		for _, stmt := range s.engine.importTuning {
 			if _, err := q.exec(ctx, stmt); err != nil {
 				return fmt.Errorf("store: import: %w", err)
@@ -41,20 +43,21 @@ func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.R
 			}
 		}
 		stats.Records = im.count
-		return renumberSAMLogs(ctx, q, im.samEntities)
+		return renumberSAMLogs(ctx, q, im.renumber)
 	})
 	return stats, err
 }
 
 type importer struct {
-	ctx         context.Context
-	q           querier
-	ds          *dataset.Dataset
-	ring        *secrets.Ring
-	inFile      map[string]map[domain.ID]bool
-	known       map[string]map[domain.ID]bool
-	samEntities map[domain.ID]bool
-	count       int
+	ctx    context.Context
+	q      querier
+	ds     *dataset.Dataset
+	ring   *secrets.Ring
+	inFile map[string]map[domain.ID]bool
+	known  map[string]map[domain.ID]bool
+	// renumber holds the entities whose SAM action logs need their positions recomputed.
+	renumber map[domain.ID]bool
+	count    int
 }
 
 // fileIDs indexes the ids of each table the file adds, so references can point forward.
@@ -141,26 +144,44 @@ func (im *importer) exists(table string, id domain.ID) (bool, error) {
 }
 
 // insert runs one prepared insert and names the record when it collides with existing data.
+// The insert skips a conflicting row (see each) rather than failing on it, because a failed
+// statement aborts a PostgreSQL transaction: the query that tells a duplicate id from another
+// conflict could not run after it.
 func (im *importer) insert(stmt *sql.Stmt, path, table string, id domain.ID, args ...any) error {
-	if _, err := stmt.ExecContext(im.ctx, args...); err != nil {
-		if im.q.e.isUniqueViolation(err) {
-			if dup, _ := im.exists(table, id); dup {
-				return dataset.Errorf(path+".id", "duplicate id %s: already in the database", id)
-			}
-			return dataset.Errorf(path, "conflicts with a record already in the database or the file")
-		}
+	res, err := stmt.ExecContext(im.ctx, args...)
+	if err != nil {
 		return fmt.Errorf("store: import %s: %w", path, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: import %s: %w", path, err)
+	}
+	if n == 0 {
+		return im.conflict(path, table, id)
 	}
 	im.count++
 	return nil
 }
 
-// each prepares one insert and runs it for n records.
+// conflict names why a record's row was refused by a unique constraint.
+func (im *importer) conflict(path, table string, id domain.ID) error {
+	dup, err := im.exists(table, id)
+	if err != nil {
+		return err
+	}
+	if dup {
+		return dataset.Errorf(path+".id", "duplicate id %s: already in the database", id)
+	}
+	return dataset.Errorf(path, "conflicts with a record already in the database or the file")
+}
+
+// each prepares one insert, which skips rows that conflict with a unique constraint, and runs it
+// for n records.
 func (im *importer) each(query string, n int, row func(i int, stmt *sql.Stmt) error) error {
 	if n == 0 {
 		return nil
 	}
-	stmt, err := im.q.prepare(im.ctx, query)
+	stmt, err := im.q.prepare(im.ctx, query+` ON CONFLICT DO NOTHING`)
 	if err != nil {
 		return fmt.Errorf("store: import: prepare: %w", err)
 	}
@@ -448,213 +469,6 @@ func (im *importer) fileBuilds() error {
 	})
 }
 
-// samEntityTables are the tables a SAM action log may belong to.
-var samEntityTables = []string{"leads", "merchants", "deployment_orders", "line_items", "equipment"}
-
-// samActionLogs inserts the logs entity by entity. An entity with no logs in the database yet
-// (the usual case) gets its positions computed here, in list order, and its rows inserted in that
-// order, in multi-row batches: no renumbering pass, and the (entity_id, pos) index grows at its
-// end. An entity that already has logs gets its new rows at position 0 and is renumbered whole
-// at the end of the import (renumberSAMLogs), since new logs may interleave with stored ones.
-func (im *importer) samActionLogs() error {
-	logs := im.ds.SAMActionLogs
-	im.samEntities = map[domain.ID]bool{}
-	byEntity := map[domain.ID][]int{}
-	var entities []domain.ID
-	for i := range logs {
-		e := logs[i].EntityID
-		if _, seen := byEntity[e]; !seen {
-			if err := im.samEntity(at("samActionLogs", i)+".entityId", e); err != nil {
-				return err
-			}
-			entities = append(entities, e)
-		}
-		byEntity[e] = append(byEntity[e], i)
-	}
-	b, err := im.newSAMBatch()
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	for _, e := range entities {
-		idx := byEntity[e]
-		stored, err := im.hasSAMLogs(e)
-		if err != nil {
-			return err
-		}
-		if stored {
-			im.samEntities[e] = true
-			for _, i := range idx {
-				if err := b.add(i, 0); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		for rank, i := range inListOrder(logs, idx) {
-			if err := b.add(i, int64(rank+1)); err != nil {
-				return err
-			}
-		}
-	}
-	return b.flush()
-}
-
-// inListOrder sorts the indexes of one entity's logs into list order: action date descending
-// (at the stored precision, microseconds), then id descending. Ids are canonical lower-case
-// uuids, whose byte order is the order of any collation.
-func inListOrder(logs []domain.SAMActionLog, idx []int) []int {
-	type key struct {
-		us int64
-		id domain.ID
-		i  int
-	}
-	keys := make([]key, len(idx))
-	for k, i := range idx {
-		keys[k] = key{micros(logs[i].ActionDate), logs[i].ID, i}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(b.us, a.us); c != 0 {
-			return c
-		}
-		return strings.Compare(string(b.id), string(a.id))
-	})
-	out := make([]int, len(keys))
-	for k := range keys {
-		out[k] = keys[k].i
-	}
-	return out
-}
-
-func (im *importer) hasSAMLogs(entity domain.ID) (bool, error) {
-	var n int
-	err := im.q.row(im.ctx, `SELECT count(*) FROM (SELECT 1 FROM sam_action_logs WHERE entity_id = ? LIMIT 1) AS t`, entity).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
-	}
-	return n > 0, nil
-}
-
-// samBatchRows is how many logs one INSERT carries: far fewer statements for a million logs,
-// and far under either engine's limit on parameters (6 per row).
-const samBatchRows = 64
-
-const samColumns = ` sam_action_logs (id, entity_id, action, action_date, sam_id, pos) VALUES `
-
-// samBatch gathers logs into multi-row inserts that skip a row whose id is taken (a failed
-// statement would abort a PostgreSQL transaction), and names that row.
-type samBatch struct {
-	im   *importer
-	full *sql.Stmt // samBatchRows rows
-	idx  []int
-	pos  []int64
-	args []any
-}
-
-func (im *importer) newSAMBatch() (*samBatch, error) {
-	b := &samBatch{im: im}
-	if len(im.ds.SAMActionLogs) >= samBatchRows {
-		st, err := im.q.prepare(im.ctx, samInsertOf(im.q.e, samBatchRows))
-		if err != nil {
-			return nil, fmt.Errorf("store: import: prepare: %w", err)
-		}
-		b.full = st
-	}
-	return b, nil
-}
-
-// samInsertOf is an insert of rows logs that skips a row whose id is taken.
-func samInsertOf(e *engine, rows int) string {
-	var sb strings.Builder
-	sb.WriteString(cmp.Or(e.insertOrSkip, "INSERT INTO"))
-	sb.WriteString(samColumns)
-	for r := range rows {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?)")
-	}
-	if e.insertOrSkip == "" {
-		sb.WriteString(" ON CONFLICT DO NOTHING")
-	}
-	return sb.String()
-}
-
-func (b *samBatch) close() {
-	if b.full != nil {
-		b.full.Close()
-	}
-}
-
-func (b *samBatch) add(i int, pos int64) error {
-	r := &b.im.ds.SAMActionLogs[i]
-	b.idx, b.pos = append(b.idx, i), append(b.pos, pos)
-	b.args = append(b.args, r.ID, r.EntityID, r.Action, micros(r.ActionDate), r.SamID, pos)
-	if len(b.idx) == samBatchRows {
-		return b.flush()
-	}
-	return nil
-}
-
-func (b *samBatch) flush() error {
-	n := len(b.idx)
-	if n == 0 {
-		return nil
-	}
-	var res sql.Result
-	var err error
-	if n == samBatchRows && b.full != nil {
-		res, err = b.full.ExecContext(b.im.ctx, b.args...)
-	} else {
-		res, err = b.im.q.exec(b.im.ctx, samInsertOf(b.im.q.e, n), b.args...)
-	}
-	if err != nil {
-		return fmt.Errorf("store: import %s: %w", at("samActionLogs", b.idx[0]), err)
-	}
-	inserted, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("store: import %s: %w", at("samActionLogs", b.idx[0]), err)
-	}
-	if inserted != int64(n) {
-		return b.conflict()
-	}
-	b.im.count += n
-	b.idx, b.pos, b.args = b.idx[:0], b.pos[:0], b.args[:0]
-	return nil
-}
-
-// conflict names the log of the batch whose id was already taken. Its stored row is not the one
-// this batch would have written: another entity's log, or a stored log of the same entity (a
-// position of 1 or more, where this import wrote 0), or a position this import did not compute.
-func (b *samBatch) conflict() error {
-	logs := b.im.ds.SAMActionLogs
-	for k, i := range b.idx {
-		var entity domain.ID
-		var pos int64
-		err := b.im.q.row(b.im.ctx, `SELECT entity_id, pos FROM sam_action_logs WHERE id = ?`, logs[i].ID).Scan(&entity, &pos)
-		if err != nil {
-			return fmt.Errorf("store: import %s: %w", at("samActionLogs", i), err)
-		}
-		if entity != logs[i].EntityID || pos != b.pos[k] {
-			return dataset.Errorf(at("samActionLogs", i)+".id", "duplicate id %s: already in the database", logs[i].ID)
-		}
-	}
-	return dataset.Errorf(at("samActionLogs", b.idx[0]), "conflicts with a record already in the database or the file")
-}
-
-func (im *importer) samEntity(path string, id domain.ID) error {
-	for _, table := range samEntityTables {
-		if im.inFile[table][id] {
-			return nil
-		}
-		ok, err := im.exists(table, id)
-		if err != nil || ok {
-			return err
-		}
-	}
-	return dataset.Errorf(path, "no lead, merchant, deployment order, line item or equipment with this id")
-}
-
 func (im *importer) merchantNotes() error {
 	ds := im.ds
 	return im.each(`INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`, len(ds.MerchantNotes), func(i int, st *sql.Stmt) error {
@@ -673,18 +487,4 @@ func (im *importer) auditEvents() error {
 		r := ds.AuditEvents[i]
 		return im.insert(st, at("auditEvents", i), "audit_events", r.ID, r.ID, micros(r.At), r.ActorUserID, r.Action, r.TargetID, r.Outcome, r.Detail)
 	})
-}
-
-// renumberSAMLogs recomputes the list position of every log of the entities an import touched,
-// inside the import's transaction, so readers see old positions or new ones, never a mix.
-func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]bool) error {
-	for id := range entities {
-		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = r.rn
-FROM (SELECT id, row_number() OVER (ORDER BY action_date DESC, id DESC) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
-WHERE sam_action_logs.id = r.id AND sam_action_logs.pos <> r.rn`, id)
-		if err != nil {
-			return fmt.Errorf("store: renumber SAM logs of %s: %w", id, err)
-		}
-	}
-	return nil
 }

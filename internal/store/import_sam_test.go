@@ -44,7 +44,7 @@ func logs(entity domain.ID, first, n int) []domain.SAMActionLog {
 }
 
 // listOrder is the contract's order: actionDate descending, then id descending.
-func listOrder(ls []domain.SAMActionLog) []domain.ID {
+func idsInListOrder(ls []domain.SAMActionLog) []domain.ID {
 	s := slices.Clone(ls)
 	slices.SortFunc(s, func(a, b domain.SAMActionLog) int {
 		if c := b.ActionDate.Compare(a.ActionDate); c != 0 {
@@ -97,7 +97,7 @@ func TestImportSAMLogsPositions(t *testing.T) {
 			want   []domain.SAMActionLog
 		}{{l1, first[:700]}, {l2, first[700:]}} {
 			got, total := walk(t, st, c.entity, 7)
-			if !slices.Equal(got, listOrder(c.want)) || total != int64(len(c.want)) {
+			if !slices.Equal(got, idsInListOrder(c.want)) || total != int64(len(c.want)) {
 				t.Fatalf("entity %s: %d logs in the wrong order, total %d", c.entity, len(got), total)
 			}
 		}
@@ -112,8 +112,8 @@ func TestImportSAMLogsPositions(t *testing.T) {
 		}
 		all := append(slices.Clone(first[:700]), more...)
 		got, total := walk(t, st, l1, 20)
-		if !slices.Equal(got, listOrder(all)) || total != int64(len(all)) {
-			t.Fatalf("after the second import: %d logs, total %d, order right: %v", len(got), total, slices.Equal(got, listOrder(all)))
+		if !slices.Equal(got, idsInListOrder(all)) || total != int64(len(all)) {
+			t.Fatalf("after the second import: %d logs, total %d, order right: %v", len(got), total, slices.Equal(got, idsInListOrder(all)))
 		}
 	})
 }
@@ -147,7 +147,7 @@ func TestImportSAMLogsDuplicate(t *testing.T) {
 			})
 		}
 		got, total := walk(t, st, l1, 100)
-		if !slices.Equal(got, listOrder(logs(l1, 0, 10))) || total != 10 {
+		if !slices.Equal(got, idsInListOrder(logs(l1, 0, 10))) || total != 10 {
 			t.Fatalf("l1 after failed imports: %v total %d", got, total)
 		}
 	})

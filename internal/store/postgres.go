@@ -2,10 +2,172 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
 	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// openPostgres is completed by the PostgreSQL store work.
-func openPostgres(ctx context.Context, url string) (*Store, error) {
-	return nil, errors.New("store: postgres: not built yet")
+//go:embed migrations/postgres/*.sql
+var postgresMigrations embed.FS
+
+// defaultConnectTimeout bounds one connection attempt when the URL sets no connect_timeout, so
+// that an unreachable server fails a start or a request in seconds instead of hanging on TCP.
+const defaultConnectTimeout = 5 * time.Second
+
+// The advisory locks that serialize migrations and imports. Advisory locks are scoped to one
+// database, so the constants only have to be distinct within ours.
+const (
+	migrationLockKey int64 = 0x6261636b6f666663 // "backoffc"
+	importLockKey    int64 = 0x6261636b6f666669 // "backoffi"
+)
+
+// openPostgres opens PostgreSQL through pgx's database/sql driver, so that every shared query of
+// the store runs on it unchanged, and checks that the server answers.
+func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors mask the password.
+		return nil, fmt.Errorf("store: postgres: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	db := stdlib.OpenDB(*cfg)
+	o.pool.apply(db)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, unreachable(cfg, err)
+	}
+	migrations, _ := fs.Sub(postgresMigrations, "migrations/postgres")
+	e := &engine{
+		name:              "postgres",
+		placeholders:      dollarPlaceholders,
+		isUniqueViolation: postgresUnique,
+		migrations:        migrations,
+		lock:              advisoryLock,
+		importLock:        importLock,
+		unavailable:       postgresUnavailable,
+		lost:              func() { dropIdle(db, o.pool) },
+	}
+	return newStore(db, e), nil
+}
+
+// unreachable says in one line which server did not answer, without the password.
+func unreachable(cfg *pgx.ConnConfig, err error) error {
+	return fmt.Errorf("store: postgres: cannot reach database %q at %s:%d (check BACKOFFICE_DATABASE_URL and that the server is up): %w",
+		cfg.Database, cfg.Host, cfg.Port, oneLine(err))
+}
+
+// oneLine keeps a multi-line driver error (pgx puts each host tried on its own line) on one
+// line, as a start-up error must be, and keeps it in the chain for errors.Is/As.
+func oneLine(err error) error { return flatError{err} }
+
+type flatError struct{ err error }
+
+func (e flatError) Error() string { return strings.Join(strings.Fields(e.err.Error()), " ") }
+func (e flatError) Unwrap() error { return e.err }
+
+// dollarPlaceholders rewrites the shared "?" placeholders to PostgreSQL's $1, $2, …, leaving
+// string literals, quoted identifiers and comments alone.
+func dollarPlaceholders(query string) string {
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			end := strings.IndexByte(query[i+1:], c)
+			if end < 0 {
+				end = len(query) - i - 1
+			}
+			b.WriteString(query[i : i+end+2])
+			i += end + 1
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			end := strings.IndexByte(query[i:], '\n')
+			if end < 0 {
+				end = len(query) - i
+			}
+			b.WriteString(query[i : i+end])
+			i += end - 1
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// postgresUnique tells a unique or primary-key violation by its SQLSTATE.
+func postgresUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// postgresUnavailable tells the server's and pgx's connection-level failures: a failed connect
+// (refused, timed out, database not accepting connections), a connection found closed when a
+// statement was about to use it, the connection exception class 08, and the server shutting
+// down or terminating our backend (57P01–57P03).
+func postgresUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+}
+
+// dropIdle closes the pool's idle connections. Once the database was lost they are all dead
+// (a server restart or a network cut took them), yet the pool would hand each out once more after
+// the database returned, failing one request per connection; shrinking the idle limit closes them
+// now, and restoring it lets new ones be kept.
+func dropIdle(db *sql.DB, p Pool) {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(p.MaxIdleConns)
+}
+
+// advisoryLock runs fn holding a session-level advisory lock on conn, so that replicas starting
+// together migrate one after the other: the first applies the migrations, the others find them
+// applied. The lock dies with the session, so a crashed migrator cannot wedge the others.
+func advisoryLock(ctx context.Context, conn *sql.Conn, fn func() error) error {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+		return fmt.Errorf("store: migration lock: %w", err)
+	}
+	defer unlock(ctx, conn)
+	return fn()
+}
+
+// unlock releases the migration lock even when ctx has ended. If that fails, the connection is
+// discarded instead of going back to the pool still holding the lock.
+func unlock(ctx context.Context, conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
+
+// importLock takes a transaction-level advisory lock: held until the import commits or rolls
+// back, whatever happens to the process.
+func importLock(ctx context.Context, q querier) error {
+	if _, err := q.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, importLockKey); err != nil {
+		return fmt.Errorf("store: import lock: %w", err)
+	}
+	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net/url"
 	"sync"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -22,7 +21,7 @@ var sqliteMigrations embed.FS
 // timeout makes writers queue instead of failing; secure_delete overwrites deleted content (a
 // deleted merchant document must not linger in free pages); immediate transactions take the write
 // lock up front, so two writers never deadlock upgrading a read lock.
-func openSQLite(ctx context.Context, path string) (*Store, error) {
+func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: sqlite: empty path")
 	}
@@ -35,9 +34,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: sqlite: %w", err)
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	o.pool.apply(db)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: sqlite: open %s: %w", path, err)
@@ -50,7 +47,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	// uuid keys do not fit the small one, and every miss is a read. It is given back at the end.
 	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations, insertOrSkip: "INSERT OR IGNORE INTO",
 		importTuning: []string{"PRAGMA cache_size = -262144"}, importUntuning: []string{"PRAGMA cache_size = -2000"}}
-	return &Store{db: db, engine: e, now: time.Now, writes: &sync.Mutex{}}, nil
+	st := newStore(db, e)
+	st.writes = &sync.Mutex{}
+	return st, nil
 }
 
 func sqliteUnique(err error) bool {

@@ -19,7 +19,7 @@ type Store struct {
 	db     *sql.DB
 	engine *engine
 	now    func() time.Time
-	stmts  stmtCache
+	stmts  *stmtCache
 	// writes, when set, queues this process's writers in Go. SQLite lets one writer in at a
 	// time and makes the others poll with sleeps of a millisecond and more: under load that
 	// is most of a write's latency. Writers of other processes still meet the busy timeout.
@@ -29,6 +29,10 @@ type Store struct {
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
 	stamping   sync.Map
+}
+
+func newStore(db *sql.DB, e *engine) *Store {
+	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db)}
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -48,15 +52,25 @@ type engine struct {
 	// importTuning runs at the start of an import, in its transaction, and importUntuning at its
 	// end: settings for a bulk load on that one connection.
 	importTuning, importUntuning []string
+	// unavailable, when set, tells the engine's own connection-level errors (see classify).
+	unavailable func(error) bool
+	// lost, when set, runs when an error says the database was lost (see classify).
+	lost func()
+	// importLock, when set, makes imports wait for each other inside their transactions: two
+	// imports numbering the same entity's SAM logs at once would give positions twice. (SQLite
+	// needs none: its write transactions already run one at a time.)
+	importLock func(ctx context.Context, q querier) error
 }
 
-// Open connects to the database named by url ("sqlite:PATH" or "postgres://…").
-func Open(ctx context.Context, url string) (*Store, error) {
+// Open connects to the database named by url ("sqlite:PATH" or "postgres://…") and checks that
+// it answers. Without options the pool is DefaultPool.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := collect(opts)
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
-		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"))
+		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"), o)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return openPostgres(ctx, url)
+		return openPostgres(ctx, url, o)
 	default:
 		return nil, fmt.Errorf("store: database url must start with sqlite: or postgres://")
 	}
@@ -78,7 +92,7 @@ func (s *Store) Close() error {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
 
 // SetClock replaces the clock, for tests.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
@@ -95,77 +109,86 @@ type querier struct {
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
 	e *engine
-	// stmts, on the pool, keeps each statement prepared once per connection: parsing and
-	// planning the SQL again on every request costs more than running it.
+	// stmts, on the pool (never in a transaction), runs each query as a cached prepared statement.
 	stmts *stmtCache
 	// writes, on the pool, is held while a statement writes (see Store.writes).
 	writes *sync.Mutex
 }
+
+// Every error the querier hands back has been through classify, so that a lost database reads as
+// ErrUnavailable wherever the store wraps it.
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if q.writes != nil {
 		q.writes.Lock()
 		defer q.writes.Unlock()
 	}
-	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
-		return st.ExecContext(ctx, args...)
+	if q.stmts == nil {
+		res, err := q.x.ExecContext(ctx, q.e.sql(query), args...)
+		return res, q.e.classify(err)
 	}
-	return q.x.ExecContext(ctx, q.e.sql(query), args...)
-}
-
-func (q querier) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return q.x.QueryContext(ctx, q.e.sql(query), args...)
-}
-
-func (q querier) row(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := q.stmts.get(ctx, q.x, q.e.sql(query)); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return q.x.QueryRowContext(ctx, q.e.sql(query), args...)
-}
-
-// stmtCache holds the pool's prepared statements by query text. database/sql prepares a
-// statement on each connection the first time it runs there, and again after a reconnect.
-// The queries are the store's own constants, so the cache is bounded by the code.
-type stmtCache struct {
-	m sync.Map // engine text -> *sql.Stmt
-}
-
-// get returns the prepared statement of query, or nil to run it unprepared (no cache, or the
-// statement does not prepare: the unprepared run then reports the error).
-func (c *stmtCache) get(ctx context.Context, x interface {
-	PrepareContext(context.Context, string) (*sql.Stmt, error)
-}, query string) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
-	if v, ok := c.m.Load(query); ok {
-		return v.(*sql.Stmt)
-	}
-	st, err := x.PrepareContext(context.WithoutCancel(ctx), query)
+	st, err := q.stmts.get(ctx, q.e.sql(query))
 	if err != nil {
-		return nil
+		return nil, q.e.classify(err)
 	}
-	if v, loaded := c.m.LoadOrStore(query, st); loaded {
-		st.Close()
-		return v.(*sql.Stmt)
-	}
-	return st
+	res, err := st.ExecContext(ctx, args...)
+	return res, q.e.classify(err)
 }
 
-func (c *stmtCache) close() {
-	c.m.Range(func(k, v any) bool {
-		v.(*sql.Stmt).Close()
-		c.m.Delete(k)
-		return true
-	})
+func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
+	var r *sql.Rows
+	var err error
+	if q.stmts == nil {
+		r, err = q.x.QueryContext(ctx, q.e.sql(query), args...)
+	} else {
+		var st *sql.Stmt
+		if st, err = q.stmts.get(ctx, q.e.sql(query)); err == nil {
+			r, err = st.QueryContext(ctx, args...)
+		}
+	}
+	if err != nil {
+		return nil, q.e.classify(err)
+	}
+	return &rows{Rows: r, e: q.e}, nil
+}
+
+func (q querier) row(ctx context.Context, query string, args ...any) row {
+	if q.stmts == nil {
+		return row{r: q.x.QueryRowContext(ctx, q.e.sql(query), args...), e: q.e}
+	}
+	st, err := q.stmts.get(ctx, q.e.sql(query))
+	if err != nil {
+		return row{err: err, e: q.e}
+	}
+	return row{r: st.QueryRowContext(ctx, args...), e: q.e}
 }
 
 func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
-	return q.x.PrepareContext(ctx, q.e.sql(query))
+	st, err := q.x.PrepareContext(ctx, q.e.sql(query))
+	return st, q.e.classify(err)
+}
+
+// rows is *sql.Rows whose errors are classified.
+type rows struct {
+	*sql.Rows
+	e *engine
+}
+
+func (r *rows) Scan(dest ...any) error { return r.e.classify(r.Rows.Scan(dest...)) }
+func (r *rows) Err() error             { return r.e.classify(r.Rows.Err()) }
+
+// row is *sql.Row whose error, reported by Scan, is classified. err is a failed prepare.
+type row struct {
+	r   *sql.Row
+	err error
+	e   *engine
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.e.classify(r.err)
+	}
+	return r.e.classify(r.r.Scan(dest...))
 }
 
 var rewritten sync.Map // query text -> engine text, per engine name
@@ -183,7 +206,9 @@ func (e *engine) sql(query string) string {
 	return out
 }
 
-func (s *Store) q() querier { return querier{x: s.db, e: s.engine, stmts: &s.stmts, writes: s.writes} }
+func (s *Store) q() querier {
+	return querier{x: s.db, e: s.engine, stmts: s.stmts, writes: s.writes}
+}
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call, and never write
@@ -195,7 +220,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
+		return fmt.Errorf("store: begin: %w", s.engine.classify(err))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -210,7 +235,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return fmt.Errorf("store: commit: %w", s.engine.classify(err))
 	}
 	return nil
 }

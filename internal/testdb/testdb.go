@@ -4,9 +4,17 @@ package testdb
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for creating and dropping databases
 
 	"backoffice/internal/store"
 )
@@ -62,8 +70,61 @@ func URL(t testing.TB, engine string) string {
 	return ""
 }
 
-// freshPostgres is completed with the PostgreSQL store.
+// freshPostgres creates an empty database for this test alone, named at random so that tests,
+// packages and whole runs in parallel never meet, and drops it (FORCE: closing any session a
+// failed test left behind) when the test ends. It returns the base URL pointed at it.
 func freshPostgres(t testing.TB, base string) string {
-	t.Skip("PostgreSQL store not built yet")
-	return ""
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s is not a postgres:// URL: %v", PostgresURLVar, err)
+	}
+	db := adminDB(t, base)
+	name := "bo_test_" + randomHex(t, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The name is ours, made of [a-z0-9_]: safe to splice into DDL, which takes no parameters.
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+// admin is one small pool on the base database per test process, shared by every test that
+// creates or drops a database.
+var admin struct {
+	once sync.Once
+	db   *sql.DB
+	err  error
+}
+
+func adminDB(t testing.TB, base string) *sql.DB {
+	t.Helper()
+	admin.once.Do(func() {
+		admin.db, admin.err = sql.Open("pgx", base)
+		if admin.err == nil {
+			admin.db.SetMaxOpenConns(4)
+			admin.err = admin.db.Ping()
+		}
+	})
+	if admin.err != nil {
+		t.Fatalf("connect to %s: %v", PostgresURLVar, admin.err)
+	}
+	return admin.db
+}
+
+func randomHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"database/sql"
+	"time"
+)
+
+// Pool sizes and ages the connection pool. Every replica holds up to MaxOpenConns connections,
+// so PostgreSQL's max_connections must cover replicas × MaxOpenConns plus headroom.
+type Pool struct {
+	// MaxOpenConns caps the connections in use and idle; requests beyond it wait for one.
+	MaxOpenConns int
+	// MaxIdleConns is how many connections stay open between requests (0: none).
+	MaxIdleConns int
+	// ConnMaxLifetime closes a connection this long after it was opened (0: never), so that
+	// connections move to a new server after a failover or a load balancer change.
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a connection idle this long (0: never), giving quiet replicas'
+	// connections back to the server.
+	ConnMaxIdleTime time.Duration
+}
+
+// DefaultPool is the pool of a store opened without WithPool.
+var DefaultPool = Pool{
+	MaxOpenConns:    10,
+	MaxIdleConns:    10,
+	ConnMaxLifetime: 30 * time.Minute,
+	ConnMaxIdleTime: 5 * time.Minute,
+}
+
+func (p Pool) apply(db *sql.DB) {
+	db.SetMaxOpenConns(p.MaxOpenConns)
+	db.SetMaxIdleConns(p.MaxIdleConns)
+	db.SetConnMaxLifetime(p.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(p.ConnMaxIdleTime)
+}
+
+// Option adjusts how Open connects.
+type Option func(*options)
+
+type options struct {
+	pool Pool
+}
+
+// WithPool sets the connection pool's size and ages.
+func WithPool(p Pool) Option {
+	return func(o *options) { o.pool = p }
+}
+
+func collect(opts []Option) options {
+	o := options{pool: DefaultPool}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}

@@ -1,0 +1,669 @@
+package store_test
+
+// The one store test suite: every test runs against SQLite, and against PostgreSQL when
+// BACKOFFICE_TEST_POSTGRES_URL is set, each on a fresh database, so that both engines are held to
+// the same behaviour.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+var ctx = context.Background()
+
+func mustImport(t *testing.T, st *store.Store, ds *dataset.Dataset) {
+	t.Helper()
+	if _, err := st.Import(ctx, ds, testRing(t)); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+}
+
+func mustExport(t *testing.T, st *store.Store, ring *secrets.Ring) *dataset.Dataset {
+	t.Helper()
+	ds, err := st.Export(ctx, ring)
+	if err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return ds
+}
+
+// datasetError returns the *dataset.Error that err must be.
+func datasetError(t *testing.T, err error) *dataset.Error {
+	t.Helper()
+	var de *dataset.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("error = %v, want a *dataset.Error naming the record", err)
+	}
+	return de
+}
+
+func TestMigrationsAreIdempotent(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		for range 2 {
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("migrate again: %v", err)
+			}
+		}
+		if n, err := st.Pending(ctx); err != nil || n != 0 {
+			t.Fatalf("pending = %d, %v; want 0", n, err)
+		}
+		mustImport(t, st, fixture())
+	})
+}
+
+// TestConcurrentMigrationsMigrateOnce starts several stores on one fresh database at the same
+// moment, as replicas starting together do: every Migrate succeeds (a second application of a
+// migration would fail on its CREATE TABLE) and every migration is recorded.
+func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			url := testdb.URL(t, engine)
+			stores := make([]*store.Store, 4)
+			for i := range stores {
+				st, err := store.Open(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				stores[i] = st
+			}
+			errs := make([]error, len(stores))
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, st := range stores {
+				wg.Go(func() {
+					<-start
+					errs[i] = st.Migrate(ctx)
+				})
+			}
+			close(start)
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("migrate %d: %v", i, err)
+				}
+			}
+			for i, st := range stores {
+				if n, err := st.Pending(ctx); err != nil || n != 0 {
+					t.Errorf("store %d: pending = %d, %v; want 0", i, n, err)
+				}
+			}
+			mustImport(t, stores[0], fixture())
+		})
+	}
+}
+
+// TestImportExportRoundTrip imports a record of every kind, exports it back as it went in, and
+// moves it to a fresh store through the export: the second export is identical to the first.
+func TestImportExportRoundTrip(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		in := fixture()
+		stats, err := st.Import(ctx, in, testRing(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Records < 40 {
+			t.Errorf("imported %d records, want every record of the fixture", stats.Records)
+		}
+		ring := testRing(t)
+		first := mustExport(t, st, ring)
+		if diff := cmp.Diff(asExported(in, true), first, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("export after import (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(asExported(in, false), mustExport(t, st, nil), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("export without secrets (-want +got):\n%s", diff)
+		}
+
+		fresh := testdb.Open(t, st.Engine())
+		mustImport(t, fresh, first)
+		if diff := cmp.Diff(first, mustExport(t, fresh, ring)); diff != "" {
+			t.Errorf("export of the re-imported export (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// TestImportIsAllOrNothing fails on the very last record of a file: nothing of it may remain.
+func TestImportIsAllOrNothing(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		base := &dataset.Dataset{AuditEvents: []domain.AuditEvent{{ID: id(9001), At: fixtureNow, ActorUserID: staffUser,
+			Action: "merchant_document.delete", TargetID: string(docA1), Outcome: domain.OutcomeNotFound, Detail: "before"}}}
+		mustImport(t, st, base)
+		before := mustExport(t, st, nil)
+
+		ds := fixture()
+		ds.AuditEvents = append(ds.AuditEvents, base.AuditEvents[0]) // the last record: a duplicate
+		_, err := st.Import(ctx, ds, testRing(t))
+		de := datasetError(t, err)
+		if want := "auditEvents[1].id"; de.Path != want {
+			t.Errorf("error path = %q, want %q (%v)", de.Path, want, err)
+		}
+		if diff := cmp.Diff(before, mustExport(t, st, nil)); diff != "" {
+			t.Errorf("the failed import changed the database (-before +after):\n%s", diff)
+		}
+		if _, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, staffKey)); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("a credential of the failed import authenticates: %v", err)
+		}
+	})
+}
+
+func TestImportRejectsDuplicates(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		t.Run("in the file", func(t *testing.T) {
+			_, err := dataset.Read(strings.NewReader(`{"partners": [
+				{"id": "` + string(partnerA) + `", "name": "A"},
+				{"id": "` + strings.ToUpper(string(partnerA)) + `", "name": "A again, in capitals"}]}`))
+			if de := datasetError(t, err); de.Path != "partners[1].id" || !strings.Contains(de.Problem, "duplicate") {
+				t.Errorf("error = %v, want partners[1].id: duplicate …", err)
+			}
+		})
+		t.Run("already in the database", func(t *testing.T) {
+			mustImport(t, st, fixture())
+			again := &dataset.Dataset{Merchants: []domain.Merchant{
+				{ID: id(599), PartnerID: partnerA, Name: "new"},
+				{ID: merchantB, PartnerID: partnerB, Name: "Merchant B again"},
+			}}
+			_, err := st.Import(ctx, again, testRing(t))
+			de := datasetError(t, err)
+			if de.Path != "merchants[1].id" || !strings.Contains(de.Problem, "already in the database") {
+				t.Errorf("error = %v, want merchants[1].id: duplicate … already in the database", err)
+			}
+			if visible, _ := st.EntityVisible(ctx, domain.Scope{}, id(599)); visible {
+				t.Error("the record before the duplicate was kept")
+			}
+		})
+		// SAM action logs go in batches; a duplicate is still named by its own path.
+		t.Run("a SAM action log already in the database", func(t *testing.T) {
+			ds := &dataset.Dataset{}
+			for i := range 600 {
+				ds.SAMActionLogs = append(ds.SAMActionLogs, samLog(30000+i, merchantB, fixtureNow))
+			}
+			ds.SAMActionLogs[550].ID = id(5003)
+			_, err := st.Import(ctx, ds, nil)
+			if de := datasetError(t, err); de.Path != "samActionLogs[550].id" || !strings.Contains(de.Problem, "already in the database") {
+				t.Errorf("error = %v, want samActionLogs[550].id: duplicate … already in the database", err)
+			}
+			if _, total, _ := st.ListSAMActionLogs(ctx, merchantB, 1, 1); total != 0 {
+				t.Errorf("%d logs of the failed import were kept", total)
+			}
+		})
+		t.Run("a SAM action log twice in one file", func(t *testing.T) {
+			ds := &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{
+				samLog(31000, merchantB, fixtureNow), samLog(31001, merchantB, fixtureNow), samLog(31000, merchantB, fixtureNow)}}
+			_, err := st.Import(ctx, ds, nil)
+			if de := datasetError(t, err); de.Path != "samActionLogs[2].id" {
+				t.Errorf("error = %v, want samActionLogs[2].id: duplicate …", err)
+			}
+		})
+	})
+}
+
+// TestImportReferences: a reference may point forward in the file, or to a record an earlier
+// import added; one that points nowhere is named by its path.
+func TestImportReferences(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		// Every section in reverse: each merchant's lead, each line item's order, comes later.
+		ds := fixture()
+		reverseAll(ds)
+		mustImport(t, st, ds)
+
+		later := &dataset.Dataset{
+			DeploymentOrders: []domain.DeploymentOrder{{ID: id(899), MerchantID: merchantA}},
+			SAMActionLogs:    []domain.SAMActionLog{samLog(5900, itemB, fixtureNow), samLog(5901, id(899), fixtureNow)},
+			MerchantNotes:    []domain.MerchantNote{{ID: id(1599), MerchantID: merchantB, Body: "later", CreatedAt: fixtureNow, CreatedBy: staffUser}},
+		}
+		mustImport(t, st, later)
+		if logs, total, err := st.ListSAMActionLogs(ctx, id(899), 1, 10); err != nil || total != 1 || len(logs) != 1 {
+			t.Errorf("logs of the new order = %v, %d, %v", logs, total, err)
+		}
+
+		dangling := []struct {
+			ds   *dataset.Dataset
+			path string
+		}{
+			{&dataset.Dataset{DeploymentOrders: []domain.DeploymentOrder{{ID: id(898), MerchantID: id(598)}}}, "deploymentOrders[0].merchantId"},
+			{&dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{samLog(5902, leadA, fixtureNow), samLog(5903, id(597), fixtureNow)}}, "samActionLogs[1].entityId"},
+			{&dataset.Dataset{Leads: []domain.Lead{{ID: id(398), PartnerID: partnerA, BusinessName: "x",
+				ServiceAcceptance: &domain.StoredAcceptance{SelectedCardPlanIDs: []domain.ID{planMC, id(298)}}}}}, "leads[0].serviceAcceptance.selectedCardPlanIds[1]"},
+		}
+		for _, c := range dangling {
+			_, err := st.Import(ctx, c.ds, testRing(t))
+			if de := datasetError(t, err); de.Path != c.path {
+				t.Errorf("error = %v, want one at %s", err, c.path)
+			}
+		}
+	})
+}
+
+func reverseAll(ds *dataset.Dataset) {
+	slices.Reverse(ds.Leads)
+	slices.Reverse(ds.Merchants)
+	slices.Reverse(ds.DeploymentOrders)
+	slices.Reverse(ds.Equipment)
+	slices.Reverse(ds.LineItems)
+	slices.Reverse(ds.SAMActionLogs)
+	slices.Reverse(ds.Principals)
+}
+
+// TestSAMLogPages walks an entity's logs page by page after two imports whose dates interleave,
+// and checks every page against the contract's order computed here.
+func TestSAMLogPages(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		entity := merchantB
+		var all []domain.SAMActionLog
+		first := &dataset.Dataset{}
+		for i := range 37 {
+			// Every other hour, with pairs of equal dates so that ties fall to the id.
+			first.SAMActionLogs = append(first.SAMActionLogs, samLog(20000+i*2, entity, fixtureNow.Add(-time.Duration(i/2*2)*time.Hour)))
+		}
+		mustImport(t, st, first)
+		all = append(all, first.SAMActionLogs...)
+		checkPages(t, st, entity, all, 7)
+
+		second := &dataset.Dataset{}
+		for i := range 25 {
+			// Odd hours between the first import's, and some on its dates with ids on either side.
+			at := fixtureNow.Add(-time.Duration(i*2+1) * time.Hour)
+			if i%5 == 0 {
+				at = fixtureNow.Add(-time.Duration(i*2) * time.Hour)
+			}
+			second.SAMActionLogs = append(second.SAMActionLogs, samLog(20000+i*2+1+(i%3)*1000, entity, at))
+		}
+		mustImport(t, st, second)
+		all = append(all, second.SAMActionLogs...)
+		checkPages(t, st, entity, all, 7)
+		checkPages(t, st, entity, all, 100)
+
+		var leadALogs []domain.SAMActionLog
+		for _, l := range fixture().SAMActionLogs {
+			if l.EntityID == leadA {
+				leadALogs = append(leadALogs, l)
+			}
+		}
+		checkPages(t, st, leadA, leadALogs, 2)
+
+		if logs, total, err := st.ListSAMActionLogs(ctx, entity, 1_000_000_000_000_000, 100); err != nil || len(logs) != 0 || total != int64(len(all)) {
+			t.Errorf("huge page: %d logs, total %d, %v; want none, total %d", len(logs), total, err, len(all))
+		}
+		if logs, total, err := st.ListSAMActionLogs(ctx, id(777), 1, 10); err != nil || len(logs) != 0 || total != 0 {
+			t.Errorf("entity without logs: %v, %d, %v", logs, total, err)
+		}
+	})
+}
+
+// TestConcurrentImportsKeepPositions runs two imports of logs of one entity at once: they must
+// not both number the entity's logs from its state before either (positions given twice).
+func TestConcurrentImportsKeepPositions(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		files := make([]*dataset.Dataset, 2)
+		var all []domain.SAMActionLog
+		for f := range files {
+			files[f] = &dataset.Dataset{}
+			for i := range 300 {
+				l := samLog(40000+f*1000+i, merchantB, fixtureNow.Add(-time.Duration(i*2+f)*time.Minute))
+				files[f].SAMActionLogs = append(files[f].SAMActionLogs, l)
+				all = append(all, l)
+			}
+		}
+		errs := make([]error, len(files))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for f, ds := range files {
+			wg.Go(func() {
+				<-start
+				_, errs[f] = st.Import(ctx, ds, nil)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for f, err := range errs {
+			if err != nil {
+				t.Fatalf("import %d: %v", f, err)
+			}
+		}
+		checkPages(t, st, merchantB, all, 50)
+	})
+}
+
+// checkPages walks every page of size, one past the end, and compares each with the expected
+// slice of want in list order.
+func checkPages(t *testing.T, st *store.Store, entity domain.ID, want []domain.SAMActionLog, size int64) {
+	t.Helper()
+	want = slices.Clone(want)
+	slices.SortFunc(want, listOrder)
+	pages := (int64(len(want)) + size - 1) / size
+	for page := int64(1); page <= pages+1; page++ {
+		got, total, err := st.ListSAMActionLogs(ctx, entity, page, size)
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		if total != int64(len(want)) {
+			t.Errorf("page %d: total = %d, want %d", page, total, len(want))
+		}
+		from, to := min((page-1)*size, int64(len(want))), min(page*size, int64(len(want)))
+		if diff := cmp.Diff(want[from:to], got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("page %d of size %d (-want +got):\n%s", page, size, diff)
+		}
+	}
+}
+
+func TestEntityVisible(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		staff, a, b := domain.Scope{}, domain.Scope{PartnerID: partnerA}, domain.Scope{PartnerID: partnerB}
+		cases := []struct {
+			name        string
+			id          domain.ID
+			staff, a, b bool
+		}{
+			{"lead", leadA, true, true, false},
+			{"merchant", merchantA, true, true, false},
+			{"deployment order", orderA, true, true, false},
+			{"line item", itemA, true, true, false},
+			{"equipment on a line item", equipmentA, true, true, false},
+			{"another partner's lead", leadB, true, false, true},
+			{"equipment on no line item", equipmentLoose, true, false, false},
+			{"unknown", id(999999), false, false, false},
+			{"a record that is no entity", docA1, false, false, false},
+		}
+		for _, c := range cases {
+			for _, s := range []struct {
+				scope domain.Scope
+				want  bool
+			}{{staff, c.staff}, {a, c.a}, {b, c.b}} {
+				got, err := st.EntityVisible(ctx, s.scope, c.id)
+				if err != nil || got != s.want {
+					t.Errorf("%s to %+v: %v, %v; want %v", c.name, s.scope, got, err, s.want)
+				}
+			}
+		}
+	})
+}
+
+func TestServiceAcceptance(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		plans := func(visa, mc, amex bool) []domain.CardPlanSelection {
+			return []domain.CardPlanSelection{
+				{CardPlan: domain.CardPlan{ID: planMC, Code: "mastercard", DisplayName: "Mastercard", SortOrder: 1}, Selected: mc},
+				{CardPlan: domain.CardPlan{ID: planVisa, Code: "visa", DisplayName: "Visa", SortOrder: 2}, Selected: visa},
+				{CardPlan: domain.CardPlan{ID: planAmex, Code: "amex", DisplayName: "American Express", SortOrder: 3}, Selected: amex},
+			}
+		}
+		cases := []struct {
+			name  string
+			scope domain.Scope
+			lead  domain.ID
+			want  domain.ServiceAcceptance
+		}{
+			{"configured", domain.Scope{PartnerID: partnerA}, leadA, domain.ServiceAcceptance{MidID: ptr(id(3001)), Configured: true, CardPlans: plans(true, false, true),
+				EBTFcsNumber: ptr("1234567"), AmexProgram: ptr("opt_blue"), AmexEsaNumber: ptr("ESA-1"), EBTBenefitMode: ptr("both")}},
+			{"none stored", domain.Scope{}, leadB, domain.ServiceAcceptance{CardPlans: plans(false, false, false)}},
+			{"stored, not configured", domain.Scope{}, leadNotSet, domain.ServiceAcceptance{MidID: ptr(id(3003)), CardPlans: plans(false, false, false)}},
+		}
+		for _, c := range cases {
+			got, err := st.ServiceAcceptance(ctx, c.scope, c.lead)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", c.name, diff)
+			}
+		}
+		for _, c := range []struct {
+			scope domain.Scope
+			lead  domain.ID
+		}{{domain.Scope{PartnerID: partnerB}, leadA}, {domain.Scope{}, id(399)}} {
+			if _, err := st.ServiceAcceptance(ctx, c.scope, c.lead); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("lead %s to %+v: %v, want not found", c.lead, c.scope, err)
+			}
+		}
+	})
+}
+
+func TestPrincipalSSN(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		ring := testRing(t)
+		sealed, err := st.PrincipalSSN(ctx, domain.Scope{PartnerID: partnerA}, leadA, principalA)
+		if err != nil || !sealed.Found {
+			t.Fatalf("PrincipalSSN = %+v, %v", sealed, err)
+		}
+		if strings.Contains(string(sealed.Sealed), principalSSN) {
+			t.Error("the SSN is stored in plaintext")
+		}
+		plain, err := ring.Open(sealed.KeyID, sealed.Sealed, secrets.PrincipalAAD(string(principalA), "ssn"))
+		if err != nil || string(plain) != principalSSN {
+			t.Errorf("opened %q, %v; want %q", plain, err, principalSSN)
+		}
+		// Sealed for one principal, it does not open as another's.
+		if _, err := ring.Open(sealed.KeyID, sealed.Sealed, secrets.PrincipalAAD(string(principalB), "ssn")); err == nil {
+			t.Error("the SSN opens bound to another principal")
+		}
+		if none, err := st.PrincipalSSN(ctx, domain.Scope{}, leadA, principalNoSSN); err != nil || none.Found {
+			t.Errorf("principal without SSN = %+v, %v; want not found on file", none, err)
+		}
+		for _, c := range []struct {
+			name            string
+			scope           domain.Scope
+			lead, principal domain.ID
+		}{
+			{"another partner's", domain.Scope{PartnerID: partnerB}, leadA, principalA},
+			{"under another lead", domain.Scope{}, leadB, principalA},
+			{"unknown", domain.Scope{}, leadA, id(499)},
+		} {
+			if _, err := st.PrincipalSSN(ctx, c.scope, c.lead, c.principal); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("%s: %v, want not found", c.name, err)
+			}
+		}
+	})
+}
+
+func TestDeleteMerchantDocument(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		event := func(n int) domain.AuditEvent {
+			return domain.AuditEvent{ID: id(n), At: fixtureNow, ActorUserID: userA, Action: "merchant_document.delete", TargetID: string(docA1), Detail: "test"}
+		}
+		scopeA := domain.Scope{PartnerID: partnerA}
+
+		// The audit event cannot be stored (its id is taken): the deletion is rolled back with it.
+		taken := event(1601)
+		if err := st.DeleteMerchantDocument(ctx, scopeA, merchantA, docA1, taken); err == nil {
+			t.Fatal("delete succeeded although its audit event could not be written")
+		}
+		if !hasDocument(t, st, docA1) {
+			t.Fatal("the document is gone although its audit event was not written")
+		}
+
+		if err := st.DeleteMerchantDocument(ctx, scopeA, merchantA, docA1, event(9101)); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		refused := []struct {
+			name     string
+			scope    domain.Scope
+			merchant domain.ID
+			doc      domain.ID
+		}{
+			{"second delete", scopeA, merchantA, docA1},
+			{"another merchant's document", scopeA, merchantA, docB1},
+			{"another partner's merchant", domain.Scope{PartnerID: partnerB}, merchantA, docA2},
+			{"unknown merchant", domain.Scope{}, id(598), docA2},
+		}
+		for i, c := range refused {
+			if err := st.DeleteMerchantDocument(ctx, c.scope, c.merchant, c.doc, event(9102+i)); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("%s: %v, want not found", c.name, err)
+			}
+		}
+		if hasDocument(t, st, docA1) || !hasDocument(t, st, docA2) || !hasDocument(t, st, docB1) {
+			t.Error("documents after the deletes: want only " + string(docA1) + " gone")
+		}
+		outcomes := map[domain.ID]string{}
+		for _, e := range mustExport(t, st, nil).AuditEvents {
+			outcomes[e.ID] = e.Outcome
+		}
+		want := map[domain.ID]string{id(1601): domain.OutcomeGranted, id(9101): domain.OutcomeGranted,
+			id(9102): domain.OutcomeNotFound, id(9103): domain.OutcomeNotFound, id(9104): domain.OutcomeNotFound, id(9105): domain.OutcomeNotFound}
+		if diff := cmp.Diff(want, outcomes); diff != "" {
+			t.Errorf("audit outcomes (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func hasDocument(t *testing.T, st *store.Store, doc domain.ID) bool {
+	t.Helper()
+	for _, d := range mustExport(t, st, nil).MerchantDocuments {
+		if d.ID == doc {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPushLeaseAndNotes(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		now := fixtureNow
+		st.SetClock(func() time.Time { return now })
+		acquire := func(holder string, want bool) {
+			t.Helper()
+			got, err := st.AcquirePushLease(ctx, itemA, holder, time.Minute)
+			if err != nil || got != want {
+				t.Fatalf("acquire by %s = %v, %v; want %v", holder, got, err, want)
+			}
+		}
+		acquire("first", true)
+		acquire("second", false)
+		if got, err := st.AcquirePushLease(ctx, itemB, "second", time.Minute); err != nil || !got {
+			t.Fatalf("a lease on another line item = %v, %v", got, err)
+		}
+		now = now.Add(time.Minute) // the first lease has expired: it is taken over
+		acquire("third", true)
+		if err := st.ReleasePushLease(ctx, itemA, "first"); err != nil {
+			t.Fatal(err)
+		}
+		acquire("fourth", false) // the old holder's release did not free the new holder's lease
+		if err := st.ReleasePushLease(ctx, itemA, "third"); err != nil {
+			t.Fatal(err)
+		}
+		acquire("fourth", true)
+
+		note := domain.MerchantNote{MerchantID: merchantA, Body: "pushed", CreatedAt: now, CreatedBy: userA}
+		if err := st.AddMerchantNote(ctx, note); err != nil {
+			t.Fatal(err)
+		}
+		notes := mustExport(t, st, nil).MerchantNotes
+		if len(notes) != 2 || notes[1].Body != "pushed" || !notes[1].CreatedAt.Equal(now) || notes[1].ID == "" {
+			t.Errorf("notes = %+v", notes)
+		}
+	})
+}
+
+func TestActorByCredential(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		st.SetClock(func() time.Time { return fixtureNow })
+		staff := domain.Actor{UserID: staffUser, Permissions: []domain.Permission{domain.PermAll}}
+		partner := domain.Actor{UserID: userA, PartnerID: partnerA, Permissions: []domain.Permission{domain.PermReadSAMActionLogs, domain.PermDecryptPrincipals}}
+		cases := []struct {
+			name         string
+			kind, secret string
+			want         *domain.Actor // nil: not found
+		}{
+			{"api key without expiry", store.KindAPIKey, staffKey, &staff},
+			{"api key not yet expired", store.KindAPIKey, partnerKey, &partner},
+			{"expired api key", store.KindAPIKey, expiredKey, nil},
+			{"session", store.KindSession, staffSession, &staff},
+			{"expired session", store.KindSession, expiredSession, nil},
+			{"api key sent as a session", store.KindSession, staffKey, nil},
+			{"session sent as an api key", store.KindAPIKey, staffSession, nil},
+			{"unknown", store.KindAPIKey, "unknown-key-00000000000001", nil},
+		}
+		for _, c := range cases {
+			got, err := st.ActorByCredential(ctx, c.kind, secrets.HashCredential(c.kind, c.secret))
+			if c.want == nil {
+				if !errors.Is(err, domain.ErrNotFound) {
+					t.Errorf("%s: %+v, %v; want not found", c.name, got, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+				continue
+			}
+			if diff := cmp.Diff(*c.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", c.name, diff)
+			}
+		}
+		// The key expires at its instant, not after it.
+		st.SetClock(func() time.Time { return fixtureNow.Add(24 * time.Hour) })
+		if _, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, partnerKey)); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("api key at its expiry: %v, want not found", err)
+		}
+	})
+}
+
+// TestLostDatabaseIsUnavailable cuts the connection to the server under a running store: every
+// operation fails with ErrUnavailable (not a plain error a caller would answer 500 to), and the
+// same store works again once the server is reachable. PostgreSQL only: an embedded database
+// has no connection to lose.
+func TestLostDatabaseIsUnavailable(t *testing.T) {
+	url, proxy := testdb.ViaProxy(t, testdb.URL(t, "postgres"))
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustImport(t, st, fixture())
+	operations := map[string]func() error{
+		"list":    func() error { _, _, err := st.ListSAMActionLogs(ctx, leadA, 1, 10); return err },
+		"visible": func() error { _, err := st.EntityVisible(ctx, domain.Scope{}, leadA); return err },
+		"credential": func() error {
+			_, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, staffKey))
+			return err
+		},
+		"delete (a transaction)": func() error {
+			err := st.DeleteMerchantDocument(ctx, domain.Scope{}, merchantB, id(699), domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser})
+			if errors.Is(err, domain.ErrNotFound) {
+				return nil
+			}
+			return err
+		},
+		"ping": func() error { return st.Ping(ctx) },
+	}
+	for name, op := range operations {
+		if err := op(); err != nil {
+			t.Fatalf("%s before the cut: %v", name, err)
+		}
+	}
+	proxy.Cut()
+	for name, op := range operations {
+		if err := op(); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s with the database lost: %v, want ErrUnavailable", name, err)
+		}
+	}
+	proxy.Restore()
+	for name, op := range operations {
+		if err := op(); err != nil {
+			t.Errorf("%s after the database returned: %v", name, err)
+		}
+	}
+}
