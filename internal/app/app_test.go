@@ -14,6 +14,7 @@ import (
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
+	"backoffice/internal/store"
 )
 
 // testEnv runs commands against a fresh SQLite database with a fixed master key.
@@ -273,4 +274,35 @@ func TestExportFileIsWrittenWhole(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("export mode %v, want 0600", fi.Mode().Perm())
 	}
+}
+
+// A deleted document's content is gone from the database files, not only from its table.
+func TestDeletedDocumentLeavesNoBytes(t *testing.T) {
+	e := newTestEnv(t)
+	ds := demoDataset(time.Now().UTC())
+	secret := []byte("UNIQUE-DOCUMENT-CONTENT-7f3a9c")
+	ds.MerchantDocuments[0].ContentBase64 = secret
+	if _, _, err := e.run("import", e.writeDataset("demo.json", ds)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(e.dir, "demo.json"))
+	st, err := store.Open(context.Background(), e.vars["BACKOFFICE_DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := domain.AuditEvent{At: time.Now(), ActorUserID: demoID(101), Action: "merchant_document.delete", TargetID: string(demoDocument)}
+	if err := st.DeleteMerchantDocument(context.Background(), domain.Scope{}, demoMerchant, demoDocument, event); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(e.dir, "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, secret) {
+			t.Errorf("%s still holds the deleted document's bytes", filepath.Base(f))
+		}
+	}
+	st.Close()
 }

@@ -30,7 +30,17 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 	if !found {
 		return errNotFound
 	}
+	s.purgeDeleted(ctx)
 	return nil
+}
+
+// purgeDeleted makes the engine drop copies of deleted bytes it still keeps. It is best effort:
+// a checkpoint that cannot run now (readers hold old pages) leaves the copies to the next one,
+// and the deletion itself has been committed either way.
+func (s *Store) purgeDeleted(ctx context.Context) {
+	for _, stmt := range s.engine.purge {
+		_, _ = s.db.ExecContext(ctx, stmt)
+	}
 }
 
 func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {

@@ -13,10 +13,10 @@ import (
 // Export reads the whole database as a dataset, including what the service produced (merchant
 // notes, audit events). Credentials are never exported. SSNs are left out unless ring is given,
 // in which case they are opened and exported in plaintext. It reads in one transaction, so the
-// file is one consistent snapshot.
+// file is one consistent snapshot, and serving goes on meanwhile.
 func (s *Store) Export(ctx context.Context, ring *secrets.Ring) (*dataset.Dataset, error) {
 	ds := &dataset.Dataset{}
-	err := s.tx(ctx, func(q querier) error {
+	err := s.snapshot(ctx, func(q querier) error {
 		steps := []func() error{
 			func() (err error) {
 				ds.Partners, err = readAll(ctx, q, `SELECT id, name FROM partners ORDER BY id`, func(r scanner) (p domain.Partner, err error) {

@@ -57,6 +57,7 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 		lock:              advisoryLock,
 		importLock:        importLock,
 		unavailable:       postgresUnavailable,
+		snapshotIsolation: sql.LevelRepeatableRead,
 		lost:              func() { dropIdle(db, o.pool) },
 	}
 	return newStore(db, e), nil

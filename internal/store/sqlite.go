@@ -47,6 +47,9 @@ func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	// uuid keys do not fit the small one, and every miss is a read. It is given back at the end.
 	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations, insertOrSkip: "INSERT OR IGNORE INTO",
 		importTuning: []string{"PRAGMA cache_size = -262144"}, importUntuning: []string{"PRAGMA cache_size = -2000"}}
+	// secure_delete zeroes a deleted row's bytes in its page, but the WAL still holds the pages
+	// as they were until a checkpoint: truncating it after a deletion takes those copies away.
+	e.purge = []string{"PRAGMA wal_checkpoint(TRUNCATE)"}
 	st := newStore(db, e)
 	st.writes = &sync.Mutex{}
 	return st, nil

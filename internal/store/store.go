@@ -42,6 +42,10 @@ type engine struct {
 	placeholders func(string) string
 	// isUniqueViolation tells a unique or primary-key violation by its error code.
 	isUniqueViolation func(error) bool
+	// purge, when set, runs after a deletion that must not leave the deleted bytes on disk.
+	purge []string
+	// snapshotIsolation is the isolation level at which a read-only transaction sees one state.
+	snapshotIsolation sql.IsolationLevel
 	// migrations holds the engine's embedded *.sql files, applied in name order.
 	migrations fs.FS
 	// lock, when set, runs the migration pass under a database-wide lock.
@@ -238,6 +242,18 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 		return fmt.Errorf("store: commit: %w", s.engine.classify(err))
 	}
 	return nil
+}
+
+// snapshot runs fn in a read-only transaction that sees one consistent state of the database and
+// blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
+// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export.
+func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.snapshotIsolation})
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", s.engine.classify(err))
+	}
+	defer tx.Rollback()
+	return fn(querier{x: tx, e: s.engine})
 }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.
