@@ -88,31 +88,55 @@ func Read(r io.Reader) (*Dataset, error) {
 }
 
 // readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
+// The object's keys are read here (plain keys only: an escaped one goes the careful way), each
+// key's array by its section, straight from the bytes.
 func readFast(b []byte) (ds *Dataset, ok bool) {
 	ds = &Dataset{}
 	sections := ds.sections()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
 		return nil, false
 	}
+	i = skipSpace(b, i+1)
 	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		key, isKey := t.(string)
-		if err != nil || !isKey || seen[key] {
+	for first := true; ; first = false {
+		if i >= len(b) {
 			return nil, false
 		}
-		seen[key] = true
-		sec, known := sections[key]
-		if !known || sec.fast(dec) != nil {
+		if first && b[i] == '}' {
+			i++
+			break
+		}
+		key, j, ok := plainString(b, i)
+		if !ok || seen[string(key)] {
 			return nil, false
 		}
+		sec, known := sections[string(key)]
+		if !known {
+			return nil, false
+		}
+		seen[string(key)] = true
+		if i = skipSpace(b, j); i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+		n, err := sec.fast(b[i:])
+		if err != nil {
+			return nil, false
+		}
+		if i = skipSpace(b, i+n); i >= len(b) {
+			return nil, false
+		}
+		if b[i] == '}' {
+			i++
+			break
+		}
+		if b[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if skipSpace(b, i) != len(b) {
 		return nil, false
 	}
 	return ds, true
@@ -164,10 +188,10 @@ func Write(w io.Writer, ds *Dataset) error {
 	return bw.Flush()
 }
 
-// section decodes one key's array: fast, the whole array from the stream at once; decode, record
-// by record, naming the record that fails.
+// section decodes one key's array: fast, the whole array at the start of b at once, saying how
+// many bytes it took; decode, record by record, naming the record that fails.
 type section struct {
-	fast   func(dec *json.Decoder) error
+	fast   func(b []byte) (int, error)
 	decode func(key string, raw json.RawMessage) error
 }
 
@@ -198,26 +222,38 @@ func (ds *Dataset) sections() map[string]section {
 		"lineItems":         sectionOf(&ds.LineItems),
 		"shipments":         sectionOf(&ds.Shipments),
 		"fileBuilds":        sectionOf(&ds.FileBuilds),
-		"samActionLogs":     sectionOf(&ds.SAMActionLogs),
+		"samActionLogs":     samLogSection(&ds.SAMActionLogs),
 		"merchantNotes":     sectionOf(&ds.MerchantNotes),
 		"auditEvents":       sectionOf(&ds.AuditEvents),
 	}
 }
 
+// fastDecode decodes the JSON value at the start of b into v, unknown fields refused, and says
+// how many bytes it took.
+func fastDecode(b []byte, v any) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return 0, err
+	}
+	return int(dec.InputOffset()), nil
+}
+
 // sectionOf decodes an array record by record, so that an error can name the record's index.
 func sectionOf[T any](dst *[]T) section {
-	return section{fast: func(dec *json.Decoder) error {
+	return section{fast: func(b []byte) (int, error) {
 		var out []T
-		if err := dec.Decode(&out); err != nil {
-			return err
+		n, err := fastDecode(b, &out)
+		if err != nil {
+			return 0, err
 		}
 		for i := range out {
 			if reflect.ValueOf(&out[i]).Elem().IsZero() {
-				return errZeroRecord
+				return 0, errZeroRecord
 			}
 		}
 		*dst = out
-		return nil
+		return n, nil
 	}, decode: func(key string, raw json.RawMessage) error {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {

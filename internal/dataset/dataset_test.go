@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"backoffice/internal/domain"
 )
 
 const (
@@ -139,6 +141,9 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P"}], "partners": []}`))
 	f.Add([]byte(`{"fileBuilds": [{"id": "00000000-0000-4000-8000-000000000001", "lineItemId": "00000000-0000-4000-8000-000000000002", "settings": {"tips": 1}}]}`))
 	f.Add([]byte(`{"pricingModels": [{"id": "00000000-0000-4000-8000-000000000001", "merchantId": "00000000-0000-4000-8000-000000000002", "active": true, "type": "surcharge", "adjustmentPercent": "3.5"}]}`))
+	for _, logs := range samLogSeeds {
+		f.Add([]byte(`{"samActionLogs": ` + logs + `}`))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := Read(bytes.NewReader(b))
 		want, werr := readCareful(b)
@@ -155,4 +160,51 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("datasets differ (-careful +Read):\n%s", diff)
 		}
 	})
+}
+
+// samLogSeeds are SAM log arrays at and around the edge of the plain shape the lean decoder reads.
+var samLogSeeds = []string{
+	`[]`,
+	"[ \n\t] ",
+	`[{"id": "00000000-0000-4000-8000-0000000000A1", "entityId": "` + l1 + `", "action": "create", "actionDate": "2024-01-02T03:04:05Z", "samId": 7}]`,
+	`[{"id":"00000000-0000-4000-8000-0000000000a1","entityId":"` + l1 + `","action":"x","actionDate":"2024-01-02T03:04:05.123+02:00","samId":-0},{"samId":9223372036854775807,"action":"y","actionDate":"2024-01-02T03:04:05Z","entityId":"` + l1 + `","id":"00000000-0000-4000-8000-0000000000a2"}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "ID": "00000000-0000-4000-8000-0000000000a2", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "id": "00000000-0000-4000-8000-0000000000a2", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a\u0041", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "é", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1e3}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 01}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 9223372036854775808}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-13-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": null, "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1, "extra": 1}]`,
+	`[{}, {"id": "00000000-0000-4000-8000-0000000000a1"}]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1},]`,
+	`[{"id": "00000000-0000-4000-8000-0000000000a1", "entityId": "` + l1 + `", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": 1}`,
+}
+
+// TestLeanSAMLogsAgreeWithEncodingJSON: where the lean decoder of SAM logs takes an array, it
+// gives exactly what encoding/json gives; the plain shape is taken, the others are left alone.
+func TestLeanSAMLogsAgreeWithEncodingJSON(t *testing.T) {
+	for i, s := range samLogSeeds {
+		got, n, ok := leanSAMLogs([]byte(s))
+		var want []domain.SAMActionLog
+		_, werr := fastDecode([]byte(s), &want)
+		if i < 4 && !ok {
+			t.Errorf("seed %d: the plain shape was not taken: %s", i, s)
+		}
+		if !ok {
+			continue
+		}
+		if werr != nil {
+			t.Errorf("seed %d: lean decoder took what encoding/json refuses (%v): %s", i, werr, s)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("seed %d (-encoding/json +lean):\n%s", i, diff)
+		}
+		if rest := strings.TrimSpace(s[n:]); rest != "" {
+			t.Errorf("seed %d: %q left after the array", i, rest)
+		}
+	}
 }
