@@ -195,6 +195,9 @@ func (ds *Dataset) check() error {
 			c.fail(at("fileBuilds", i, "settings"), "%v", err)
 		}
 	}
+	if len(ds.SAMActionLogs) > 0 {
+		c.seen["samActionLogs"] = make(map[domain.ID]bool, len(ds.SAMActionLogs)) // grown once, not twenty times
+	}
 	for i := range ds.SAMActionLogs {
 		r := &ds.SAMActionLogs[i]
 		if c.err == nil && c.samLogOK(r) {
