@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 
 	"backoffice/internal/domain"
@@ -79,12 +81,7 @@ func (w *auditWriter) run(s *Store) {
 			}
 		}
 		err := s.tx(context.Background(), func(q querier) error {
-			for _, r := range group {
-				if err := insertAudit(context.Background(), q, r.event); err != nil {
-					return err
-				}
-			}
-			return nil
+			return s.insertAuditGroup(context.Background(), q, group)
 		})
 		for _, r := range group {
 			r.errc <- err
@@ -101,4 +98,29 @@ func (w *auditWriter) stop() {
 			<-w.done
 		}
 	})
+}
+
+// insertAuditGroup writes a group's events in the transaction q with the store's cached prepared
+// INSERT: parsing and planning the statement anew for every event was most of a group's cost.
+func (s *Store) insertAuditGroup(ctx context.Context, q querier, group []auditReq) error {
+	tx, ok := q.x.(*sql.Tx)
+	if !ok {
+		return errors.New("store: audit events written outside a transaction")
+	}
+	st, err := s.stmts.get(ctx, q.e.sql(auditInsert))
+	if err != nil {
+		return fmt.Errorf("store: audit event: %w", q.e.classify(err))
+	}
+	txst := tx.StmtContext(ctx, st)
+	defer txst.Close()
+	for _, r := range group {
+		e := r.event
+		if e.ID == "" {
+			e.ID = domain.NewID()
+		}
+		if _, err := txst.ExecContext(ctx, auditArgs(e)...); err != nil {
+			return fmt.Errorf("store: audit event: %w", q.e.classify(err))
+		}
+	}
+	return nil
 }

@@ -73,12 +73,17 @@ func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
 	return s.audits.record(ctx, s, e)
 }
 
+const auditInsert = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+func auditArgs(e domain.AuditEvent) []any {
+	return []any{e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail}
+}
+
 func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
 	if e.ID == "" {
 		e.ID = domain.NewID()
 	}
-	_, err := q.exec(ctx, `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail)
+	_, err := q.exec(ctx, auditInsert, auditArgs(e)...)
 	if err != nil {
 		return fmt.Errorf("store: audit event: %w", err)
 	}
