@@ -19,8 +19,9 @@ import (
 
 // SAMLogStore is what the SAM action log list needs.
 type SAMLogStore interface {
-	EntityVisible(ctx context.Context, scope domain.Scope, id domain.ID) (bool, error)
-	ListSAMActionLogs(ctx context.Context, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error)
+	// ListVisibleSAMActionLogs returns a page of the entity's logs and their total when the
+	// scope may see the entity (visible), checked in the same statement as the page.
+	ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error)
 }
 
 func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
@@ -37,16 +38,12 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if err := require(actor, domain.PermReadSAMActionLogs); err != nil {
 			return err
 		}
-		visible, err := st.EntityVisible(r.Context(), actor.Scope(), entity)
+		logs, total, visible, err := st.ListVisibleSAMActionLogs(r.Context(), actor.Scope(), entity, page.Number, page.Size)
 		if err != nil {
 			return err
 		}
 		if !visible {
 			return domain.NotFound("entity " + entity.String())
-		}
-		logs, total, err := st.ListSAMActionLogs(r.Context(), entity, page.Number, page.Size)
-		if err != nil {
-			return err
 		}
 		writeSAMPage(w, newMeta(page, total), logs)
 		return nil

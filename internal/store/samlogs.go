@@ -75,3 +75,69 @@ FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, enti
 	}
 	return logs, total, nil
 }
+
+// visibleEntity is EntityVisible's rule as one SQL condition, for a query to check visibility
+// itself. Its parameters (visibleArgs) are, for each of the five kinds of entity, the id and
+// twice the scope's partner ("" for staff). Equipment on no line item has no partner: staff only.
+const visibleEntity = `EXISTS (
+SELECT 1 FROM leads WHERE id = ? AND (CAST(? AS TEXT) = '' OR partner_id = ?)
+UNION ALL SELECT 1 FROM merchants WHERE id = ? AND (CAST(? AS TEXT) = '' OR partner_id = ?)
+UNION ALL SELECT 1 FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ? AND (CAST(? AS TEXT) = '' OR m.partner_id = ?)
+UNION ALL SELECT 1 FROM line_items li JOIN deployment_orders o ON o.id = li.order_id JOIN merchants m ON m.id = o.merchant_id WHERE li.id = ? AND (CAST(? AS TEXT) = '' OR m.partner_id = ?)
+UNION ALL SELECT 1 FROM equipment e
+  LEFT JOIN line_items li ON li.equipment_id = e.id
+  LEFT JOIN deployment_orders o ON o.id = li.order_id
+  LEFT JOIN merchants m ON m.id = o.merchant_id
+  WHERE e.id = ? AND (CAST(? AS TEXT) = '' OR m.partner_id = ?))`
+
+func visibleArgs(scope domain.Scope, id domain.ID) []any {
+	p := string(scope.PartnerID)
+	return []any{id, p, p, id, p, p, id, p, p, id, p, p, id, p, p}
+}
+
+// ListVisibleSAMActionLogs is EntityVisible and ListSAMActionLogs in one statement for a page
+// with logs on it (the usual request), and in two otherwise: visible is false, with no logs, when
+// the scope may not see the entity. The visibility condition refers to no row of the page, so
+// both engines evaluate it once, before the range scan.
+func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
+	if page > math.MaxInt64/size {
+		page = math.MaxInt64 / size // past any possible end; the page comes back empty
+	}
+	offset := (page - 1) * size
+	args := append([]any{entity, entity, offset}, visibleArgs(scope, entity)...)
+	rows, err := s.q().query(ctx, `
+SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
+FROM sam_action_logs WHERE entity_id = ? AND pos > ? AND `+visibleEntity+`
+ORDER BY pos LIMIT ?`, append(args, size)...)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+	}
+	defer rows.Close()
+	logs = make([]domain.SAMActionLog, 0, size)
+	for rows.Next() {
+		var l domain.SAMActionLog
+		var date int64
+		if err := rows.Scan(&total, &l.ID, &l.Action, &date, &l.SamID); err != nil {
+			return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+		}
+		l.EntityID, l.ActionDate = entity, fromMicros(date)
+		logs = append(logs, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+	}
+	if len(logs) > 0 {
+		return logs, total, true, nil
+	}
+	// No page: past the end, an entity without logs, or one the scope may not see.
+	var vis int64
+	err = s.q().row(ctx, `SELECT COALESCE((SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
+		append([]any{entity}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
+	}
+	if vis == 0 {
+		return nil, 0, false, nil
+	}
+	return logs, total, true, nil
+}

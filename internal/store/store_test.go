@@ -390,6 +390,24 @@ func TestEntityVisible(t *testing.T) {
 				if err != nil || got != s.want {
 					t.Errorf("%s to %+v: %v, %v; want %v", c.name, s.scope, got, err, s.want)
 				}
+				// The list with its visibility in the query agrees, on a page with logs and past the end.
+				for _, page := range []int64{1, 1 << 40} {
+					logs, total, visible, err := st.ListVisibleSAMActionLogs(ctx, s.scope, c.id, page, 10)
+					if err != nil || visible != s.want {
+						t.Errorf("%s to %+v, page %d: visible %v, %v; want %v", c.name, s.scope, page, visible, err, s.want)
+						continue
+					}
+					wantLogs, wantTotal, err := st.ListSAMActionLogs(ctx, c.id, page, 10)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !visible {
+						wantLogs, wantTotal = nil, 0
+					}
+					if diff := cmp.Diff(wantLogs, logs, cmpopts.EquateEmpty()); diff != "" || total != wantTotal {
+						t.Errorf("%s to %+v, page %d: total %d, want %d; logs (-want +got):\n%s", c.name, s.scope, page, total, wantTotal, diff)
+					}
+				}
 			}
 		}
 	})
