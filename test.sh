@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command of the README: every test, with a line up front that says whether the
+# PostgreSQL half runs. Arguments go to `go test` (e.g. ./test.sh -race, ./test.sh -count=1).
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ -n "${BACKOFFICE_TEST_POSTGRES_URL:-}" ]; then
+  echo "PostgreSQL tests run against BACKOFFICE_TEST_POSTGRES_URL."
+else
+  echo "PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to run them."
+fi
+exec go test "$@" ./...
