@@ -45,7 +45,7 @@ func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	//
 	// An import may use a page cache of 256 MiB instead of the default 2 MiB: a million random
 	// uuid keys do not fit the small one, and every miss is a read. It is given back at the end.
-	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, migrations: migrations, insertOrSkip: "INSERT OR IGNORE INTO",
+	e := &engine{name: "sqlite", isUniqueViolation: sqliteUnique, unavailable: sqliteBusy, migrations: migrations, insertOrSkip: "INSERT OR IGNORE INTO",
 		importTuning: []string{"PRAGMA cache_size = -262144"}, importUntuning: []string{"PRAGMA cache_size = -2000"}}
 	// secure_delete zeroes a deleted row's bytes in its page, but the WAL still holds the pages
 	// as they were until a checkpoint: truncating it after a deletion takes those copies away.
@@ -62,4 +62,15 @@ func sqliteUnique(err error) bool {
 	}
 	c := se.Code()
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+// sqliteBusy tells a database that stayed locked past the busy timeout (another process held the
+// write lock): a transient state of the database, to be answered "try again", not a fault of ours.
+func sqliteBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	primary := se.Code() & 0xff
+	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
 }
