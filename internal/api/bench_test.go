@@ -19,7 +19,7 @@ import (
 func BenchmarkOperations(b *testing.B) {
 	st := testdb.Open(b, "sqlite")
 	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testRing(b)
+	ring := testdb.Ring(b)
 	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
 		b.Fatal(err)
 	}

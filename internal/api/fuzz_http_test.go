@@ -21,7 +21,7 @@ import (
 func FuzzHandler(f *testing.F) {
 	st := testdb.Open(f, "sqlite")
 	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testRing(f)
+	ring := testdb.Ring(f)
 	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
 		f.Fatal(err)
 	}

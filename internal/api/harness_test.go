@@ -21,21 +21,9 @@ import (
 	"backoffice/internal/api"
 	"backoffice/internal/gateway"
 	"backoffice/internal/push"
-	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
-
-var testKey = secrets.Key{ID: "ktest", Bytes: bytes.Repeat([]byte{7}, secrets.KeySize)}
-
-func testRing(t testing.TB) *secrets.Ring {
-	t.Helper()
-	r, err := secrets.NewRing(testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // harness is the real router and middleware over a real store loaded with the fixture.
 type harness struct {
@@ -71,7 +59,7 @@ func withoutGateway(c *push.Config) { c.Gateway = nil }
 func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
 	t.Helper()
 	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testRing(t)
+	ring := testdb.Ring(t)
 	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
 		t.Fatalf("import fixture: %v", err)
 	}
@@ -242,6 +230,6 @@ func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string,
 	log := slog.New(slog.NewJSONHandler(h.logs, nil))
 	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: token, Timeout: budget}),
 		Budget: budget, Now: func() time.Time { return fixtureNow }, Logger: log})
-	h.handler = api.New(api.Deps{Store: h.st, Ring: testRing(t), Pusher: p, Logger: log, Now: func() time.Time { return fixtureNow }})
+	h.handler = api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: func() time.Time { return fixtureNow }})
 	h.sim = sim
 }

@@ -14,6 +14,7 @@ import (
 
 	"backoffice/internal/api"
 	"backoffice/internal/domain"
+	"backoffice/internal/testdb"
 )
 
 type samLog struct {
@@ -340,7 +341,7 @@ func TestDeleteDocument(t *testing.T) {
 
 func TestPanicsBecome500WithTheErrorBody(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		h.handler = api.New(api.Deps{Store: h.st, Ring: testRing(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
+		h.handler = api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 			Extra: func(mux *http.ServeMux) {
 				mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("secret cause") })
 			}})

@@ -18,6 +18,7 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/push"
 	"backoffice/internal/store"
+	"backoffice/internal/testdb"
 )
 
 // countingStore counts credential lookups, to prove a limited caller never reaches the store.
@@ -62,7 +63,7 @@ func (o *recordingObserver) ObserveDecrypt(outcome string) {
 // withDeps rebuilds the harness's handler with changed dependencies.
 func (h *harness) withDeps(t *testing.T, change func(d *api.Deps)) {
 	t.Helper()
-	d := api.Deps{Store: h.st, Ring: testRing(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Now: func() time.Time { return fixtureNow }}
+	d := api.Deps{Store: h.st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Now: func() time.Time { return fixtureNow }}
 	change(&d)
 	h.handler = api.New(d)
 }

@@ -154,10 +154,8 @@ func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) er
 	expires := fs.String("expires", "", "lifetime (720h, 90d) or end (2027-01-31, RFC 3339); default: never")
 	name := fs.String("name", "", "what the key is for, shown by apikey list")
 	actorID := actorFlag(fs)
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: apikey create takes no arguments", ErrUsage)
 	}
 	now := time.Now().UTC()
 	userID, err := parseIDArg("--user", *user)
@@ -224,10 +222,8 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "only the keys of this user id")
 	prefix := fs.String("prefix", "", "only the key with this prefix (the 8 characters after bo_; a whole key works too, only its prefix is read)")
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: apikey list takes no arguments", ErrUsage)
 	}
 	var f store.APIKeyFilter
 	if *user != "" {
@@ -345,10 +341,8 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 	user := fs.String("user", "", "id of the user the session acts as (required)")
 	ttl := fs.Duration("ttl", defaultSessionTTL, "how long the session lasts")
 	actorID := actorFlag(fs)
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: session create takes no arguments", ErrUsage)
 	}
 	userID, err := parseIDArg("--user", *user)
 	if err != nil {

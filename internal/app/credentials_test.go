@@ -31,7 +31,7 @@ func newCredentialEnv(t *testing.T) *credentialEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, _ := serveAPI(t, st, testRing(t, "k1"))
+	srv, _ := serveAPI(t, st, testdb.Ring(t, "k1"))
 	probe := func(authorization string) int {
 		t.Helper()
 		status, _, err := get(t, srv, "/v1/crm/leads/"+string(domain.NewID())+"/service-acceptance", authorization)

@@ -16,10 +16,8 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	token := fs.String("token", string(cfg.GatewayToken), "bearer token to require (default BACKOFFICE_GATEWAY_TOKEN; empty: none)")
 	failureRate := fs.Float64("failure-rate", 0, "fraction of pushes, 0 to 1, answered 503")
 	latency := fs.Duration("latency", 0, "delay added to every request")
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: gateway-sim takes no arguments", ErrUsage)
 	}
 	if *failureRate < 0 || *failureRate > 1 {
 		return fmt.Errorf("%w: --failure-rate must be from 0 to 1", ErrUsage)

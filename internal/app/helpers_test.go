@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
+	"backoffice/internal/testdb"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -64,30 +64,11 @@ func testPrincipal(i int) domain.ID { return demoID(100000 + i) }
 // testSSN is principal i's SSN: distinct per principal, so a wrong answer cannot pass.
 func testSSN(i int) string { return fmt.Sprintf("%03d-%02d-%04d", i%1000, i%100, i%10000) }
 
-// testKey derives a master key from its id, so that rings built apart agree on each key.
-func testKey(id string) secrets.Key {
-	sum := sha256.Sum256([]byte("test master key " + id))
-	return secrets.Key{ID: id, Bytes: sum[:]}
-}
-
-func testRing(t testing.TB, ids ...string) *secrets.Ring {
-	t.Helper()
-	var keys []secrets.Key
-	for _, id := range ids {
-		keys = append(keys, testKey(id))
-	}
-	r, err := secrets.NewRing(keys...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // ringSpec is the BACKOFFICE_MASTER_KEYS value of the ring with these ids.
 func ringSpec(ids ...string) string {
 	var entries []string
 	for _, id := range ids {
-		entries = append(entries, id+":"+base64.StdEncoding.EncodeToString(testKey(id).Bytes))
+		entries = append(entries, id+":"+base64.StdEncoding.EncodeToString(testdb.Key(id).Bytes))
 	}
 	return strings.Join(entries, ",")
 }

@@ -39,10 +39,8 @@ func runKeys(ctx context.Context, env Env, cfg Config, args []string) error {
 func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("keys status", env)
 	cfg.databaseFlags(fs)
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: keys status takes no arguments", ErrUsage)
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
@@ -117,10 +115,8 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	cfg.databaseFlags(fs)
 	batch := fs.Int("batch", defaultRewrapBatch, fmt.Sprintf("values per transaction (1 to %d)", maxRewrapBatch))
 	actorID := actorFlag(fs)
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: keys rewrap takes no arguments", ErrUsage)
 	}
 	if *batch < 1 || *batch > maxRewrapBatch {
 		return fmt.Errorf("%w: --batch must be from 1 to %d", ErrUsage, maxRewrapBatch)

@@ -36,7 +36,7 @@ func assertKeyCounts(t *testing.T, st *store.Store, want []store.KeyCount) {
 // value, without any other key.
 func assertAllOpenUnder(t *testing.T, st *store.Store, n int, ids ...string) {
 	t.Helper()
-	ds, err := st.Export(context.Background(), testRing(t, ids...))
+	ds, err := st.Export(context.Background(), testdb.Ring(t, ids...))
 	if err != nil {
 		t.Fatalf("export with only keys %v: %v", ids, err)
 	}
@@ -135,8 +135,8 @@ func (c *decryptClients) finish() error {
 // nothing and can be dropped from the ring.
 func TestRewrapWhileServingDecrypts(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
-	importDataset(t, st, testDataset(rewrapCount), testRing(t, "old"))
-	ring := testRing(t, "new", "old")
+	importDataset(t, st, testDataset(rewrapCount), testdb.Ring(t, "old"))
+	ring := testdb.Ring(t, "new", "old")
 	srv, _ := serveAPI(t, st, ring)
 
 	const clients = 8
@@ -160,8 +160,8 @@ func TestRewrapWhileServingDecrypts(t *testing.T) {
 // An interrupted rewrap leaves every value readable, and the next run finishes the job.
 func TestRewrapResumesAfterInterruption(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
-	importDataset(t, st, testDataset(rewrapCount), testRing(t, "old"))
-	ring := testRing(t, "new", "old")
+	importDataset(t, st, testDataset(rewrapCount), testdb.Ring(t, "old"))
+	ring := testdb.Ring(t, "new", "old")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	batches := 0
@@ -203,8 +203,8 @@ func (r *cancellingRing) Seal(plaintext, aad []byte) (string, []byte) {
 func TestRewrapInterruptedMidBatchRollsBackThatBatch(t *testing.T) {
 	const n = 500
 	st := testdb.Open(t, "sqlite")
-	importDataset(t, st, testDataset(n), testRing(t, "old"))
-	ring := testRing(t, "new", "old")
+	importDataset(t, st, testDataset(n), testdb.Ring(t, "old"))
+	ring := testdb.Ring(t, "new", "old")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	totals, err := rewrapAll(ctx, st, &cancellingRing{Rekeyer: ring, after: 250, cancel: cancel}, 100, nil)
@@ -245,9 +245,9 @@ func errorCode(t *testing.T, body []byte) string {
 // does not open, and the answer is a 500, never the other person's SSN.
 func TestMovedCiphertextDoesNotDecrypt(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
-	importDataset(t, st, testDataset(2), testRing(t, "k1"))
+	importDataset(t, st, testDataset(2), testdb.Ring(t, "k1"))
 	copySSN(t, st, testPrincipal(0), testPrincipal(1))
-	srv, logs := serveAPI(t, st, testRing(t, "k1"))
+	srv, logs := serveAPI(t, st, testdb.Ring(t, "k1"))
 
 	status, body, err := get(t, srv, decryptPath(testPrincipal(1)), "Api-Key "+testStaffKey)
 	if err != nil {
@@ -268,8 +268,8 @@ func TestMovedCiphertextDoesNotDecrypt(t *testing.T) {
 // operator knows which key to add back.
 func TestDecryptUnderMissingKey(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
-	importDataset(t, st, testDataset(1), testRing(t, "retired"))
-	srv, logs := serveAPI(t, st, testRing(t, "current"))
+	importDataset(t, st, testDataset(1), testdb.Ring(t, "retired"))
+	srv, logs := serveAPI(t, st, testdb.Ring(t, "current"))
 
 	status, body, err := get(t, srv, decryptPath(testPrincipal(0)), "Api-Key "+testStaffKey)
 	if err != nil {

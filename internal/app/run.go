@@ -93,6 +93,15 @@ func newFlagSet(name string, env Env) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs parses the flags of a command that takes no positional arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err == nil && len(pos) != 0 {
+		err = fmt.Errorf("%w: %s takes no arguments", ErrUsage, fs.Name())
+	}
+	return err
+}
+
 // parseArgs parses flags that may come before or after the positional arguments.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string

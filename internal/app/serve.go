@@ -29,10 +29,8 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("serve", env)
 	cfg.serveFlags(fs)
 	demo := fs.Bool("demo", false, "run with no configuration: SQLite in ./backoffice-demo, a development master key, demo data, a gateway simulator")
-	if pos, err := parseArgs(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(pos) != 0 {
-		return fmt.Errorf("%w: serve takes no arguments", ErrUsage)
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	if env.Getenv("GOGC") == "" {

@@ -42,7 +42,7 @@ func BenchmarkListSAMActionLogs(b *testing.B) {
 func millionLogStore(b *testing.B, engine string) *store.Store {
 	b.Helper()
 	st := testdb.Open(b, engine)
-	if _, err := st.Import(ctx, fixture(), testRing(b)); err != nil {
+	if _, err := st.Import(ctx, fixture(), testdb.Ring(b)); err != nil {
 		b.Fatal(err)
 	}
 	ds := &dataset.Dataset{SAMActionLogs: make([]domain.SAMActionLog, benchLogs)}

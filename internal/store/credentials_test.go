@@ -47,21 +47,6 @@ func seed(t *testing.T, st *store.Store, ring *secrets.Ring, n int) {
 	}
 }
 
-func newRing(t *testing.T, ids ...string) *secrets.Ring {
-	t.Helper()
-	var keys []secrets.Key
-	for _, id := range ids {
-		b := make([]byte, secrets.KeySize)
-		copy(b, id)
-		keys = append(keys, secrets.Key{ID: id, Bytes: b})
-	}
-	r, err := secrets.NewRing(keys...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func event(action string, target domain.ID) domain.AuditEvent {
 	return domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: action, TargetID: string(target), Outcome: domain.OutcomeGranted}
 }
@@ -72,7 +57,7 @@ func actor(st *store.Store, kind, secret string) (domain.Actor, error) {
 
 func TestImportedKeyStillAuthenticates(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		if a, err := actor(st, store.KindAPIKey, importKey); err != nil || a.UserID != staffID {
 			t.Fatalf("imported key: %+v, %v", a, err)
 		}
@@ -89,7 +74,7 @@ func TestImportedKeyStillAuthenticates(t *testing.T) {
 func TestAPIKeyLifecycle(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		key, prefix := secrets.NewAPIKey()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		id := domain.NewID()
@@ -147,7 +132,7 @@ func assertAudit(t *testing.T, st *store.Store, want []string) {
 func TestCreateAPIKeyRefusals(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		key, prefix := secrets.NewAPIKey()
 		k := store.NewAPIKey{ID: domain.NewID(), UserID: domain.NewID(), Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, key), CreatedAt: time.Now()}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); !errors.Is(err, domain.ErrNotFound) {
@@ -169,7 +154,7 @@ func TestCreateAPIKeyRefusals(t *testing.T) {
 func TestExpiredKeyIsRefused(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		st.SetClock(func() time.Time { return now })
 		key, prefix := secrets.NewAPIKey()
@@ -192,7 +177,7 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		start := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		now := start
 		st.SetClock(func() time.Time { return now })
@@ -239,7 +224,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 func TestSessionLifecycle(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "k1"), 0)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
 		token := secrets.NewSessionToken()
 		now := time.Now()
 		n := store.NewSession{ID: domain.NewID(), UserID: staffID, Hash: secrets.HashCredential(store.KindSession, token), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -265,8 +250,8 @@ func TestSessionLifecycle(t *testing.T) {
 func TestRewrapSSNsBatches(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "old"), 25)
-		ring := newRing(t, "new", "old")
+		seed(t, st, testdb.Ring(t, "old"), 25)
+		ring := testdb.Ring(t, "new", "old")
 		var after domain.ID
 		var moved, batches int
 		for {
@@ -289,7 +274,7 @@ func TestRewrapSSNsBatches(t *testing.T) {
 		if diff := cmp.Diff([]store.KeyCount{{KeyID: "new", Values: 25}}, counts); err != nil || diff != "" {
 			t.Errorf("SSNKeyCounts (-want +got), %v:\n%s", err, diff)
 		}
-		ds, err := st.Export(ctx, newRing(t, "new"))
+		ds, err := st.Export(ctx, testdb.Ring(t, "new"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,12 +290,12 @@ func TestRewrapSSNsBatches(t *testing.T) {
 func TestRewrapSSNsReportsValuesThatDoNotOpen(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		seed(t, st, newRing(t, "lost"), 1)
+		seed(t, st, testdb.Ring(t, "lost"), 1)
 		ds := &dataset.Dataset{Principals: []domain.Principal{{ID: principalID(1), LeadID: leadID, FirstName: "F", LastName: "L", SSN: ptr(ssnOf(1))}}}
-		if _, err := st.Import(ctx, ds, newRing(t, "old")); err != nil {
+		if _, err := st.Import(ctx, ds, testdb.Ring(t, "old")); err != nil {
 			t.Fatal(err)
 		}
-		b, err := st.RewrapSSNs(ctx, newRing(t, "new", "old"), "", 100)
+		b, err := st.RewrapSSNs(ctx, testdb.Ring(t, "new", "old"), "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

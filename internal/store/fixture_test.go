@@ -1,33 +1,18 @@
 package store_test
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"testing"
 	"time"
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
-	"backoffice/internal/secrets"
 )
 
 // id makes the fixture's fixed, readable ids (valid version-4 uuids).
 func id(n int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", n)) }
-
-// testKey is a fixed master key: SSNs sealed in one test open in the next.
-var testKey = secrets.Key{ID: "ktest", Bytes: bytes.Repeat([]byte{7}, secrets.KeySize)}
-
-func testRing(t testing.TB) *secrets.Ring {
-	t.Helper()
-	r, err := secrets.NewRing(testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // Credentials and secrets of the fixture.
 const (

@@ -27,7 +27,7 @@ var ctx = context.Background()
 
 func mustImport(t *testing.T, st *store.Store, ds *dataset.Dataset) {
 	t.Helper()
-	if _, err := st.Import(ctx, ds, testRing(t)); err != nil {
+	if _, err := st.Import(ctx, ds, testdb.Ring(t)); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 }
@@ -112,14 +112,14 @@ func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
 func TestImportExportRoundTrip(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		in := fixture()
-		stats, err := st.Import(ctx, in, testRing(t))
+		stats, err := st.Import(ctx, in, testdb.Ring(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if stats.Records < 40 {
 			t.Errorf("imported %d records, want every record of the fixture", stats.Records)
 		}
-		ring := testRing(t)
+		ring := testdb.Ring(t)
 		first := mustExport(t, st, ring)
 		if diff := cmp.Diff(asExported(in, true), first, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("export after import (-want +got):\n%s", diff)
@@ -146,7 +146,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 
 		ds := fixture()
 		ds.AuditEvents = append(ds.AuditEvents, base.AuditEvents[0]) // the last record: a duplicate
-		_, err := st.Import(ctx, ds, testRing(t))
+		_, err := st.Import(ctx, ds, testdb.Ring(t))
 		de := datasetError(t, err)
 		if want := "auditEvents[1].id"; de.Path != want {
 			t.Errorf("error path = %q, want %q (%v)", de.Path, want, err)
@@ -176,7 +176,7 @@ func TestImportRejectsDuplicates(t *testing.T) {
 				{ID: id(599), PartnerID: partnerA, Name: "new"},
 				{ID: merchantB, PartnerID: partnerB, Name: "Merchant B again"},
 			}}
-			_, err := st.Import(ctx, again, testRing(t))
+			_, err := st.Import(ctx, again, testdb.Ring(t))
 			de := datasetError(t, err)
 			if de.Path != "merchants[1].id" || !strings.Contains(de.Problem, "already in the database") {
 				t.Errorf("error = %v, want merchants[1].id: duplicate … already in the database", err)
@@ -240,7 +240,7 @@ func TestImportReferences(t *testing.T) {
 				ServiceAcceptance: &domain.StoredAcceptance{SelectedCardPlanIDs: []domain.ID{planMC, id(298)}}}}}, "leads[0].serviceAcceptance.selectedCardPlanIds[1]"},
 		}
 		for _, c := range dangling {
-			_, err := st.Import(ctx, c.ds, testRing(t))
+			_, err := st.Import(ctx, c.ds, testdb.Ring(t))
 			if de := datasetError(t, err); de.Path != c.path {
 				t.Errorf("error = %v, want one at %s", err, c.path)
 			}
@@ -457,7 +457,7 @@ func TestServiceAcceptance(t *testing.T) {
 func TestPrincipalSSN(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		mustImport(t, st, fixture())
-		ring := testRing(t)
+		ring := testdb.Ring(t)
 		sealed, err := st.PrincipalSSN(ctx, domain.Scope{PartnerID: partnerA}, leadA, principalA)
 		if err != nil || !sealed.Found {
 			t.Fatalf("PrincipalSSN = %+v, %v", sealed, err)
