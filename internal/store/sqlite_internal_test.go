@@ -43,3 +43,52 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 		t.Fatalf("insert into a locked database: %v, want ErrUnavailable", err)
 	}
 }
+
+// The embedded store runs as style.md asks: WAL, foreign keys enforced, a busy timeout, and
+// deleted content overwritten.
+func TestSQLiteSettings(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, "sqlite:"+t.TempDir()+"/settings.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "secure_delete": "1"}
+	for pragma, value := range want {
+		var got string
+		if err := s.db.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != value {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, value)
+		}
+	}
+}
+
+// A transaction is rolled back when its function fails or panics: nothing of it stays.
+func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, "sqlite:"+t.TempDir()+"/tx.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(q querier) error {
+		_, err := q.exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
+		return err
+	}
+	failed := errors.New("fails after the insert")
+	if err := s.tx(ctx, func(q querier) error { _ = insert(q); return failed }); !errors.Is(err, failed) {
+		t.Fatalf("tx error %v", err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.tx(ctx, func(q querier) error { _ = insert(q); panic("boom") })
+	}()
+	if empty, err := s.IsEmpty(ctx); err != nil || !empty {
+		t.Fatalf("after a failed and a panicking transaction: empty=%v, %v", empty, err)
+	}
+}
