@@ -118,8 +118,15 @@ func (s *Store) Export(ctx context.Context, ring *secrets.Ring) (*dataset.Datase
 			},
 			func() (err error) {
 				ds.SAMActionLogs, err = readAll(ctx, q, `SELECT id, entity_id, action, action_date, sam_id FROM sam_action_logs ORDER BY entity_id, pos`, func(r scanner) (l domain.SAMActionLog, err error) {
+					var id, entity sql.RawBytes // read before the next row
 					var date int64
-					err = r.Scan(&l.ID, &l.EntityID, &l.Action, &date, &l.SamID)
+					if err = r.Scan(&id, &entity, &l.Action, &date, &l.SamID); err != nil {
+						return l, err
+					}
+					if l.ID, err = idOfUUID(id); err != nil {
+						return l, err
+					}
+					l.EntityID, err = idOfUUID(entity)
 					l.ActionDate = fromMicros(date)
 					return l, err
 				})

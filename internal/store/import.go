@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"backoffice/internal/dataset"
@@ -45,7 +46,13 @@ func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.R
 		stats.Records = im.count
 		return renumberSAMLogs(ctx, q, im.renumber)
 	})
-	return stats, err
+	if errors.Is(err, errSAMTaken) {
+		return ImportStats{}, s.samTaken(ctx, ds.SAMActionLogs)
+	}
+	if err != nil {
+		return ImportStats{}, err
+	}
+	return stats, nil
 }
 
 type importer struct {
@@ -55,8 +62,9 @@ type importer struct {
 	ring   *secrets.Ring
 	inFile map[string]map[domain.ID]bool
 	known  map[string]map[domain.ID]bool
-	// renumber holds the entities whose SAM action logs need their positions recomputed.
-	renumber map[domain.ID]bool
+	// renumber holds the entities whose SAM action logs need their positions recomputed, each
+	// with how many logs this import adds to it.
+	renumber map[domain.ID]int
 	count    int
 }
 

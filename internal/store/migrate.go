@@ -12,10 +12,21 @@ import (
 // migrate applies the engine's embedded migrations in name order, each in its own transaction,
 // and records each in schema_migrations. Under the engine's lock, replicas starting together
 // migrate once.
-func migrate(ctx context.Context, db *sql.DB, e *engine) error {
+func migrate(ctx context.Context, db *sql.DB, e *engine) error { return migrateTo(ctx, db, e, "") }
+
+// migrateTo is migrate up to and including the migration last ("" for all of them), so that tests
+// can build a database as an older release left it.
+func migrateTo(ctx context.Context, db *sql.DB, e *engine, last string) error {
 	names, err := migrationNames(e)
 	if err != nil {
 		return err
+	}
+	if last != "" {
+		i := slices.Index(names, last+".sql")
+		if i < 0 {
+			return fmt.Errorf("store: no migration %s", last)
+		}
+		names = names[:i+1]
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {

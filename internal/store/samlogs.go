@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 
@@ -47,9 +48,10 @@ func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, s
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
 	}
 	offset := (page - 1) * size
+	key := uuidArg(entity)
 	rows, err := s.q().query(ctx, `
 SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, entity, entity, offset, size)
+FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, key, key, offset, size)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -57,19 +59,18 @@ FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, enti
 	logs := make([]domain.SAMActionLog, 0, size)
 	var total int64
 	for rows.Next() {
-		var l domain.SAMActionLog
-		var date int64
-		if err := rows.Scan(&total, &l.ID, &l.Action, &date, &l.SamID); err != nil {
+		l, t, err := scanSAMLog(rows, entity)
+		if err != nil {
 			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 		}
-		l.EntityID, l.ActionDate = entity, fromMicros(date)
+		total = t
 		logs = append(logs, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
 	if len(logs) == 0 {
-		if err := s.q().row(ctx, `SELECT COALESCE(MAX(pos), 0) FROM sam_action_logs WHERE entity_id = ?`, entity).Scan(&total); err != nil {
+		if err := s.q().row(ctx, `SELECT COALESCE(MAX(pos), 0) FROM sam_action_logs WHERE entity_id = ?`, key).Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 		}
 	}
@@ -104,7 +105,8 @@ func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
 	}
 	offset := (page - 1) * size
-	args := append([]any{entity, entity, offset}, visibleArgs(scope, entity)...)
+	key := uuidArg(entity)
+	args := append([]any{key, key, offset}, visibleArgs(scope, entity)...)
 	rows, err := s.q().query(ctx, `
 SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
 FROM sam_action_logs WHERE entity_id = ? AND pos > ? AND `+visibleEntity+`
@@ -115,12 +117,11 @@ ORDER BY pos LIMIT ?`, append(args, size)...)
 	defer rows.Close()
 	logs = make([]domain.SAMActionLog, 0, size)
 	for rows.Next() {
-		var l domain.SAMActionLog
-		var date int64
-		if err := rows.Scan(&total, &l.ID, &l.Action, &date, &l.SamID); err != nil {
+		l, t, err := scanSAMLog(rows, entity)
+		if err != nil {
 			return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 		}
-		l.EntityID, l.ActionDate = entity, fromMicros(date)
+		total = t
 		logs = append(logs, l)
 	}
 	if err := rows.Err(); err != nil {
@@ -132,7 +133,7 @@ ORDER BY pos LIMIT ?`, append(args, size)...)
 	// No page: past the end, an entity without logs, or one the scope may not see.
 	var vis int64
 	err = s.q().row(ctx, `SELECT COALESCE((SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
-		append([]any{entity}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
+		append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -140,4 +141,18 @@ ORDER BY pos LIMIT ?`, append(args, size)...)
 		return nil, 0, false, nil
 	}
 	return logs, total, true, nil
+}
+
+// scanSAMLog reads a page's row: the entity's total, then the log's columns.
+func scanSAMLog(rows *rows, entity domain.ID) (l domain.SAMActionLog, total int64, err error) {
+	var id sql.RawBytes
+	var date int64
+	if err := rows.Scan(&total, &id, &l.Action, &date, &l.SamID); err != nil {
+		return l, 0, err
+	}
+	if l.ID, err = idOfUUID(id); err != nil {
+		return l, 0, err
+	}
+	l.EntityID, l.ActionDate = entity, fromMicros(date)
+	return l, total, nil
 }
