@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -74,7 +76,7 @@ func Errorf(path, format string, args ...any) *Error {
 // repeated key) sends the file down the careful path, which decodes record by record so that the
 // error names the record and field.
 func Read(r io.Reader) (*Dataset, error) {
-	b, err := io.ReadAll(bufio.NewReaderSize(r, 1<<20))
+	b, err := readAll(r)
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
 	}
@@ -85,6 +87,30 @@ func Read(r io.Reader) (*Dataset, error) {
 		return ds, nil
 	}
 	return readCareful(b)
+}
+
+// readAll reads r to its end. A file that says its size is read into a buffer of that size: read
+// by io.ReadAll, whose buffer grows a quarter at a time, a 175 MB file is copied dozens of times.
+func readAll(r io.Reader) ([]byte, error) {
+	size := 64 << 10
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < math.MaxInt {
+			size = int(fi.Size()) + 1 // one more byte, to see the end without growing
+		}
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return nil, err
+		case len(b) == cap(b):
+			b = append(b, 0)[:len(b)] // grow as append does
+		}
+	}
 }
 
 // readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
