@@ -55,6 +55,35 @@ func ParseID(s string) (ID, error) {
 	return ID(low), nil
 }
 
+// IsCanonical reports whether s is an id as ParseID returns it, so that ParseID(s) would give s
+// back: the same rules, lower case only. It allocates nothing, for checking ids by the million.
+func IsCanonical(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	if s == nilID || s == maxID {
+		return true
+	}
+	switch s[19] {
+	case '8', '9', 'a', 'b':
+		return '1' <= s[14] && s[14] <= '8'
+	}
+	return false
+}
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

@@ -39,6 +39,9 @@ func TestParseID(t *testing.T) {
 		if (err == nil) != tt.ok || string(got) != tt.want {
 			t.Errorf("ParseID(%q) = %q, %v; want %q, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+		if canonical := tt.ok && tt.in == tt.want; IsCanonical(tt.in) != canonical {
+			t.Errorf("IsCanonical(%q) = %v, want %v", tt.in, !canonical, canonical)
+		}
 	}
 }
 
@@ -64,7 +67,7 @@ func TestSSNRedactsItself(t *testing.T) {
 }
 
 // FuzzParseID: no input panics; an accepted id is canonical (36 characters, lower case, parsing
-// it again gives itself) and its upper-case spelling is the same id.
+// it again gives itself) and its upper-case spelling is the same id; IsCanonical agrees.
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{"123e4567-e89b-42d3-a456-426614174000", "00000000-0000-0000-0000-000000000000", "", "x",
 		"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", strings.Repeat("-", 36), "123e4567-e89b-42d3-a456-42661417400\u00e9", NewID().String()} {
@@ -72,6 +75,9 @@ func FuzzParseID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := ParseID(s)
+		if canonical := err == nil && string(id) == s; IsCanonical(s) != canonical {
+			t.Fatalf("IsCanonical(%q) = %v; ParseID gives %q, %v", s, !canonical, id, err)
+		}
 		if err != nil {
 			if id != "" {
 				t.Fatalf("ParseID(%q) failed but returned %q", s, id)
