@@ -80,8 +80,8 @@ func Read(r io.Reader) (*Dataset, error) {
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
 	}
-	if ds, ok := readFast(b); ok {
-		if err := ds.check(); err != nil {
+	if ds, pre, ok := readFast(b); ok {
+		if err := ds.check(pre); err != nil {
 			return nil, err
 		}
 		return ds, nil
@@ -115,19 +115,20 @@ func readAll(r io.Reader) ([]byte, error) {
 
 // readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
 // The object's keys are read here (plain keys only: an escaped one goes the careful way), each
-// key's array by its section, straight from the bytes.
-func readFast(b []byte) (ds *Dataset, ok bool) {
+// key's array by its section, straight from the bytes. pre says which rules of check the
+// decoding saw hold already.
+func readFast(b []byte) (ds *Dataset, pre prechecked, ok bool) {
 	ds = &Dataset{}
-	sections := ds.sections()
+	sections := ds.sections(&pre)
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil, false
+		return nil, pre, false
 	}
 	i = skipSpace(b, i+1)
 	seen := map[string]bool{}
 	for first := true; ; first = false {
 		if i >= len(b) {
-			return nil, false
+			return nil, pre, false
 		}
 		if first && b[i] == '}' {
 			i++
@@ -135,37 +136,37 @@ func readFast(b []byte) (ds *Dataset, ok bool) {
 		}
 		key, j, ok := plainString(b, i)
 		if !ok || seen[string(key)] {
-			return nil, false
+			return nil, pre, false
 		}
 		sec, known := sections[string(key)]
 		if !known {
-			return nil, false
+			return nil, pre, false
 		}
 		seen[string(key)] = true
 		if i = skipSpace(b, j); i >= len(b) || b[i] != ':' {
-			return nil, false
+			return nil, pre, false
 		}
 		i = skipSpace(b, i+1)
 		n, err := sec.fast(b[i:])
 		if err != nil {
-			return nil, false
+			return nil, pre, false
 		}
 		if i = skipSpace(b, i+n); i >= len(b) {
-			return nil, false
+			return nil, pre, false
 		}
 		if b[i] == '}' {
 			i++
 			break
 		}
 		if b[i] != ',' {
-			return nil, false
+			return nil, pre, false
 		}
 		i = skipSpace(b, i+1)
 	}
 	if skipSpace(b, i) != len(b) {
-		return nil, false
+		return nil, pre, false
 	}
-	return ds, true
+	return ds, pre, true
 }
 
 // readCareful decodes record by record, to name the first problem precisely.
@@ -182,7 +183,7 @@ func readCareful(b []byte) (*Dataset, error) {
 		return nil, &Error{Problem: "not a JSON object"}
 	}
 	var ds Dataset
-	sections := ds.sections()
+	sections := ds.sections(nil)
 	for _, key := range slices.Sorted(maps.Keys(top)) { // the same key named every time
 		if _, ok := sections[key]; !ok {
 			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(sectionOrder, ", "))
@@ -197,7 +198,7 @@ func readCareful(b []byte) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if err := ds.check(); err != nil {
+	if err := ds.check(prechecked{}); err != nil {
 		return nil, err
 	}
 	return &ds, nil
@@ -228,7 +229,14 @@ var sectionOrder = []string{"partners", "users", "apiKeys", "sessions", "cardPla
 	"merchants", "merchantDocuments", "pricingModels", "deploymentModels", "deploymentOrders", "inventoryUnits",
 	"equipment", "varsheets", "lineItems", "shipments", "fileBuilds", "samActionLogs", "merchantNotes", "auditEvents"}
 
-func (ds *Dataset) sections() map[string]section {
+// prechecked says which of check's rules the fast path saw hold while it decoded (on the other
+// core), so that check need not run them again.
+type prechecked struct {
+	samLogs bool // every SAM action log passes check's rules as it stands (samLogsPass)
+}
+
+// sections gives each key's section; pre, when not nil, receives what the fast path prechecked.
+func (ds *Dataset) sections(pre *prechecked) map[string]section {
 	return map[string]section{
 		"partners":          sectionOf(&ds.Partners),
 		"users":             sectionOf(&ds.Users),
@@ -248,7 +256,7 @@ func (ds *Dataset) sections() map[string]section {
 		"lineItems":         sectionOf(&ds.LineItems),
 		"shipments":         sectionOf(&ds.Shipments),
 		"fileBuilds":        sectionOf(&ds.FileBuilds),
-		"samActionLogs":     samLogSection(&ds.SAMActionLogs),
+		"samActionLogs":     samLogSection(&ds.SAMActionLogs, pre),
 		"merchantNotes":     sectionOf(&ds.MerchantNotes),
 		"auditEvents":       sectionOf(&ds.AuditEvents),
 	}

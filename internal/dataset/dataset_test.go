@@ -3,6 +3,8 @@ package dataset
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,7 +189,7 @@ var samLogSeeds = []string{
 // gives exactly what encoding/json gives; the plain shape is taken, the others are left alone.
 func TestLeanSAMLogsAgreeWithEncodingJSON(t *testing.T) {
 	for i, s := range samLogSeeds {
-		got, n, ok := leanSAMLogs([]byte(s))
+		got, n, _, ok := leanSAMLogs([]byte(s))
 		var want []domain.SAMActionLog
 		_, werr := fastDecode([]byte(s), &want)
 		if i < 4 && !ok {
@@ -205,6 +207,59 @@ func TestLeanSAMLogsAgreeWithEncodingJSON(t *testing.T) {
 		}
 		if rest := strings.TrimSpace(s[n:]); rest != "" {
 			t.Errorf("seed %d: %q left after the array", i, rest)
+		}
+	}
+}
+
+// The check run beside the lean decoder passes an array exactly when check itself would find
+// nothing to refuse or canonicalise in it, whether the array fits one chunk or spans several
+// (and the problem sits in the last one); Read gives what the careful path gives either way.
+func TestSAMLogsPrecheckAgreesWithCheck(t *testing.T) {
+	logAt := func(k int) string {
+		return fmt.Sprintf(`{"id": "00000000-0000-4000-8000-%012d", "entityId": "%s", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": %d}`, k, l1, k)
+	}
+	// array has n logs, the last one edited.
+	array := func(n int, edit func(log string) string) string {
+		var sb strings.Builder
+		sb.WriteString("[")
+		for k := range n - 1 {
+			sb.WriteString(logAt(k) + ",\n")
+		}
+		return sb.String() + edit(logAt(n-1)) + "]"
+	}
+	replace := func(old, new string) func(string) string {
+		return func(log string) string { return strings.Replace(log, old, new, 1) }
+	}
+	upperEntity := strings.ToUpper(strings.Replace(l1, "0301", "030a", 1))
+	for _, size := range []int{3, 2*samChunk + 5} {
+		for _, c := range []struct {
+			name string
+			edit func(string) string
+		}{
+			{"plain", func(log string) string { return log }},
+			{"duplicate", func(string) string { return logAt(1) }},
+			{"upper-case id", replace("-8000-0000", "-8000-000A")},
+			{"upper-case entity", replace(l1, upperEntity)},
+			{"bad entity", replace(l1, "x")},
+			{"blank action", replace(`"a"`, `"  "`)},
+			{"zero date", replace("2024-01-02T03:04:05Z", "0001-01-01T00:00:00Z")},
+		} {
+			arr := array(size, c.edit)
+			logs, _, pass, ok := leanSAMLogs([]byte(arr))
+			if !ok {
+				t.Fatalf("%s, %d logs: not of the plain shape", c.name, size)
+			}
+			ds := &Dataset{SAMActionLogs: slices.Clone(logs)}
+			alone := ds.check(prechecked{}) == nil && slices.Equal(ds.SAMActionLogs, logs)
+			if pass != alone || pass != (c.name == "plain") {
+				t.Errorf("%s, %d logs: precheck passed %v, check alone %v", c.name, size, pass, alone)
+			}
+			file := []byte(`{"samActionLogs": ` + arr + `}`)
+			got, err := Read(bytes.NewReader(file))
+			careful, cerr := readCareful(file)
+			if fmt.Sprint(err) != fmt.Sprint(cerr) || !cmp.Equal(got, careful) {
+				t.Errorf("%s, %d logs: Read %v, careful path %v", c.name, size, err, cerr)
+			}
 		}
 	}
 }
