@@ -37,7 +37,8 @@ func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.R
 				_, _ = q.exec(ctx, stmt)
 			}
 		}()
-		im := &importer{ctx: ctx, q: q, ds: ds, ring: ring, inFile: fileIDs(ds), known: map[string]map[domain.ID]bool{}}
+		im := &importer{ctx: ctx, q: q, ds: ds, ring: ring, inFile: fileIDs(ds), known: map[string]map[domain.ID]bool{},
+			samPlan: planSAMLogs(ds.SAMActionLogs)}
 		for _, step := range im.steps() {
 			if err := step(); err != nil {
 				return err
@@ -62,6 +63,9 @@ type importer struct {
 	ring   *secrets.Ring
 	inFile map[string]map[domain.ID]bool
 	known  map[string]map[domain.ID]bool
+	// samPlan delivers the SAM logs' plan, made on the other core while the records before them
+	// go in.
+	samPlan <-chan *samPlan
 	// renumber holds the entities whose SAM action logs need their positions recomputed, each
 	// with how many logs this import adds to it.
 	renumber map[domain.ID]int

@@ -17,9 +17,13 @@ import (
 // SAM action logs come by the million, so their import differs from the other records'. Rows go
 // in multi-row batches. An entity whose logs all arrive in this import gets its final positions
 // computed here, in list order, so that its rows append to the table (keyed by entity and
-// position) and no renumbering pass runs. The ids go to sam_action_log_ids in id order, sorted on
-// the other core while the rows go in: an append as well, where inserting them in the file's
-// order would be a random insert per log (most of the import's time, before migration 0003).
+// position) and no renumbering pass runs. The ids go to sam_action_log_ids in id order: an append
+// as well, where inserting them in the file's order would be a random insert per log (most of
+// the import's time, before migration 0003).
+//
+// The transaction's goroutine only runs statements. The Go work (grouping the logs by entity,
+// ordering them, sorting the ids, building each batch's arguments) runs on the other core: the
+// plan while the records before the logs go in, the batches while the previous ones do.
 
 // samEntityTables are the tables a SAM action log may belong to.
 var samEntityTables = []string{"leads", "merchants", "deployment_orders", "line_items", "equipment"}
@@ -28,72 +32,98 @@ var samEntityTables = []string{"leads", "merchants", "deployment_orders", "line_
 // transaction has rolled back (samTaken): inside it, the ids of the file are all stored already.
 var errSAMTaken = errors.New("store: import: a SAM action log's id is taken")
 
-// samActionLogs inserts the logs entity by entity, then their ids. An entity with no logs in the
-// database yet (the usual case) gets its positions computed here, in list order, and its rows
-// inserted in that order. An entity that already has logs gets its new rows at positions below
-// zero, out of the way of the stored ones, and is renumbered whole at the end of the import
-// (renumberSAMLogs), since new logs may interleave with stored ones.
-func (im *importer) samActionLogs() error {
-	logs := im.ds.SAMActionLogs
-	im.renumber = map[domain.ID]int{}
-	if len(logs) == 0 {
-		return nil
-	}
-	byEntity := map[domain.ID][]int{}
-	var entities []domain.ID
-	for i := range logs {
-		e := logs[i].EntityID
-		if _, seen := byEntity[e]; !seen {
-			if err := im.samEntity(at("samActionLogs", i)+".entityId", e); err != nil {
-				return err
-			}
-			entities = append(entities, e)
-		}
-		byEntity[e] = append(byEntity[e], i)
-	}
-	ids := make([][16]byte, len(logs))
-	for i := range logs {
-		var ok bool
-		if ids[i], ok = parseUUID(logs[i].ID); !ok {
-			return dataset.Errorf(at("samActionLogs", i)+".id", "not a uuid: %q", string(logs[i].ID))
-		}
-	}
-	sorted := make(chan [][16]byte, 1) // buffered: an early return leaves no goroutine behind
+// samPlan is what the import of a file's SAM logs needs that no database query tells.
+type samPlan struct {
+	entities []domain.ID // in the order of their first log in the file
+	first    []int       // the index of each entity's first log
+	order    [][]int     // the indexes of each entity's logs, in list order
+	ids      [][16]byte  // each log's id as its 16 bytes
+	badID    int         // the first log whose id is no uuid, or -1
+	// sorted delivers ids in byte order, for sam_action_log_ids, some time after the plan.
+	sorted <-chan [][16]byte
+}
+
+// planSAMLogs makes the plan of logs on a goroutine of its own. logs must not change meanwhile.
+func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
+	plans := make(chan *samPlan, 1) // buffered, as is sorted: a failed import leaves no goroutine behind
 	go func() {
-		s := slices.Clone(ids)
+		sorted := make(chan [][16]byte, 1)
+		p := &samPlan{ids: make([][16]byte, len(logs)), badID: -1, sorted: sorted}
+		byEntity := map[domain.ID]int{}
+		for i := range logs {
+			e := logs[i].EntityID
+			k, seen := byEntity[e]
+			if !seen {
+				k = len(p.entities)
+				byEntity[e] = k
+				p.entities, p.first, p.order = append(p.entities, e), append(p.first, i), append(p.order, nil)
+			}
+			p.order[k] = append(p.order[k], i)
+			var ok bool
+			if p.ids[i], ok = parseUUID(logs[i].ID); !ok && p.badID < 0 {
+				p.badID = i
+			}
+		}
+		for k := range p.order {
+			p.order[k] = inListOrder(logs, p.order[k])
+		}
+		plans <- p
+		if p.badID >= 0 {
+			sorted <- nil // the import stops at the bad id
+			return
+		}
+		s := slices.Clone(p.ids)
 		slices.SortFunc(s, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
 		sorted <- s
 	}()
+	return plans
+}
+
+// samActionLogs inserts the logs entity by entity, then their ids. An entity with no logs in the
+// database yet (the usual case) gets its final positions, and its rows go in in that order. An
+// entity that already has logs gets its new rows at positions below zero, out of the way of the
+// stored ones, and is renumbered whole at the end of the import (renumberSAMLogs), since new logs
+// may interleave with stored ones.
+func (im *importer) samActionLogs() error {
+	logs := im.ds.SAMActionLogs
+	im.renumber = map[domain.ID]int{}
+	plan := <-im.samPlan
+	if len(logs) == 0 {
+		return nil
+	}
+	for k, e := range plan.entities {
+		if err := im.samEntity(at("samActionLogs", plan.first[k])+".entityId", e); err != nil {
+			return err
+		}
+	}
+	if plan.badID >= 0 {
+		return dataset.Errorf(at("samActionLogs", plan.badID)+".id", "not a uuid: %q", string(logs[plan.badID].ID))
+	}
+	// base is each entity's first position: 1, or below zero for an entity with stored logs.
+	base := make([]int64, len(plan.entities))
+	for k, e := range plan.entities {
+		stored, err := im.hasSAMLogs(e)
+		if err != nil {
+			return err
+		}
+		base[k] = 1
+		if stored {
+			base[k] = -int64(len(plan.order[k]))
+			im.renumber[e] = len(plan.order[k])
+		}
+	}
 
 	rows, err := im.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows)
 	if err != nil {
 		return err
 	}
 	defer rows.close()
-	for _, e := range entities {
-		idx := byEntity[e]
-		key := uuidArg(e)
-		stored, err := im.hasSAMLogs(e, key)
-		if err != nil {
+	stop := make(chan struct{})
+	defer close(stop)
+	for args := range samBatches(logs, plan, base, stop) {
+		if err := rows.run(args); err != nil {
 			return err
 		}
-		if stored {
-			im.renumber[e] = len(idx)
-			for k, i := range idx {
-				if err := rows.add(samRow(key, -int64(k+1), ids[i][:], &logs[i])...); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		for rank, i := range inListOrder(logs, idx) {
-			if err := rows.add(samRow(key, int64(rank+1), ids[i][:], &logs[i])...); err != nil {
-				return err
-			}
-		}
-	}
-	if err := rows.flush(); err != nil {
-		return err
 	}
 
 	keys, err := im.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows)
@@ -101,21 +131,53 @@ func (im *importer) samActionLogs() error {
 		return err
 	}
 	defer keys.close()
-	s := <-sorted
-	for k := range s {
-		if err := keys.add(s[k][:]); err != nil {
-			return err
+	sorted := <-plan.sorted
+	args := make([]any, 0, samIDBatchRows)
+	for k := range sorted {
+		if args = append(args, sorted[k][:]); len(args) == cap(args) {
+			if err := keys.run(args); err != nil {
+				return err
+			}
+			args = args[:0]
 		}
 	}
-	if err := keys.flush(); err != nil {
+	if err := keys.run(args); err != nil {
 		return err
 	}
 	im.count += len(logs)
 	return nil
 }
 
-func samRow(entity []byte, pos int64, id []byte, l *domain.SAMActionLog) []any {
-	return []any{entity, pos, id, l.Action, micros(l.ActionDate), l.SamID}
+// samBatches builds the arguments of each insert of rows, in the plan's order, on a goroutine of
+// its own, until the last or until stop closes.
+func samBatches(logs []domain.SAMActionLog, plan *samPlan, base []int64, stop <-chan struct{}) <-chan []any {
+	batches := make(chan []any, 32)
+	go func() {
+		defer close(batches)
+		args := make([]any, 0, 6*samBatchRows)
+		for k, idx := range plan.order {
+			entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
+			for r, i := range idx {
+				l := &logs[i]
+				args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
+				if len(args) == cap(args) {
+					select {
+					case batches <- args:
+					case <-stop:
+						return
+					}
+					args = make([]any, 0, 6*samBatchRows)
+				}
+			}
+		}
+		if len(args) > 0 {
+			select {
+			case batches <- args:
+			case <-stop:
+			}
+		}
+	}()
+	return batches
 }
 
 // inListOrder sorts the indexes of one entity's logs into list order: action date descending
@@ -144,9 +206,9 @@ func inListOrder(logs []domain.SAMActionLog, idx []int) []int {
 	return out
 }
 
-func (im *importer) hasSAMLogs(entity domain.ID, key []byte) (bool, error) {
+func (im *importer) hasSAMLogs(entity domain.ID) (bool, error) {
 	var n int
-	err := im.q.row(im.ctx, `SELECT count(*) FROM (SELECT 1 FROM sam_action_logs WHERE entity_id = ? LIMIT 1) AS t`, key).Scan(&n)
+	err := im.q.row(im.ctx, `SELECT count(*) FROM (SELECT 1 FROM sam_action_logs WHERE entity_id = ? LIMIT 1) AS t`, uuidArg(entity)).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
 	}
@@ -160,20 +222,18 @@ const (
 	samIDBatchRows = 256
 )
 
-// rowBatch gathers rows into multi-row inserts that skip a row whose key is taken (a failed
-// statement would abort a PostgreSQL transaction); a skipped row fails the import with
-// errSAMTaken.
+// rowBatch runs multi-row inserts that skip a row whose key is taken (a failed statement would
+// abort a PostgreSQL transaction); a skipped row fails the import with errSAMTaken. A full batch
+// runs as one prepared statement.
 type rowBatch struct {
 	im          *importer
 	into        string // table (columns)
-	width, rows int    // values per row, rows per full statement
+	width, rows int    // values per row, rows per full batch
 	full        *sql.Stmt
-	n           int
-	args        []any
 }
 
 func (im *importer) newRowBatch(into string, width, rows int) (*rowBatch, error) {
-	b := &rowBatch{im: im, into: into, width: width, rows: rows, args: make([]any, 0, width*rows)}
+	b := &rowBatch{im: im, into: into, width: width, rows: rows}
 	if len(im.ds.SAMActionLogs) >= rows {
 		st, err := im.q.prepare(im.ctx, b.insertOf(rows))
 		if err != nil {
@@ -209,24 +269,18 @@ func (b *rowBatch) close() {
 	}
 }
 
-func (b *rowBatch) add(values ...any) error {
-	b.args = append(b.args, values...)
-	if b.n++; b.n == b.rows {
-		return b.flush()
-	}
-	return nil
-}
-
-func (b *rowBatch) flush() error {
-	if b.n == 0 {
+// run inserts the rows whose values args holds, row after row.
+func (b *rowBatch) run(args []any) error {
+	n := len(args) / b.width
+	if n == 0 {
 		return nil
 	}
 	var res sql.Result
 	var err error
-	if b.n == b.rows && b.full != nil {
-		res, err = b.full.ExecContext(b.im.ctx, b.args...)
+	if n == b.rows && b.full != nil {
+		res, err = b.full.ExecContext(b.im.ctx, args...)
 	} else {
-		res, err = b.im.q.exec(b.im.ctx, b.insertOf(b.n), b.args...)
+		res, err = b.im.q.exec(b.im.ctx, b.insertOf(n), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("store: import SAM action logs: %w", err)
@@ -235,10 +289,9 @@ func (b *rowBatch) flush() error {
 	if err != nil {
 		return fmt.Errorf("store: import SAM action logs: %w", err)
 	}
-	if inserted != int64(b.n) {
+	if inserted != int64(n) {
 		return errSAMTaken
 	}
-	b.n, b.args = 0, b.args[:0]
 	return nil
 }
 
