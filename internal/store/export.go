@@ -117,7 +117,7 @@ func (s *Store) Export(ctx context.Context, ring *secrets.Ring) (*dataset.Datase
 				return err
 			},
 			func() (err error) {
-				ds.SAMActionLogs, err = readAll(ctx, q, `SELECT id, entity_id, action, action_date, sam_id FROM sam_action_logs ORDER BY entity_id, pos`, func(r scanner) (l domain.SAMActionLog, err error) {
+				ds.SAMActionLogs, err = readAll(ctx, q, `SELECT id, entity_id, action, action_date, sam_id FROM sam_action_logs ORDER BY entity_id, pos DESC`, func(r scanner) (l domain.SAMActionLog, err error) {
 					var id, entity sql.RawBytes // read before the next row
 					var date int64
 					if err = r.Scan(&id, &entity, &l.Action, &date, &l.SamID); err != nil {

@@ -15,11 +15,12 @@ import (
 )
 
 // SAM action logs come by the million, so their import differs from the other records'. Rows go
-// in multi-row batches. An entity whose logs all arrive in this import gets its final positions
-// computed here, in list order, so that its rows append to the table (keyed by entity and
-// position) and no renumbering pass runs. The ids go to sam_action_log_ids in id order: an append
-// as well, where inserting them in the file's order would be a random insert per log (most of
-// the import's time, before migration 0003).
+// in multi-row batches. Positions count from an entity's oldest log, so an entity whose logs all
+// arrive in this import, or whose new logs are all newer than its stored ones (the usual cases),
+// gets its final positions computed here, and its rows append to the table (keyed by entity and
+// position) in that order: no renumbering pass runs. The ids go to sam_action_log_ids in id order:
+// an append as well, where inserting them in the file's order would be a random insert per log
+// (most of the import's time, before migration 0003).
 //
 // The transaction's goroutine only runs statements. The Go work (grouping the logs by entity,
 // ordering them, sorting the ids, building each batch's arguments) runs on the other core: the
@@ -36,7 +37,7 @@ var errSAMTaken = errors.New("store: import: a SAM action log's id is taken")
 type samPlan struct {
 	entities []domain.ID // in the order of their first log in the file
 	first    []int       // the index of each entity's first log
-	order    [][]int     // the indexes of each entity's logs, in list order
+	order    [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
 	ids      [][16]byte  // each log's id as its 16 bytes
 	badID    int         // the first log whose id is no uuid, or -1
 	// sorted delivers ids in byte order, for sam_action_log_ids, some time after the plan.
@@ -65,7 +66,7 @@ func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
 			}
 		}
 		for k := range p.order {
-			p.order[k] = inListOrder(logs, p.order[k])
+			p.order[k] = oldestFirst(logs, p.order[k])
 		}
 		plans <- p
 		if p.badID >= 0 {
@@ -80,10 +81,10 @@ func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
 }
 
 // samActionLogs inserts the logs entity by entity, then their ids. An entity with no logs in the
-// database yet (the usual case) gets its final positions, and its rows go in in that order. An
-// entity that already has logs gets its new rows at positions below zero, out of the way of the
-// stored ones, and is renumbered whole at the end of the import (renumberSAMLogs), since new logs
-// may interleave with stored ones.
+// database yet, or whose new logs are all newer than its newest stored one, gets its final
+// positions, and its rows go in in that order. Otherwise its new rows go in at positions below
+// zero, out of the way of the stored ones, and the entity is renumbered whole at the end of the
+// import (renumberSAMLogs): its new logs interleave with stored ones.
 func (im *importer) samActionLogs() error {
 	logs := im.ds.SAMActionLogs
 	im.renumber = map[domain.ID]int{}
@@ -99,17 +100,22 @@ func (im *importer) samActionLogs() error {
 	if plan.badID >= 0 {
 		return dataset.Errorf(at("samActionLogs", plan.badID)+".id", "not a uuid: %q", string(logs[plan.badID].ID))
 	}
-	// base is each entity's first position: 1, or below zero for an entity with stored logs.
+	// base is the position of each entity's oldest new log: the others follow it.
 	base := make([]int64, len(plan.entities))
 	for k, e := range plan.entities {
-		stored, err := im.hasSAMLogs(e)
+		newest, err := im.newestSAMLog(e)
 		if err != nil {
 			return err
 		}
-		base[k] = 1
-		if stored {
-			base[k] = -int64(len(plan.order[k]))
-			im.renumber[e] = len(plan.order[k])
+		oldest := plan.order[k][0]
+		switch n := len(plan.order[k]); {
+		case newest == nil:
+			base[k] = 1
+		case newer(micros(logs[oldest].ActionDate), plan.ids[oldest][:], newest):
+			base[k] = newest.pos + 1
+		default:
+			base[k] = -int64(n)
+			im.renumber[e] = n
 		}
 	}
 
@@ -180,10 +186,10 @@ func samBatches(logs []domain.SAMActionLog, plan *samPlan, base []int64, stop <-
 	return batches
 }
 
-// inListOrder sorts the indexes of one entity's logs into list order: action date descending
-// (at the stored precision, microseconds), then id descending. Ids are canonical lower-case
-// uuids, whose byte order is the order of their 16 bytes.
-func inListOrder(logs []domain.SAMActionLog, idx []int) []int {
+// oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
+// action date ascending (at the stored precision, microseconds), then id ascending. Ids are
+// canonical lower-case uuids, whose byte order is the order of their 16 bytes.
+func oldestFirst(logs []domain.SAMActionLog, idx []int) []int {
 	type key struct {
 		us int64
 		id domain.ID
@@ -194,10 +200,10 @@ func inListOrder(logs []domain.SAMActionLog, idx []int) []int {
 		keys[k] = key{micros(logs[i].ActionDate), logs[i].ID, i}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(b.us, a.us); c != 0 {
+		if c := cmp.Compare(a.us, b.us); c != 0 {
 			return c
 		}
-		return strings.Compare(string(b.id), string(a.id))
+		return strings.Compare(string(a.id), string(b.id))
 	})
 	out := make([]int, len(keys))
 	for k := range keys {
@@ -206,13 +212,30 @@ func inListOrder(logs []domain.SAMActionLog, idx []int) []int {
 	return out
 }
 
-func (im *importer) hasSAMLogs(entity domain.ID) (bool, error) {
-	var n int
-	err := im.q.row(im.ctx, `SELECT count(*) FROM (SELECT 1 FROM sam_action_logs WHERE entity_id = ? LIMIT 1) AS t`, uuidArg(entity)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
+// storedSAMLog is where an entity's newest stored log sorts.
+type storedSAMLog struct {
+	pos  int64
+	date int64
+	id   []byte
+}
+
+// newestSAMLog is the entity's newest stored log, or nil when it has none.
+func (im *importer) newestSAMLog(entity domain.ID) (*storedSAMLog, error) {
+	var l storedSAMLog
+	err := im.q.row(im.ctx, `SELECT pos, action_date, id FROM sam_action_logs WHERE entity_id = ? ORDER BY pos DESC LIMIT 1`, uuidArg(entity)).
+		Scan(&l.pos, &l.date, &l.id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
-	return n > 0, nil
+	if err != nil {
+		return nil, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
+	}
+	return &l, nil
+}
+
+// newer reports whether a log of this date and id comes after l in position order.
+func newer(date int64, id []byte, l *storedSAMLog) bool {
+	return date > l.date || date == l.date && bytes.Compare(id, l.id) > 0
 }
 
 // samBatchRows is how many logs one INSERT carries, and samIDBatchRows how many ids: far fewer
@@ -358,15 +381,16 @@ func (im *importer) samEntity(path string, id domain.ID) error {
 }
 
 // renumberSAMLogs gives every log of the entities an import added logs to (n of them each, at
-// positions -1 to -n) its position in list order, inside the import's transaction, so readers see
-// old positions or new ones, never a mix. A position is part of the key, which no two logs may
-// share even for a moment: the logs that move go first below every position in use (their rank
-// plus n, negated), then to their rank. Only logs whose position changes are written.
+// positions -n to -1) its position, inside the import's transaction, so readers see old positions
+// or new ones, never a mix. A position is part of the key, which no two logs may share even for a
+// moment: the logs that move go first below every position in use (their rank plus n, negated),
+// then to their rank. Only logs whose position changes are written: those newer than the oldest
+// new one.
 func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]int) error {
 	for id, n := range entities {
 		key := uuidArg(id)
 		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = -r.rn - ?
-FROM (SELECT pos AS old, row_number() OVER (ORDER BY action_date DESC, id DESC) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
+FROM (SELECT pos AS old, row_number() OVER (ORDER BY action_date, id) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
 WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <> r.rn`, n, key, key)
 		if err == nil {
 			_, err = q.exec(ctx, `UPDATE sam_action_logs SET pos = -pos - ? WHERE entity_id = ? AND pos < 0`, n, key)

@@ -152,3 +152,58 @@ func TestImportSAMLogsDuplicate(t *testing.T) {
 		}
 	})
 }
+
+// Logs newer than every stored log of their entity go in after them (no renumbering); any other
+// new logs are placed among the stored ones. Either way every page is exactly right, ties of
+// date with the newest stored log included.
+func TestImportSAMLogsAmongStoredOnes(t *testing.T) {
+	// The stored logs are 1000…1099; the newest two, 1098 and 1099, share their date.
+	newest := samT0.Add(1098 * time.Minute)
+	at := func(more []domain.SAMActionLog, date func(i int) time.Time) []domain.SAMActionLog {
+		for i := range more {
+			more[i].ActionDate = date(i)
+		}
+		return more
+	}
+	for _, c := range []struct {
+		name string
+		more func(entity domain.ID) []domain.SAMActionLog
+	}{
+		{"all newer", func(e domain.ID) []domain.SAMActionLog { return logs(e, 2000, 50) }},
+		{"newest date, greater ids", func(e domain.ID) []domain.SAMActionLog {
+			return at(logs(e, 2000, 30), func(int) time.Time { return newest })
+		}},
+		{"newest date, a smaller id", func(e domain.ID) []domain.SAMActionLog {
+			more := append(logs(e, 999, 1), logs(e, 2000, 20)...) // 999 sorts before 1098 and 1099
+			return at(more, func(int) time.Time { return newest })
+		}},
+		{"all older", func(e domain.ID) []domain.SAMActionLog {
+			return at(logs(e, 2000, 40), func(i int) time.Time { return samT0.Add(-time.Duration(i+1) * time.Hour) })
+		}},
+		{"among them", func(e domain.ID) []domain.SAMActionLog {
+			return at(logs(e, 2000, 40), func(i int) time.Time { return samT0.Add(time.Duration(1000+i*3) * time.Minute) })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+				ctx := context.Background()
+				ds := samBase()
+				l1 := ds.Leads[0].ID
+				stored := logs(l1, 1000, 100)
+				ds.SAMActionLogs = stored
+				if _, err := st.Import(ctx, ds, nil); err != nil {
+					t.Fatal(err)
+				}
+				more := c.more(l1)
+				if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
+					t.Fatal(err)
+				}
+				all := append(slices.Clone(stored), more...)
+				got, total := walk(t, st, l1, 7)
+				if !slices.Equal(got, idsInListOrder(all)) || total != int64(len(all)) {
+					t.Fatalf("%d logs, total %d, order right: %v", len(got), total, slices.Equal(got, idsInListOrder(all)))
+				}
+			})
+		})
+	}
+}

@@ -39,10 +39,11 @@ UNION ALL SELECT COALESCE(m.partner_id, '') FROM equipment e
 }
 
 // ListSAMActionLogs returns one page of an entity's logs, newest first (ties by id, descending),
-// and the entity's total. A page is a range of the maintained positions, found by the
-// (entity_id, pos) index: a deep page costs what the first does. The total is the largest
-// position, one index probe, computed in the same statement as the page so that the two agree
-// even while an import lands; only a page past the end asks for the total on its own.
+// and the entity's total. Positions count from the oldest log (1) to the newest (the total), so
+// a page is the range of positions at most the total less the page's offset, read backwards
+// along the table's key: a deep page costs what the first does. The total is the largest
+// position, one probe of the key, computed in the same statement as the page so that the two
+// agree even while an import lands; only a page past the end asks for the total on its own.
 func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
 	if page > math.MaxInt64/size {
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
@@ -51,7 +52,8 @@ func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, s
 	key := uuidArg(entity)
 	rows, err := s.q().query(ctx, `
 SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos > ? ORDER BY pos LIMIT ?`, key, key, offset, size)
+FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?
+ORDER BY pos DESC LIMIT ?`, key, key, key, offset, size)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -106,11 +108,12 @@ func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	}
 	offset := (page - 1) * size
 	key := uuidArg(entity)
-	args := append([]any{key, key, offset}, visibleArgs(scope, entity)...)
+	args := append([]any{key, key, key, offset}, visibleArgs(scope, entity)...)
 	rows, err := s.q().query(ctx, `
 SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos > ? AND `+visibleEntity+`
-ORDER BY pos LIMIT ?`, append(args, size)...)
+FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?
+AND `+visibleEntity+`
+ORDER BY pos DESC LIMIT ?`, append(args, size)...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}

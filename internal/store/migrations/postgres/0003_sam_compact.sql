@@ -1,5 +1,6 @@
 -- PostgreSQL twin of migrations/sqlite/0003_sam_compact.sql (see there why): SAM action logs
--- keyed by (entity_id, pos), their ids unique in sam_action_log_ids, uuids as their 16 bytes.
+-- keyed by (entity_id, pos) with pos 1 the oldest, their ids unique in sam_action_log_ids, uuids
+-- as their 16 bytes.
 -- bytea compares bytewise, as the "C"-collated canonical text did, so "id DESC" orders as before.
 
 CREATE TABLE sam_action_logs_v3 (
@@ -14,7 +15,7 @@ CREATE TABLE sam_action_logs_v3 (
 
 INSERT INTO sam_action_logs_v3 (entity_id, pos, id, action, action_date, sam_id)
 SELECT decode(replace(entity_id, '-', ''), 'hex'),
-       row_number() OVER (PARTITION BY entity_id ORDER BY action_date DESC, id DESC),
+       row_number() OVER (PARTITION BY entity_id ORDER BY action_date, id),
        decode(replace(id, '-', ''), 'hex'), action, action_date, sam_id
 FROM sam_action_logs;
 
