@@ -58,21 +58,15 @@ func ParseID(s string) (ID, error) {
 // IsCanonical reports whether s is an id as ParseID returns it, so that ParseID(s) would give s
 // back: the same rules, lower case only. It allocates nothing, for checking ids by the million.
 func IsCanonical(s string) bool {
-	if len(s) != 36 {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
+	bad := false
+	for i := range 36 {
+		bad = bad || !canonicalChar[i][s[i]]
+	}
+	if bad {
+		return false
 	}
 	if s == nilID || s == maxID {
 		return true
@@ -83,6 +77,21 @@ func IsCanonical(s string) bool {
 	}
 	return false
 }
+
+// canonicalChar[i][c] says whether byte c may stand at position i of a canonical id.
+var canonicalChar = func() (t [36][256]bool) {
+	for i := range t {
+		switch i {
+		case 8, 13, 18, 23:
+			t[i]['-'] = true
+		default:
+			for _, c := range "0123456789abcdef" {
+				t[i][c] = true
+			}
+		}
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
