@@ -269,10 +269,13 @@ func samLogsPass(logs []domain.SAMActionLog, seen map[domain.ID]bool) bool {
 			}
 			entity = r.EntityID
 		}
-		if !domain.IsCanonical(string(r.ID)) || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() || seen[r.ID] {
+		if !domain.IsCanonical(string(r.ID)) || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
 			return false
 		}
-		seen[r.ID] = true
+		n := len(seen)
+		if seen[r.ID] = true; len(seen) == n {
+			return false // seen before: one hash of the id instead of a lookup and an insert
+		}
 	}
 	return true
 }
