@@ -207,3 +207,51 @@ func TestImportSAMLogsAmongStoredOnes(t *testing.T) {
 		})
 	}
 }
+
+// A taken id is found once every row of the file went in, batch after batch, while the next
+// batches were being built: the whole import still rolls back. The entity that had logs keeps
+// its pages as they were (none renumbered), the other gets none, and the ids of the failed file
+// stay free: the same file without the taken id imports.
+func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		ds := samBase()
+		l1, l2 := ds.Leads[0].ID, ds.Leads[1].ID
+		ds.SAMActionLogs = logs(l1, 0, 300)
+		if _, err := st.Import(ctx, ds, nil); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := walk(t, st, l1, 50)
+
+		// l1's new logs land among its stored ones (renumbered at the end, had it come), l2 is fresh.
+		file := append(logs(l1, 100_000, 2000), logs(l2, 200_000, 3000)...)
+		for i := range 2000 {
+			file[i].ActionDate = samT0.Add(time.Duration(i%300) * time.Minute)
+		}
+		taken := 4321
+		file[taken].ID = samID(150) // stored under l1
+		_, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil)
+		var de *dataset.Error
+		if !errors.As(err, &de) || de.Path != fmt.Sprintf("samActionLogs[%d].id", taken) || !strings.Contains(de.Problem, "already in the database") {
+			t.Fatalf("error %v", err)
+		}
+		if got, total := walk(t, st, l1, 50); !slices.Equal(got, before) || total != 300 {
+			t.Fatalf("l1 after the failed import: %d logs, total %d, as before: %v", len(got), total, slices.Equal(got, before))
+		}
+		if got, total := walk(t, st, l2, 50); len(got) != 0 || total != 0 {
+			t.Fatalf("l2 after the failed import: %d logs, total %d", len(got), total)
+		}
+
+		file = slices.Delete(file, taken, taken+1)
+		if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil); err != nil {
+			t.Fatalf("the file without the taken id: %v", err)
+		}
+		all := append(logs(l1, 0, 300), file[:2000]...)
+		if got, total := walk(t, st, l1, 50); !slices.Equal(got, idsInListOrder(all)) || total != int64(len(all)) {
+			t.Fatalf("l1: %d logs, total %d", len(got), total)
+		}
+		if got, total := walk(t, st, l2, 50); !slices.Equal(got, idsInListOrder(file[2000:])) || total != int64(len(file)-2000) {
+			t.Fatalf("l2: %d logs, total %d", len(got), total)
+		}
+	})
+}
