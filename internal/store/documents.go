@@ -81,7 +81,7 @@ func auditArgs(e domain.AuditEvent) []any {
 
 func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
 	if e.ID == "" {
-		e.ID = domain.NewID()
+		e.ID = domain.NewTimeOrderedID(e.At)
 	}
 	_, err := q.exec(ctx, auditInsert, auditArgs(e)...)
 	if err != nil {
