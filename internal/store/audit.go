@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
+	"strings"
 	"sync"
 
 	"backoffice/internal/domain"
@@ -119,27 +121,46 @@ func (w *auditWriter) stop() {
 	})
 }
 
-// insertAuditGroup writes a group's events in the transaction q with the store's cached prepared
-// INSERT: parsing and planning the statement anew for every event was most of a group's cost.
+// insertAuditGroup writes a group's events in the transaction q, as few multi-row INSERTs as
+// powers of two allow (a group of 11 is 8 + 2 + 1 rows): running a statement costs more than
+// the rows it carries. There is one text per power of two up to maxAuditGroup, each a cached
+// prepared statement: parsing and planning anew for every group was most of a group's cost.
 func (s *Store) insertAuditGroup(ctx context.Context, q querier, group []auditReq) error {
 	tx, ok := q.x.(*sql.Tx)
 	if !ok {
 		return errors.New("store: audit events written outside a transaction")
 	}
-	st, err := s.stmts.get(ctx, q.e.sql(auditInsert))
-	if err != nil {
-		return fmt.Errorf("store: audit event: %w", q.e.classify(err))
-	}
-	txst := tx.StmtContext(ctx, st)
-	defer txst.Close()
-	for _, r := range group {
-		e := r.event
-		if e.ID == "" {
-			e.ID = domain.NewTimeOrderedID(e.At)
-		}
-		if _, err := txst.ExecContext(ctx, auditArgs(e)...); err != nil {
+	args := make([]any, 0, 7*len(group))
+	for len(group) > 0 {
+		n := 1 << (bits.Len(uint(len(group))) - 1)
+		st, err := s.stmts.get(ctx, q.e.sql(auditInsertRows[bits.Len(uint(n))-1]))
+		if err != nil {
 			return fmt.Errorf("store: audit event: %w", q.e.classify(err))
 		}
+		args = args[:0]
+		for _, r := range group[:n] {
+			e := r.event
+			if e.ID == "" {
+				e.ID = domain.NewTimeOrderedID(e.At)
+			}
+			args = append(args, auditArgs(e)...)
+		}
+		txst := tx.StmtContext(ctx, st)
+		_, err = txst.ExecContext(ctx, args...)
+		txst.Close()
+		if err != nil {
+			return fmt.Errorf("store: audit event: %w", q.e.classify(err))
+		}
+		group = group[n:]
 	}
 	return nil
 }
+
+// auditInsertRows[k] inserts 1<<k audit events.
+var auditInsertRows = func() []string {
+	var texts []string
+	for n := 1; n <= maxAuditGroup; n *= 2 {
+		texts = append(texts, auditInsertHead+strings.Repeat(auditInsertRow+", ", n-1)+auditInsertRow)
+	}
+	return texts
+}()
