@@ -9,7 +9,7 @@
 # memory, and the import rate.
 #
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
-#   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s CONNS=32 THREADS=2
+#   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32 THREADS=2
 #   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,7 @@ SAM_LOGS=${SAM_LOGS:-1000000}
 LEADS=${LEADS:-10000}
 LINE_ITEMS=${LINE_ITEMS:-1000}
 DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-2}
 PORT=${PORT:-18080}
@@ -125,25 +126,37 @@ run() {
     END { printf "%s %s %s %d %d\n", reqs + 0, p50 + 0, p99 + 0, non2xx + 0, errs + 0 }'
 }
 
-declare -A svc32 svc1 bare32 bare1 rss_after
-say "wrk: $DURATION per run, $CONNS connections for throughput, 1 for latency"
+field() { echo "$1" | awk -v i="$2" '{print $i}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+declare -A svc32 svc1 bare32 bare1 rss_after rates
+say "wrk: $DURATION per run, $CONNS connections for throughput ($ROUNDS rounds, medians), 1 for latency"
 rss_start=$(rss_kb VmRSS)
 for n in "${names[@]}"; do
   say "$n"
   # A short unmeasured run first: the measured ones see warm caches, as a serving process does.
   timeout 30 wrk -t"$THREADS" -c"$CONNS" -d2s -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
-  svc32[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS")
+  # Throughput: service and bare server in turn, ROUNDS times; the table takes each one's median,
+  # so that a burst of load from elsewhere on the machine during one run moves neither much.
+  svc_rates=(); bare_rates=(); non2xx=0; errs=0
+  for _ in $(seq 1 "$ROUNDS"); do
+    out=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS")
+    svc_rates+=("$(field "$out" 1)"); non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
+    out=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS")
+    bare_rates+=("$(field "$out" 1)")
+  done
+  svc32[$n]="$(median "${svc_rates[@]}") 0 0 $non2xx $errs"
+  bare32[$n]="$(median "${bare_rates[@]}") 0 0 0 0"
+  rates[$n]="${svc_rates[*]} / ${bare_rates[*]}"
   svc1[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" 1 1)
   rss_after[$n]=$(rss_kb VmRSS)
-  bare32[$n]=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS")
   bare1[$n]=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" 1 1)
 done
 peak_kb=$(rss_kb VmHWM)
 
 # --- report ------------------------------------------------------------------------------------
-field() { echo "$1" | awk -v i="$2" '{print $i}'; }
 printf '\n'
-printf 'backoffice load benchmark: %s cores, %s per run, %s connections for req/s, 1 for latency\n' "$(nproc)" "$DURATION" "$CONNS"
+printf 'backoffice load benchmark: %s cores, %s per run, %s connections for req/s (median of %s rounds), 1 for latency\n' "$(nproc)" "$DURATION" "$CONNS" "$ROUNDS"
 printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
   "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
 printf '| %-15s | %9s | %9s | %5s | %8s | %8s | %8s | %8s | %7s | %9s |\n' \
@@ -164,6 +177,8 @@ printf '\nserver memory: %.0f MiB resident after start-up, peak %.0f MiB (VmHWM)
   "$(echo "$rss_start / 1024" | bc -l)" "$(echo "$peak_kb / 1024" | bc -l)"
 printf 'import: %d records in %.1f s = %.0f records/s, %.0f SAM action logs/s (whole command: read, check, insert, commit)\n' \
   "$imported" "$import_s" "$records_per_s" "$sam_per_s"
-printf 'non-2xx column: non-2xx answers/socket errors, both runs of the service\n'
+printf 'non-2xx column: non-2xx answers/socket errors, all runs of the service\n'
+printf 'req/s of each round (service / bare):\n'
+for n in "${names[@]}"; do printf '  %-15s %s\n' "$n" "${rates[$n]}"; done
 printf 'wrk output: %s/wrk.log; server log: %s/serve.log\n' "$WORKDIR" "$WORKDIR"
 [ "$bad" -eq 0 ] || { echo "some requests failed or answered non-2xx" >&2; exit 1; }

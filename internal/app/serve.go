@@ -32,7 +32,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	log := newLogger(env.Stderr, cfg.LogLevel)
+	logOut := newBatchWriter(env.Stderr)
+	defer logOut.Close()
+	log := newLogger(logOut, cfg.LogLevel)
 	if env.Getenv("GOGC") == "" {
 		// The live heap of a serving process is a few MiB and every request allocates: at the
 		// default of 100 the collector runs thousands of times a second under load. 400 trades

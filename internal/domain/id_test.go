@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseID(t *testing.T) {
@@ -51,6 +52,27 @@ func TestNewIDParses(t *testing.T) {
 		if got, err := ParseID(string(id)); err != nil || got != id {
 			t.Fatalf("NewID() = %q does not parse: %v", id, err)
 		}
+	}
+}
+
+func TestNewTimeOrderedID(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	prev := ID("")
+	for i := range 100 {
+		id := NewTimeOrderedID(at.Add(time.Duration(i) * time.Millisecond))
+		if got, err := ParseID(string(id)); err != nil || got != id {
+			t.Fatalf("NewTimeOrderedID() = %q does not parse: %v", id, err)
+		}
+		if id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) {
+			t.Fatalf("%q: want version 7, variant 10", id)
+		}
+		if ms := strings.ReplaceAll(string(id[:13]), "-", ""); ms != fmt.Sprintf("%012x", at.UnixMilli()+int64(i)) {
+			t.Fatalf("%q: time bits %s, want %012x", id, ms, at.UnixMilli()+int64(i))
+		}
+		if id <= prev {
+			t.Fatalf("%q made after %q sorts before it", id, prev)
+		}
+		prev = id
 	}
 }
 

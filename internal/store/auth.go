@@ -44,17 +44,11 @@ type credentialRow struct {
 // cached: every request reads the row, so a revocation holds from the next request on, on every
 // replica sharing the database.
 func (s *Store) ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error) {
-	query := apiKeyLookup
-	if kind == KindSession {
-		query = sessionLookup
-	}
-	var c credentialRow
-	err := s.q().row(ctx, query, hash).Scan(&c.id, &c.actor.UserID, &c.partner, &c.perms, &c.hash, &c.expires, &c.revoked, &c.lastUsed)
+	c, err := cached(s.cache, credentialKey{kind, string(hash)}, func() (credentialRow, error) {
+		return s.credential(ctx, kind, hash)
+	})
 	if err != nil {
-		if err = noRows(err); err == errNotFound {
-			return domain.Actor{}, err
-		}
-		return domain.Actor{}, fmt.Errorf("store: credential lookup: %w", err)
+		return domain.Actor{}, err
 	}
 	now := s.now()
 	if !c.usable(hash, now) {
@@ -63,9 +57,28 @@ func (s *Store) ActorByCredential(ctx context.Context, kind string, hash []byte)
 	if kind == KindAPIKey && (!c.lastUsed.Valid || c.lastUsed.Int64 <= micros(now.Add(-lastUseGranularity))) {
 		s.noteUse(c.id, now)
 	}
+	return c.actor, nil
+}
+
+type credentialKey struct{ kind, hash string }
+
+// credential reads a credential of the kind by the hash of its secret.
+func (s *Store) credential(ctx context.Context, kind string, hash []byte) (credentialRow, error) {
+	query := apiKeyLookup
+	if kind == KindSession {
+		query = sessionLookup
+	}
+	var c credentialRow
+	err := s.q().row(ctx, query, hash).Scan(&c.id, &c.actor.UserID, &c.partner, &c.perms, &c.hash, &c.expires, &c.revoked, &c.lastUsed)
+	if err != nil {
+		if err = noRows(err); err == errNotFound {
+			return c, err
+		}
+		return c, fmt.Errorf("store: credential lookup: %w", err)
+	}
 	c.actor.PartnerID = domain.ID(c.partner.String)
 	c.actor.Permissions = domain.ParsePermissions(c.perms)
-	return c.actor, nil
+	return c, nil
 }
 
 // usable decides whether the credential may authenticate now.

@@ -73,7 +73,11 @@ func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
 	return s.audits.record(ctx, s, e)
 }
 
-const auditInsert = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`
+const (
+	auditInsertHead = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES `
+	auditInsertRow  = `(?, ?, ?, ?, ?, ?, ?)`
+	auditInsert     = auditInsertHead + auditInsertRow
+)
 
 func auditArgs(e domain.AuditEvent) []any {
 	return []any{e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail}
@@ -81,7 +85,7 @@ func auditArgs(e domain.AuditEvent) []any {
 
 func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
 	if e.ID == "" {
-		e.ID = domain.NewID()
+		e.ID = domain.NewTimeOrderedID(e.At)
 	}
 	_, err := q.exec(ctx, auditInsert, auditArgs(e)...)
 	if err != nil {

@@ -13,6 +13,27 @@ import (
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
+	owned, err := cached(s.cache, acceptanceKey(leadID), func() (ownedAcceptance, error) {
+		return s.serviceAcceptance(ctx, leadID)
+	})
+	if err != nil {
+		return domain.ServiceAcceptance{}, err
+	}
+	if !scope.Sees(owned.partner) {
+		return domain.ServiceAcceptance{}, errNotFound
+	}
+	return owned.ServiceAcceptance, nil
+}
+
+type acceptanceKey domain.ID
+
+// ownedAcceptance is a lead's service acceptance with the partner the lead belongs to.
+type ownedAcceptance struct {
+	domain.ServiceAcceptance
+	partner domain.ID
+}
+
+func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
 	rows, err := s.q().query(ctx, `
 SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
@@ -23,7 +44,7 @@ LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = l.id
 WHERE l.id = ?
 ORDER BY c.sort_order, c.id`, leadID)
 	if err != nil {
-		return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
+		return ownedAcceptance{}, fmt.Errorf("store: lead %s: %w", leadID, err)
 	}
 	defer rows.Close()
 	found := false
@@ -35,7 +56,7 @@ ORDER BY c.sort_order, c.id`, leadID)
 	var selected bool
 	for rows.Next() {
 		if err := rows.Scan(&partner, &mid, &configured, &fcs, &amex, &esa, &ebt, &planID, &code, &name, &sortOrder, &selected); err != nil {
-			return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
+			return ownedAcceptance{}, fmt.Errorf("store: lead %s: %w", leadID, err)
 		}
 		found = true
 		if planID.Valid {
@@ -44,15 +65,15 @@ ORDER BY c.sort_order, c.id`, leadID)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return sa, fmt.Errorf("store: lead %s: %w", leadID, err)
+		return ownedAcceptance{}, fmt.Errorf("store: lead %s: %w", leadID, err)
 	}
-	if !found || !scope.Sees(domain.ID(partner)) {
-		return domain.ServiceAcceptance{}, errNotFound
+	if !found {
+		return ownedAcceptance{}, errNotFound
 	}
 	sa.MidID = idPtr(mid)
 	sa.Configured = configured.Valid && configured.Bool
 	sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode = strPtr(fcs), strPtr(amex), strPtr(esa), strPtr(ebt)
-	return sa, nil
+	return ownedAcceptance{sa, domain.ID(partner)}, nil
 }
 
 // SealedSSN is a principal's SSN as stored: the key id and the sealed bytes. Found is false when
@@ -64,20 +85,39 @@ type SealedSSN struct {
 }
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
+// The sealed bytes it returns may be shared with other requests: read them, never write them.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (SealedSSN, error) {
+	owned, err := cached(s.cache, principalKey{leadID, principalID}, func() (ownedSSN, error) {
+		return s.principalSSN(ctx, leadID, principalID)
+	})
+	if err != nil {
+		return SealedSSN{}, err
+	}
+	if !scope.Sees(owned.partner) {
+		return SealedSSN{}, errNotFound
+	}
+	return owned.SealedSSN, nil
+}
+
+type principalKey struct{ lead, principal domain.ID }
+
+// ownedSSN is a principal's sealed SSN with the partner of the principal's lead.
+type ownedSSN struct {
+	SealedSSN
+	partner domain.ID
+}
+
+func (s *Store) principalSSN(ctx context.Context, leadID, principalID domain.ID) (ownedSSN, error) {
 	var out SealedSSN
 	var partner string
 	var keyID sql.NullString
 	err := s.q().row(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,
 		principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
 	if err != nil {
-		return out, notFoundOr(err, "principal %s", principalID)
-	}
-	if !scope.Sees(domain.ID(partner)) {
-		return out, errNotFound
+		return ownedSSN{}, notFoundOr(err, "principal %s", principalID)
 	}
 	out.KeyID, out.Found = keyID.String, keyID.Valid
-	return out, nil
+	return ownedSSN{out, domain.ID(partner)}, nil
 }
 
 // notFoundOr passes the not-found sentinel through and wraps anything else with context.

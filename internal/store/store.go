@@ -25,6 +25,10 @@ type Store struct {
 	// is most of a write's latency. Writers of other processes still meet the busy timeout.
 	writes *sync.Mutex
 	audits auditWriter
+	// cache, when set, answers repeated reads while the database is unchanged (see readCache);
+	// release gives back what watching the database took.
+	cache   *readCache
+	release func()
 	// background tracks writes that run after the request that caused them (last-use stamps);
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
@@ -32,7 +36,7 @@ type Store struct {
 }
 
 func newStore(db *sql.DB, e *engine) *Store {
-	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db)}
+	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db), release: func() {}}
 }
 
 // engine is what differs between SQLite and PostgreSQL.
@@ -92,7 +96,9 @@ func (s *Store) Close() error {
 	s.WaitBackground()
 	s.audits.stop()
 	s.stmts.close()
-	return s.db.Close()
+	err := s.db.Close()
+	s.release()
+	return err
 }
 
 // Ping checks that the database answers.

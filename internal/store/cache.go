@@ -1,0 +1,122 @@
+package store
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// readCache keeps the results of the hot read lookups (credentials, service acceptances,
+// principals' sealed SSNs, SAM log pages) for exactly as long as the database is unchanged.
+//
+// "Unchanged" is read off SQLite's WAL-index header (walIndex), which every commit of every
+// connection in every process rewrites: a lookup first reads the header, and a result cached
+// under any other header is never used. So a revocation by `backoffice apikey revoke`, an import
+// or a rewrap in another process holds from the next request on, exactly as without the cache;
+// the cache only saves the statements of requests that change nothing.
+//
+// Entries are filed under the header read before their statement ran. A commit landing between
+// that reading and the statement makes the entry newer than its header says, never older, and
+// the header has moved on by then, so nobody reads it.
+//
+// PostgreSQL has no such shared counter, so its stores run without a cache (cache is nil):
+// replicas answer from the database on every request.
+type readCache struct {
+	wal   *walIndex
+	limit int64
+	gen   atomic.Pointer[cacheGen]
+}
+
+// cacheGen is the cache for one state of the database: one header.
+type cacheGen struct {
+	hdr walHeader
+	*cacheEntries
+}
+
+type cacheEntries struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// defaultCacheEntries bounds the cache: a full generation is dropped whole, not evicted entry
+// by entry. Entries are small (a SAM page of 20 logs is the largest, ~3 KiB), so the bound is
+// tens of MiB at most.
+const defaultCacheEntries = 10_000
+
+func newReadCache(wal *walIndex, limit int64) *readCache {
+	return &readCache{wal: wal, limit: limit}
+}
+
+// current returns the generation of the database's present state, starting a new one when the
+// database has changed, or nil while the header cannot be read.
+func (c *readCache) current() *cacheGen {
+	h, ok := c.wal.header()
+	if !ok {
+		return nil
+	}
+	for {
+		g := c.gen.Load()
+		if g != nil && g.hdr == h {
+			return g
+		}
+		if c.gen.CompareAndSwap(g, &cacheGen{hdr: h, cacheEntries: &cacheEntries{}}) {
+			continue
+		}
+	}
+}
+
+// put files v under key in g, unless the bound is reached: then the generation starts over
+// empty (if it is still the current one), and v waits for the next request to be filed.
+func (c *readCache) put(g *cacheGen, key, v any) {
+	if g.n.Add(1) > c.limit {
+		c.gen.CompareAndSwap(g, &cacheGen{hdr: g.hdr, cacheEntries: &cacheEntries{}})
+		return
+	}
+	g.m.Store(key, v)
+}
+
+// mark reads the header inside a write transaction, for ownCommit; ok is false without a cache.
+func (c *readCache) mark() (h walHeader, ok bool) {
+	if c == nil {
+		return h, false
+	}
+	return c.wal.header()
+}
+
+// ownCommit tells the cache that a commit by this process changed nothing it caches (an audit
+// event): before is the header marked inside that write transaction, when no other connection
+// could commit. If the counter has moved by exactly one since, the only commit in between was
+// that one, and the present generation carries on under the new header instead of starting over:
+// otherwise every decrypt would empty the cache. Checkpoints rewrite the header too but not the
+// counter; they change no data.
+func (c *readCache) ownCommit(before walHeader) {
+	after, ok := c.wal.header()
+	if !ok || after.iChange() != before.iChange()+1 {
+		return
+	}
+	g := c.gen.Load()
+	if g == nil || g.hdr != before {
+		return
+	}
+	c.gen.CompareAndSwap(g, &cacheGen{hdr: after, cacheEntries: g.cacheEntries})
+}
+
+// cached answers key from the cache when it can, and from load otherwise, keeping what load
+// returns unless it failed. Cached values are shared between requests: callers must not modify
+// them (slices included).
+func cached[T any](c *readCache, key any, load func() (T, error)) (T, error) {
+	if c == nil {
+		return load()
+	}
+	g := c.current()
+	if g == nil {
+		return load()
+	}
+	if v, ok := g.m.Load(key); ok {
+		return v.(T), nil
+	}
+	v, err := load()
+	if err == nil {
+		c.put(g, key, v)
+	}
+	return v, err
+}
