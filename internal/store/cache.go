@@ -26,10 +26,13 @@ type readCache struct {
 	gen   atomic.Pointer[cacheGen]
 }
 
-// cacheGen is the cache for one state of the database: one header.
+// cacheGen is the cache for one state of the database: one header. prev and prevHdr are the
+// entries of the generation it replaced, kept for ownCommit.
 type cacheGen struct {
 	hdr walHeader
 	*cacheEntries
+	prevHdr walHeader
+	prev    *cacheEntries
 }
 
 type cacheEntries struct {
@@ -58,9 +61,11 @@ func (c *readCache) current() *cacheGen {
 		if g != nil && g.hdr == h {
 			return g
 		}
-		if c.gen.CompareAndSwap(g, &cacheGen{hdr: h, cacheEntries: &cacheEntries{}}) {
-			continue
+		next := &cacheGen{hdr: h, cacheEntries: &cacheEntries{}}
+		if g != nil {
+			next.prevHdr, next.prev = g.hdr, g.cacheEntries
 		}
+		c.gen.CompareAndSwap(g, next)
 	}
 }
 
@@ -88,16 +93,21 @@ func (c *readCache) mark() (h walHeader, ok bool) {
 // that one, and the present generation carries on under the new header instead of starting over:
 // otherwise every decrypt would empty the cache. Checkpoints rewrite the header too but not the
 // counter; they change no data.
+//
+// A request may have read the new header first and started an empty generation for it: the
+// entries of the one it replaced are then taken back.
 func (c *readCache) ownCommit(before walHeader) {
 	after, ok := c.wal.header()
 	if !ok || after.iChange() != before.iChange()+1 {
 		return
 	}
-	g := c.gen.Load()
-	if g == nil || g.hdr != before {
-		return
+	switch g := c.gen.Load(); {
+	case g == nil:
+	case g.hdr == before:
+		c.gen.CompareAndSwap(g, &cacheGen{hdr: after, cacheEntries: g.cacheEntries})
+	case g.hdr == after && g.prev != nil && g.prevHdr == before:
+		c.gen.CompareAndSwap(g, &cacheGen{hdr: after, cacheEntries: g.prev})
 	}
-	c.gen.CompareAndSwap(g, &cacheGen{hdr: after, cacheEntries: g.cacheEntries})
 }
 
 // cached answers key from the cache when it can, and from load otherwise, keeping what load

@@ -95,6 +95,31 @@ func TestCacheOwnCommit(t *testing.T) {
 	}
 }
 
+// A request that reads the header between the audit commit and ownCommit starts an empty
+// generation; ownCommit takes the entries back all the same.
+func TestCacheOwnCommitAfterARequestSawIt(t *testing.T) {
+	w, set := fakeWAL(t)
+	c := newReadCache(w, 10)
+	fill(t, c, "k")
+	mark, _ := c.mark()
+	set(2, 1)
+	if _, ok := cachedValue(c, "k"); ok {
+		t.Fatal("entry visible under a header it was not filed under")
+	}
+	c.ownCommit(mark)
+	if _, ok := cachedValue(c, "k"); !ok {
+		t.Fatal("the audit commit emptied the cache")
+	}
+	// Not when another commit came in between.
+	mark, _ = c.mark()
+	set(4, 1)
+	_ = c.current()
+	c.ownCommit(mark)
+	if _, ok := cachedValue(c, "k"); ok {
+		t.Fatal("entry kept across another connection's commit")
+	}
+}
+
 func TestCacheBound(t *testing.T) {
 	w, _ := fakeWAL(t)
 	c := newReadCache(w, 2)
