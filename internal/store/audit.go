@@ -81,8 +81,8 @@ func (w *auditWriter) run(s *Store) {
 			mark, marked = s.cache.mark()
 			return s.insertAuditGroup(context.Background(), q, group)
 		})
-		if err == nil && marked {
-			s.cache.ownCommit(mark) // audit events are never read back through the cache
+		if marked {
+			s.cache.ownCommit(mark, err == nil) // audit events are never read back through the cache
 		}
 		for _, r := range group {
 			r.errc <- err

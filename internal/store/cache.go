@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -24,6 +25,8 @@ type readCache struct {
 	wal   *walIndex
 	limit int64
 	gen   atomic.Pointer[cacheGen]
+	// pending counts audit transactions between mark and ownCommit.
+	pending atomic.Int32
 }
 
 // cacheGen is the cache for one state of the database: one header. prev and prevHdr are the
@@ -56,10 +59,21 @@ func (c *readCache) current() *cacheGen {
 	if !ok {
 		return nil
 	}
-	for {
+	for waits := 0; ; {
 		g := c.gen.Load()
 		if g != nil && g.hdr == h {
 			return g
+		}
+		if c.pending.Load() > 0 && waits < maxPendingWaits {
+			// The header may have moved by this process's own audit commit, whose writer is
+			// about to carry the cache over (ownCommit): a moment's wait for it is cheaper than
+			// starting empty and reading the database. Waiting decides nothing; it only delays.
+			runtime.Gosched()
+			waits++
+			if h, ok = c.wal.header(); !ok {
+				return nil
+			}
+			continue
 		}
 		next := &cacheGen{hdr: h, cacheEntries: &cacheEntries{}}
 		if g != nil {
@@ -79,12 +93,19 @@ func (c *readCache) put(g *cacheGen, key, v any) {
 	g.m.Store(key, v)
 }
 
-// mark reads the header inside a write transaction, for ownCommit; ok is false without a cache.
+// maxPendingWaits bounds how often a lookup yields to a pending audit commit.
+const maxPendingWaits = 16
+
+// mark reads the header inside a write transaction, for ownCommit, which must follow whenever
+// ok is true; ok is false without a cache.
 func (c *readCache) mark() (h walHeader, ok bool) {
 	if c == nil {
 		return h, false
 	}
-	return c.wal.header()
+	if h, ok = c.wal.header(); ok {
+		c.pending.Add(1)
+	}
+	return h, ok
 }
 
 // ownCommit tells the cache that a commit by this process changed nothing it caches (an audit
@@ -96,7 +117,13 @@ func (c *readCache) mark() (h walHeader, ok bool) {
 //
 // A request may have read the new header first and started an empty generation for it: the
 // entries of the one it replaced are then taken back.
-func (c *readCache) ownCommit(before walHeader) {
+//
+// committed is false when the transaction failed: nothing changes but the pending count.
+func (c *readCache) ownCommit(before walHeader, committed bool) {
+	defer c.pending.Add(-1)
+	if !committed {
+		return
+	}
 	after, ok := c.wal.header()
 	if !ok || after.iChange() != before.iChange()+1 {
 		return

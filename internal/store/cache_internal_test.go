@@ -87,7 +87,7 @@ func TestCacheOwnCommit(t *testing.T) {
 				t.Fatal("no mark")
 			}
 			set(tc.after, tc.saltAfter)
-			c.ownCommit(mark)
+			c.ownCommit(mark, true)
 			if _, kept := cachedValue(c, "k"); kept != tc.wantKept {
 				t.Fatalf("entry kept: %v, want %v", kept, tc.wantKept)
 			}
@@ -106,7 +106,7 @@ func TestCacheOwnCommitAfterARequestSawIt(t *testing.T) {
 	if _, ok := cachedValue(c, "k"); ok {
 		t.Fatal("entry visible under a header it was not filed under")
 	}
-	c.ownCommit(mark)
+	c.ownCommit(mark, true)
 	if _, ok := cachedValue(c, "k"); !ok {
 		t.Fatal("the audit commit emptied the cache")
 	}
@@ -114,7 +114,7 @@ func TestCacheOwnCommitAfterARequestSawIt(t *testing.T) {
 	mark, _ = c.mark()
 	set(4, 1)
 	_ = c.current()
-	c.ownCommit(mark)
+	c.ownCommit(mark, true)
 	if _, ok := cachedValue(c, "k"); ok {
 		t.Fatal("entry kept across another connection's commit")
 	}
