@@ -4,8 +4,8 @@ package domain
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -126,5 +126,12 @@ func NewTimeOrderedID(now time.Time) ID {
 func formatID(b [16]byte, version byte) ID {
 	b[6] = b[6]&0x0f | version
 	b[8] = b[8]&0x3f | 0x80
-	return ID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	hex.Encode(out[9:13], b[4:6])
+	hex.Encode(out[14:18], b[6:8])
+	hex.Encode(out[19:23], b[8:10])
+	hex.Encode(out[24:36], b[10:16])
+	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
+	return ID(out[:])
 }
