@@ -43,10 +43,21 @@ type cacheEntries struct {
 	n atomic.Int64
 }
 
-// defaultCacheEntries bounds the cache: a full generation is dropped whole, not evicted entry
-// by entry. Entries are small (a SAM page of 20 logs is the largest, ~3 KiB), so the bound is
-// tens of MiB at most.
-const defaultCacheEntries = 10_000
+// defaultCacheWeight bounds the cache, in units of about 200 bytes: an entry weighs 1, plus 1 per
+// SAM log or card plan it holds (see weigher), so a generation holds at most about 10 MiB. A full
+// generation is dropped whole, not evicted entry by entry; with the one it replaced (kept for
+// ownCommit) that is about 20 MiB at most.
+const defaultCacheWeight = 50_000
+
+// weigher is implemented by cached values that hold a list.
+type weigher interface{ cacheWeight() int64 }
+
+func weightOf(v any) int64 {
+	if w, ok := v.(weigher); ok {
+		return w.cacheWeight()
+	}
+	return 1
+}
 
 func newReadCache(wal *walIndex, limit int64) *readCache {
 	return &readCache{wal: wal, limit: limit}
@@ -86,7 +97,7 @@ func (c *readCache) current() *cacheGen {
 // put files v under key in g, unless the bound is reached: then the generation starts over
 // empty (if it is still the current one), and v waits for the next request to be filed.
 func (c *readCache) put(g *cacheGen, key, v any) {
-	if g.n.Add(1) > c.limit {
+	if g.n.Add(weightOf(v)) > c.limit {
 		c.gen.CompareAndSwap(g, &cacheGen{hdr: g.hdr, cacheEntries: &cacheEntries{}})
 		return
 	}

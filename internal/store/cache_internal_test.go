@@ -137,6 +137,21 @@ func TestCacheBound(t *testing.T) {
 	}
 }
 
+// A SAM page weighs by its logs: the bound is on what the cache holds, not on its entry count.
+func TestCacheWeighsPages(t *testing.T) {
+	w, _ := fakeWAL(t)
+	c := newReadCache(w, 30)
+	page := samPage{logs: make([]domain.SAMActionLog, 20)}
+	for _, k := range []string{"p1", "p2"} { // 21 each: the second is over the bound
+		if _, err := cached(c, k, func() (samPage, error) { return page, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := cachedValue(c, "p1"); ok {
+		t.Error("two pages of 20 logs held under a bound of 30")
+	}
+}
+
 func TestCacheKeepsNoFailure(t *testing.T) {
 	w, _ := fakeWAL(t)
 	c := newReadCache(w, 10)

@@ -33,6 +33,8 @@ type ownedAcceptance struct {
 	partner domain.ID
 }
 
+func (a ownedAcceptance) cacheWeight() int64 { return 1 + int64(len(a.CardPlans)) }
+
 func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
 	rows, err := s.q().query(ctx, `

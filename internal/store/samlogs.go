@@ -126,6 +126,8 @@ type samPage struct {
 	visible bool
 }
 
+func (p samPage) cacheWeight() int64 { return 1 + int64(len(p.logs)) }
+
 func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	if page > math.MaxInt64/size {
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty

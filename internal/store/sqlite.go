@@ -86,7 +86,7 @@ func watchSQLite(ctx context.Context, dsn, path string) (*readCache, func()) {
 		unpin()
 		return nil, func() {}
 	}
-	return newReadCache(wal, defaultCacheEntries), func() {
+	return newReadCache(wal, defaultCacheWeight), func() {
 		unpin()
 		wal.close()
 	}
