@@ -108,10 +108,10 @@ func NewID() ID {
 	return formatID(b, 0x40)
 }
 
-// NewTimeOrderedID returns a version 7 id (RFC 9562): the Unix time in milliseconds, then random
-// bits. Ids made later sort later, so rows that are only ever appended (audit events) land at the
-// end of their primary-key index instead of on a random page of it, which is what keeps a busy
-// append-only table's writes small.
+// NewTimeOrderedID returns a version 7 id (RFC 9562): now's Unix time in milliseconds, then
+// random bits. Ids of later milliseconds sort later (within one millisecond the order is random),
+// so rows that are only ever appended (audit events) land at the end of their primary-key index
+// instead of on a random page of it, which is what keeps a busy append-only table's writes small.
 func NewTimeOrderedID(now time.Time) ID {
 	var b [16]byte
 	ms := uint64(now.UnixMilli())
@@ -126,12 +126,32 @@ func NewTimeOrderedID(now time.Time) ID {
 func formatID(b [16]byte, version byte) ID {
 	b[6] = b[6]&0x0f | version
 	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	hex.Encode(out[9:13], b[4:6])
-	hex.Encode(out[14:18], b[6:8])
-	hex.Encode(out[19:23], b[8:10])
-	hex.Encode(out[24:36], b[10:16])
-	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
+	return IDFromBytes(b)
+}
+
+// idGroups are the hex groups of an id's text and where their bytes go.
+var idGroups = [...]struct{ from, to, byteAt int }{{0, 8, 0}, {9, 13, 4}, {14, 18, 6}, {19, 23, 8}, {24, 36, 10}}
+
+// IDFromBytes is the canonical text of a uuid's 16 bytes.
+func IDFromBytes(b [16]byte) ID {
+	out := [36]byte{8: '-', 13: '-', 18: '-', 23: '-'}
+	for _, g := range idGroups {
+		hex.Encode(out[g.from:g.to], b[g.byteAt:g.byteAt+(g.to-g.from)/2])
+	}
 	return ID(out[:])
+}
+
+// Bytes is the id's 16 bytes, read from its 8-4-4-4-12 hex form in either case; ok is false for
+// anything else. The bytes compare as the canonical text does, so stores may key by them.
+func (id ID) Bytes() (u [16]byte, ok bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return u, false
+	}
+	// hex.Decode takes either case, as ParseID does.
+	for _, g := range idGroups {
+		if _, err := hex.Decode(u[g.byteAt:], []byte(id[g.from:g.to])); err != nil {
+			return [16]byte{}, false
+		}
+	}
+	return u, true
 }

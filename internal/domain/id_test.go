@@ -126,3 +126,23 @@ func TestSSNRedactsInFormatting(t *testing.T) {
 		}
 	}
 }
+
+func TestIDBytes(t *testing.T) {
+	id := ID("0123abcd-4567-4890-a1b2-c3d4e5f60718")
+	u, ok := id.Bytes()
+	want := [16]byte{0x01, 0x23, 0xab, 0xcd, 0x45, 0x67, 0x48, 0x90, 0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6, 0x07, 0x18}
+	if !ok || u != want {
+		t.Fatalf("Bytes() = %x, %v; want %x", u, ok, want)
+	}
+	if back := IDFromBytes(u); back != id {
+		t.Errorf("IDFromBytes = %q, want %q", back, id)
+	}
+	if up, ok := ID(strings.ToUpper(string(id))).Bytes(); !ok || up != want {
+		t.Errorf("upper case: %x, %v", up, ok)
+	}
+	for _, bad := range []ID{"", "0123abcd-4567-4890-a1b2-c3d4e5f6071", "0123abcd-4567-4890-a1b2-c3d4e5f6071g", "0123abcd+4567-4890-a1b2-c3d4e5f60718"} {
+		if _, ok := bad.Bytes(); ok {
+			t.Errorf("%q read as a uuid", bad)
+		}
+	}
+}
