@@ -81,8 +81,9 @@ func leanSAMLogs(b []byte) (logs []domain.SAMActionLog, n int, pass, ok bool) {
 			if len(chunk) == samChunk {
 				if checking == nil {
 					// As many logs as the rest of b holds at this chunk's bytes per log, at most:
-					// the duplicate check's set is sized once.
-					checking = startSAMLogCheck(len(b) / max(i/samChunk, 1))
+					// the duplicate check's set is sized once. Capped: b also holds the sections
+					// after this one (an export's audit events), which may be far larger.
+					checking = startSAMLogCheck(min(len(b)/max(i/samChunk, 1), maxSAMSizeHint))
 				}
 				checking.add(chunk)
 				chunks = append(chunks, chunk)
@@ -111,6 +112,9 @@ type samLogCheck struct {
 	chunks chan []domain.SAMActionLog
 	pass   chan bool
 }
+
+// maxSAMSizeHint caps the duplicate check's presized set; past it the set grows as maps do.
+const maxSAMSizeHint = 1 << 20
 
 func startSAMLogCheck(sizeHint int) *samLogCheck {
 	c := &samLogCheck{chunks: make(chan []domain.SAMActionLog, 8), pass: make(chan bool, 1)}

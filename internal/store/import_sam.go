@@ -46,7 +46,9 @@ type samPlan struct {
 
 // planSAMLogs makes the plan of logs on a goroutine of its own. logs must not change meanwhile.
 func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
-	plans := make(chan *samPlan, 1) // buffered, as is sorted: a failed import leaves no goroutine behind
+	// Buffered, as is sorted: when the import fails first, the goroutine finishes its work
+	// (seconds at most) and ends; it never waits for a receiver that is gone.
+	plans := make(chan *samPlan, 1)
 	go func() {
 		sorted := make(chan [][16]byte, 1)
 		p := &samPlan{ids: make([][16]byte, len(logs)), badID: -1, sorted: sorted}
@@ -66,7 +68,7 @@ func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
 			}
 		}
 		for k := range p.order {
-			p.order[k] = oldestFirst(logs, p.order[k])
+			p.order[k] = oldestFirst(logs, p.ids, p.order[k])
 		}
 		plans <- p
 		if p.badID >= 0 {
@@ -119,7 +121,9 @@ func (im *importer) samActionLogs() error {
 		}
 	}
 
-	rows, err := im.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows)
+	// Positions are the import's own doing: one taken twice is a fault of ours, not of the file.
+	rows, err := im.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows,
+		errors.New("store: import SAM action logs: a position was given twice"))
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func (im *importer) samActionLogs() error {
 		}
 	}
 
-	keys, err := im.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows)
+	keys, err := im.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, errSAMTaken)
 	if err != nil {
 		return err
 	}
@@ -187,23 +191,23 @@ func samBatches(logs []domain.SAMActionLog, plan *samPlan, base []int64, stop <-
 }
 
 // oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
-// action date ascending (at the stored precision, microseconds), then id ascending. Ids are
-// canonical lower-case uuids, whose byte order is the order of their 16 bytes.
-func oldestFirst(logs []domain.SAMActionLog, idx []int) []int {
+// action date ascending (at the stored precision, microseconds), then id ascending, by the ids'
+// 16 bytes as the database compares them.
+func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
 	type key struct {
 		us int64
-		id domain.ID
+		id [16]byte
 		i  int
 	}
 	keys := make([]key, len(idx))
 	for k, i := range idx {
-		keys[k] = key{micros(logs[i].ActionDate), logs[i].ID, i}
+		keys[k] = key{micros(logs[i].ActionDate), ids[i], i}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.us, b.us); c != 0 {
 			return c
 		}
-		return strings.Compare(string(a.id), string(b.id))
+		return bytes.Compare(a.id[:], b.id[:])
 	})
 	out := make([]int, len(keys))
 	for k := range keys {
@@ -253,10 +257,12 @@ type rowBatch struct {
 	into        string // table (columns)
 	width, rows int    // values per row, rows per full batch
 	full        *sql.Stmt
+	// skipped is the error when rows were skipped for a taken key.
+	skipped error
 }
 
-func (im *importer) newRowBatch(into string, width, rows int) (*rowBatch, error) {
-	b := &rowBatch{im: im, into: into, width: width, rows: rows}
+func (im *importer) newRowBatch(into string, width, rows int, skipped error) (*rowBatch, error) {
+	b := &rowBatch{im: im, into: into, width: width, rows: rows, skipped: skipped}
 	if len(im.ds.SAMActionLogs) >= rows {
 		st, err := im.q.prepare(im.ctx, b.insertOf(rows))
 		if err != nil {
@@ -313,7 +319,7 @@ func (b *rowBatch) run(args []any) error {
 		return fmt.Errorf("store: import SAM action logs: %w", err)
 	}
 	if inserted != int64(n) {
-		return errSAMTaken
+		return b.skipped
 	}
 	return nil
 }
@@ -358,6 +364,9 @@ func (s *Store) storedSAMIDs(ctx context.Context, query string, args []any) (map
 		var id sql.RawBytes
 		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("store: import: SAM log ids: %w", err)
+		}
+		if len(id) != 16 {
+			return nil, fmt.Errorf("store: import: SAM log ids: a stored id of %d bytes", len(id))
 		}
 		stored[[16]byte(id)] = true
 	}
