@@ -38,6 +38,12 @@ UNION ALL SELECT COALESCE(m.partner_id, '') FROM equipment e
 	return false, rows.Err()
 }
 
+// samPageQuery selects the entity's total and the logs of a page, newest first, given the entity
+// three times and the page's offset; the caller adds any condition, the order and the limit.
+const samPageQuery = `
+SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
+FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?`
+
 // ListSAMActionLogs returns one page of an entity's logs, newest first (ties by id, descending),
 // and the entity's total. Positions count from the oldest log (1) to the newest (the total), so
 // a page is the range of positions at most the total less the page's offset, read backwards
@@ -50,9 +56,7 @@ func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, s
 	}
 	offset := (page - 1) * size
 	key := uuidArg(entity)
-	rows, err := s.q().query(ctx, `
-SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?
+	rows, err := s.q().query(ctx, samPageQuery+`
 ORDER BY pos DESC LIMIT ?`, key, key, key, offset, size)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
@@ -135,9 +139,7 @@ func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	offset := (page - 1) * size
 	key := uuidArg(entity)
 	args := append([]any{key, key, key, offset}, visibleArgs(scope, entity)...)
-	rows, err := s.q().query(ctx, `
-SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?
+	rows, err := s.q().query(ctx, samPageQuery+`
 AND `+visibleEntity+`
 ORDER BY pos DESC LIMIT ?`, append(args, size)...)
 	if err != nil {
