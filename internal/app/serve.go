@@ -87,7 +87,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	listeners[0].handler = newHandler(cfg, st, ring, log, m)
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
-		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
+		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID()), slog.Bool("read_cache", st.ReadCache())}
 	switch {
 	case m == nil:
 		attrs = append(attrs, slog.String("metrics", "off"))

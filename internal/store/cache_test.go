@@ -120,3 +120,11 @@ func TestCachedReadsKeepScopes(t *testing.T) {
 		}
 	}
 }
+
+func TestReadCacheOnlyOnSQLite(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		if got, want := st.ReadCache(), st.Engine() == "sqlite"; got != want {
+			t.Errorf("%s: ReadCache() = %v, want %v", st.Engine(), got, want)
+		}
+	})
+}

@@ -101,6 +101,10 @@ func (s *Store) Close() error {
 	return err
 }
 
+// ReadCache reports whether reads are cached (see readCache): on SQLite where the WAL-index can
+// be mapped, never on PostgreSQL.
+func (s *Store) ReadCache() bool { return s.cache != nil }
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
 
