@@ -87,6 +87,21 @@ func resolveActor(ctx context.Context, st *store.Store, flagValue string) (domai
 	return id, nil
 }
 
+// openStoreAs opens the store for a command that writes audit events, and resolves its --actor
+// there; the store is closed again if the actor is refused.
+func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Store, domain.ID, error) {
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	actor, err := resolveActor(ctx, st, actorFlag)
+	if err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, actor, nil
+}
+
 // parseIDArg parses a required uuid flag or argument.
 func parseIDArg(name, v string) (domain.ID, error) {
 	if v == "" {
@@ -169,15 +184,11 @@ func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) er
 	if err := checkName(*name); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, actor, err := openStoreAs(ctx, cfg, *actorID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	actor, err := resolveActor(ctx, st, *actorID)
-	if err != nil {
-		return err
-	}
 	key, info, err := issueAPIKey(ctx, st, store.NewAPIKey{UserID: userID, Name: *name, CreatedAt: now, ExpiresAt: expiresAt}, actor)
 	if err != nil {
 		return err
@@ -311,15 +322,11 @@ func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, wha
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, actor, err := openStoreAs(ctx, cfg, *actorID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	actor, err := resolveActor(ctx, st, *actorID)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	event := domain.AuditEvent{At: now, ActorUserID: actor, Action: action, TargetID: string(id), Outcome: domain.OutcomeGranted, Detail: "revoked"}
 	switch err := revoke(st, ctx, id, now, event); {
@@ -351,15 +358,11 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 	if *ttl <= 0 {
 		return fmt.Errorf("%w: --ttl must be positive", ErrUsage)
 	}
-	st, err := openStore(ctx, cfg)
+	st, actor, err := openStoreAs(ctx, cfg, *actorID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	actor, err := resolveActor(ctx, st, *actorID)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	token, s, err := issueSession(ctx, st, store.NewSession{UserID: userID, CreatedAt: now, ExpiresAt: now.Add(*ttl)}, actor)
 	if err != nil {

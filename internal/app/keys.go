@@ -125,15 +125,11 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, actor, err := openStoreAs(ctx, cfg, *actorID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	actor, err := resolveActor(ctx, st, *actorID)
-	if err != nil {
-		return err
-	}
 	progress := func(b store.RewrapBatch, t rewrapTotals) {
 		fmt.Fprintf(env.Stderr, "rewrap: moved %d in this batch, %d in all\n", b.Moved, t.Moved)
 	}
