@@ -282,6 +282,22 @@ func TestDecryptIsAudited(t *testing.T) {
 	})
 }
 
+// A repeated decrypt is answered from the read cache after the first (SQLite), and each one is
+// audited all the same: the cache holds the sealed value, never the disclosure.
+func TestRepeatedDecryptsAreEachAudited(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		const n = 3
+		for range n {
+			if r := h.get(decryptPath(leadA, principalA, "ssn"), partnerAKey); r.Status != http.StatusOK {
+				t.Fatalf("decrypt: %d %s", r.Status, r.Body)
+			}
+		}
+		if got := len(h.audit(t, "principal.decrypt")); got != n {
+			t.Fatalf("%d audit events for %d decrypts", got, n)
+		}
+	})
+}
+
 // audit returns the audit events of an action, oldest first, read through export.
 func (h *harness) audit(t *testing.T, action string) []domain.AuditEvent {
 	t.Helper()
