@@ -76,13 +76,10 @@ func boolPtr(n sql.NullBool) *bool {
 // SAM action logs store their uuids as 16 bytes (migration 0003). The bytes compare as the
 // canonical text does, so ordering by them is ordering by the text.
 
-// parseUUID is the 16 bytes of id (see domain.ID.Bytes).
-func parseUUID(id domain.ID) ([16]byte, bool) { return id.Bytes() }
-
 // uuidArg is id as a query argument for a uuid column of 16 bytes. Something that is no uuid
 // becomes an empty value, which matches no row.
 func uuidArg(id domain.ID) []byte {
-	u, ok := parseUUID(id)
+	u, ok := id.Bytes()
 	if !ok {
 		return []byte{}
 	}

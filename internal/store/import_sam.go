@@ -63,7 +63,7 @@ func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
 			}
 			p.order[k] = append(p.order[k], i)
 			var ok bool
-			if p.ids[i], ok = parseUUID(logs[i].ID); !ok && p.badID < 0 {
+			if p.ids[i], ok = logs[i].ID.Bytes(); !ok && p.badID < 0 {
 				p.badID = i
 			}
 		}
@@ -343,7 +343,7 @@ func (s *Store) samTaken(ctx context.Context, logs []domain.SAMActionLog) error 
 			return err
 		}
 		for i := start; i < end; i++ {
-			u, _ := parseUUID(logs[i].ID)
+			u, _ := logs[i].ID.Bytes()
 			if seen[u] || stored[u] {
 				return dataset.Errorf(at("samActionLogs", i)+".id", "duplicate id %s: already in the database", logs[i].ID)
 			}

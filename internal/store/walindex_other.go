@@ -8,10 +8,6 @@ import "errors"
 
 type walIndex struct{}
 
-type walHeader [12]uint32
-
-func (h walHeader) iChange() uint32 { return h[2] }
-
 func openWALIndex(string) (*walIndex, error) {
 	return nil, errors.New("store: wal index: not supported on this system")
 }
