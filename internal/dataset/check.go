@@ -240,7 +240,7 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 		return false
 	}
 	entity, err := domain.ParseID(string(r.EntityID))
-	if err != nil || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
+	if err != nil || !samLogFieldsOK(r) {
 		return false
 	}
 	seen := c.seen["samActionLogs"]
@@ -256,6 +256,12 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 	return true
 }
 
+// samLogFieldsOK is a SAM action log's rules other than its ids', shared by samLogOK and
+// samLogsPass so that the two cannot drift apart.
+func samLogFieldsOK(r *domain.SAMActionLog) bool {
+	return strings.TrimSpace(r.Action) != "" && !r.ActionDate.IsZero()
+}
+
 // samLogsPass reports whether every log passes samLogOK's rules with nothing to canonicalise (its
 // ids are canonical already) and an id not in seen, where it records each. When it holds for the
 // whole section, check has nothing to do there: the fast path runs it beside the decoder.
@@ -269,7 +275,7 @@ func samLogsPass(logs []domain.SAMActionLog, seen map[domain.ID]bool) bool {
 			}
 			entity = r.EntityID
 		}
-		if !domain.IsCanonical(string(r.ID)) || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
+		if !domain.IsCanonical(string(r.ID)) || !samLogFieldsOK(r) {
 			return false
 		}
 		n := len(seen)
