@@ -26,7 +26,7 @@ func BenchmarkListSAMActionLogs(b *testing.B) {
 			for _, page := range []int64{1, 50_000} {
 				b.Run(fmt.Sprintf("page=%d", page), func(b *testing.B) {
 					for b.Loop() {
-						logs, total, err := st.ListSAMActionLogs(ctx, merchantB, page, 20)
+						logs, total, err := store.ListSAMActionLogs(ctx, st, merchantB, page, 20)
 						if err != nil || len(logs) != 20 || total != benchLogs {
 							b.Fatalf("page %d: %d logs, total %d, %v", page, len(logs), total, err)
 						}

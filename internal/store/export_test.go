@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"backoffice/internal/domain"
+)
 
 // Hooks for the external tests of this package.
 
@@ -15,4 +19,11 @@ func MigrateTo(ctx context.Context, s *Store, version string) error {
 func Exec(ctx context.Context, s *Store, query string, args ...any) error {
 	_, err := s.q().exec(ctx, query, args...)
 	return err
+}
+
+// ListSAMActionLogs is a page of the entity's logs as staff see it, read from the database (never
+// from the read cache): what the service must answer, for tests and benchmarks to compare with.
+func ListSAMActionLogs(ctx context.Context, s *Store, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
+	logs, total, _, err := s.listVisibleSAMActionLogs(ctx, domain.Scope{}, entity, page, size)
+	return logs, total, err
 }

@@ -64,7 +64,7 @@ func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain
 	var ids []domain.ID
 	var total int64
 	for page := int64(1); ; page++ {
-		got, tot, err := st.ListSAMActionLogs(context.Background(), entity, page, size)
+		got, tot, err := store.ListSAMActionLogs(context.Background(), st, entity, page, size)
 		if err != nil {
 			t.Fatal(err)
 		}

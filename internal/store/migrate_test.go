@@ -65,7 +65,7 @@ func TestMigrationKeepsSAMLogs(t *testing.T) {
 				if !slices.Equal(got, idsInListOrder(ls)) || total != int64(len(ls)) {
 					t.Fatalf("entity %s after the upgrade: %d logs, total %d, order right: %v", entity, len(got), total, slices.Equal(got, idsInListOrder(ls)))
 				}
-				page, _, err := st.ListSAMActionLogs(ctx, entity, 2, 3)
+				page, _, err := store.ListSAMActionLogs(ctx, st, entity, 2, 3)
 				if err != nil || len(page) != 3 {
 					t.Fatalf("page 2: %v, %v", page, err)
 				}

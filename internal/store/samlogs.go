@@ -9,83 +9,22 @@ import (
 	"backoffice/internal/domain"
 )
 
-// EntityVisible reports whether id names a lead, merchant, deployment order, line item or
-// equipment that the scope may see. Equipment on no line item belongs to no partner: staff only.
-func (s *Store) EntityVisible(ctx context.Context, scope domain.Scope, id domain.ID) (bool, error) {
-	rows, err := s.q().query(ctx, `
-SELECT partner_id FROM leads WHERE id = ?
-UNION ALL SELECT partner_id FROM merchants WHERE id = ?
-UNION ALL SELECT m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?
-UNION ALL SELECT m.partner_id FROM line_items li JOIN deployment_orders o ON o.id = li.order_id JOIN merchants m ON m.id = o.merchant_id WHERE li.id = ?
-UNION ALL SELECT COALESCE(m.partner_id, '') FROM equipment e
-  LEFT JOIN line_items li ON li.equipment_id = e.id
-  LEFT JOIN deployment_orders o ON o.id = li.order_id
-  LEFT JOIN merchants m ON m.id = o.merchant_id
-  WHERE e.id = ?`, id, id, id, id, id)
-	if err != nil {
-		return false, fmt.Errorf("store: entity %s: %w", id, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var partner string
-		if err := rows.Scan(&partner); err != nil {
-			return false, fmt.Errorf("store: entity %s: %w", id, err)
-		}
-		if scope.All() || (partner != "" && scope.Sees(domain.ID(partner))) {
-			return true, nil
-		}
-	}
-	return false, rows.Err()
-}
-
 // samPageQuery selects the entity's total and the logs of a page, newest first, given the entity
 // three times and the page's offset; the caller adds any condition, the order and the limit.
+//
+// Positions count from the oldest log (1) to the newest (the total), so a page is the range of
+// positions at most the total less the page's offset, read backwards along the table's key: a
+// deep page costs what the first does. The total is the largest position, one probe of the key,
+// computed in the same statement as the page so that the two agree even while an import lands;
+// only a page past the end asks for the total on its own.
 const samPageQuery = `
 SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
 FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?`
 
-// ListSAMActionLogs returns one page of an entity's logs, newest first (ties by id, descending),
-// and the entity's total. Positions count from the oldest log (1) to the newest (the total), so
-// a page is the range of positions at most the total less the page's offset, read backwards
-// along the table's key: a deep page costs what the first does. The total is the largest
-// position, one probe of the key, computed in the same statement as the page so that the two
-// agree even while an import lands; only a page past the end asks for the total on its own.
-func (s *Store) ListSAMActionLogs(ctx context.Context, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
-	if page > math.MaxInt64/size {
-		page = math.MaxInt64 / size // past any possible end; the page comes back empty
-	}
-	offset := (page - 1) * size
-	key := uuidArg(entity)
-	rows, err := s.q().query(ctx, samPageQuery+`
-ORDER BY pos DESC LIMIT ?`, key, key, key, offset, size)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
-	}
-	defer rows.Close()
-	logs := make([]domain.SAMActionLog, 0, size)
-	var total int64
-	for rows.Next() {
-		l, t, err := scanSAMLog(rows, entity)
-		if err != nil {
-			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
-		}
-		total = t
-		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
-	}
-	if len(logs) == 0 {
-		if err := s.q().row(ctx, `SELECT COALESCE(MAX(pos), 0) FROM sam_action_logs WHERE entity_id = ?`, key).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
-		}
-	}
-	return logs, total, nil
-}
-
-// visibleEntity is EntityVisible's rule as one SQL condition, for a query to check visibility
-// itself. Its parameters (visibleArgs) are, for each of the five kinds of entity, the id and
-// twice the scope's partner ("" for staff). Equipment on no line item has no partner: staff only.
+// visibleEntity says, as one SQL condition, whether an id names a lead, merchant, deployment order,
+// line item or equipment that the scope may see. Its parameters (visibleArgs) are, for each of the
+// five kinds of entity, the id and twice the scope's partner ("" for staff). Equipment on no line
+// item belongs to no partner: staff only.
 const visibleEntity = `EXISTS (
 SELECT 1 FROM leads WHERE id = ? AND (CAST(? AS TEXT) = '' OR partner_id = ?)
 UNION ALL SELECT 1 FROM merchants WHERE id = ? AND (CAST(? AS TEXT) = '' OR partner_id = ?)
@@ -102,9 +41,10 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 	return []any{id, p, p, id, p, p, id, p, p, id, p, p, id, p, p}
 }
 
-// ListVisibleSAMActionLogs is EntityVisible and ListSAMActionLogs in one statement for a page
-// with logs on it (the usual request), and in two otherwise: visible is false, with no logs, when
-// the scope may not see the entity. The visibility condition refers to no row of the page, so
+// ListVisibleSAMActionLogs returns one page of an entity's logs, newest first (ties by id,
+// descending), and the entity's total, checking in the same statement that the scope may see the
+// entity; a page without logs takes a second statement. visible is false, with no logs, when the
+// scope may not see the entity (or there is none). The visibility condition refers to no row of the page, so
 // both engines evaluate it once, before the range scan.
 //
 // The logs it returns may be shared with other requests: read them, never write them.
