@@ -49,10 +49,12 @@ func runSession(ctx context.Context, env Env, cfg Config, args []string) error {
 	switch sub {
 	case "create":
 		return runSessionCreate(ctx, env, cfg, rest)
+	case "list":
+		return runSessionList(ctx, env, cfg, rest)
 	case "revoke":
 		return runSessionRevoke(ctx, env, cfg, rest)
 	}
-	return fmt.Errorf("%w: session create|revoke", ErrUsage)
+	return fmt.Errorf("%w: session create|list|revoke", ErrUsage)
 }
 
 func subcommand(args []string) (string, []string) {
@@ -372,6 +374,43 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 		s.ID, s.UserID, s.ExpiresAt.Format(time.RFC3339))
 	fmt.Fprintln(env.Stdout, token)
 	return nil
+}
+
+func runSessionList(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("session list", env)
+	cfg.databaseFlags(fs)
+	user := fs.String("user", "", "only the sessions of this user id")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	var userID domain.ID
+	if *user != "" {
+		id, err := parseIDArg("--user", *user)
+		if err != nil {
+			return err
+		}
+		userID = id
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sessions, err := st.ListSessions(ctx, userID)
+	if err != nil {
+		return err
+	}
+	return printSessions(env.Stdout, sessions)
+}
+
+// printSessions writes the session table; like the key table, it has no secret to leak.
+func printSessions(w io.Writer, sessions []store.SessionInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tCREATED\tEXPIRES\tREVOKED")
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.UserID, timeOrDash(s.CreatedAt), s.ExpiresAt.UTC().Format(time.RFC3339), timeOrDash(s.RevokedAt))
+	}
+	return tw.Flush()
 }
 
 // issueSession makes a token and stores its hash with its audit event.

@@ -142,9 +142,22 @@ func TestSessionCreateRevoke(t *testing.T) {
 	if id == nil {
 		t.Fatalf("session create did not name the session: %q", stderr)
 	}
+	if row := listRow(t, e.mustRun("session", "list", "--user", string(testStaff)), id[1]); row[1] != string(testStaff) || row[4] != "-" {
+		t.Errorf("session list row = %q; want the user and no revocation", row)
+	}
 	e.mustRun("session", "revoke", id[1])
 	if got := e.probe("Bearer " + token); got != http.StatusUnauthorized {
 		t.Errorf("revoked session: status %d, want 401", got)
+	}
+	list := e.mustRun("session", "list")
+	if strings.Contains(list, token) || strings.Contains(list, token[len("bos_"):]) {
+		t.Fatalf("session list shows the token:\n%s", list)
+	}
+	if row := listRow(t, list, id[1]); row[4] == "-" {
+		t.Errorf("session list row after the revocation = %q; want its time", row)
+	}
+	if other := e.mustRun("session", "list", "--user", string(domain.NewID())); strings.Count(other, "\n") != 1 {
+		t.Errorf("session list of a user without sessions = %q; want the header alone", other)
 	}
 	for _, action := range []string{actionSessionCreate, actionSessionRevoke} {
 		events := auditEvents(t, e.cli, action)
@@ -180,6 +193,9 @@ func TestCredentialCommandRefusals(t *testing.T) {
 		{[]string{"apikey", "rotate"}, true, "apikey create|list|revoke"},
 		{[]string{"session", "create", "--user", string(testStaff), "--ttl", "-1h"}, true, "--ttl"},
 		{[]string{"session", "revoke", string(domain.NewID())}, false, "no session with id"},
+		{[]string{"session", "list", "--user", "nope"}, true, "not a uuid"},
+		{[]string{"session", "list", "extra"}, true, "takes no arguments"},
+		{[]string{"session", "rotate"}, true, "session create|list|revoke"},
 		{[]string{"keys", "rewrap", "--batch", "0"}, true, "--batch"},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,7 @@ commands:
   apikey revoke ID          revoke an API key, at once on every replica
   session create --user ID [--ttl 24h]
                             issue a session token; prints it once
+  session list [--user ID]  list sessions (never their tokens)
   session revoke ID         revoke a session
   keys status               count SSNs per master key id
   keys rewrap [--batch N]   re-encrypt every SSN under the active master key

@@ -132,20 +132,11 @@ func (s *Store) ListAPIKeys(ctx context.Context, f APIKeyFilter) ([]APIKeyInfo, 
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY COALESCE(created_at, 0), id"
-	rows, err := s.q().query(ctx, query, args...)
+	keys, err := readAll(ctx, s.q(), query, scanAPIKeyInfo, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list api keys: %w", err)
 	}
-	defer rows.Close()
-	var out []APIKeyInfo
-	for rows.Next() {
-		k, err := scanAPIKeyInfo(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list api keys: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return keys, nil
 }
 
 func scanAPIKeyInfo(r scanner) (APIKeyInfo, error) {
@@ -156,6 +147,39 @@ func scanAPIKeyInfo(r scanner) (APIKeyInfo, error) {
 	k.Prefix = strPtr(prefix)
 	k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = timePtr(created), timePtr(expires), timePtr(lastUsed), timePtr(revoked)
 	return k, err
+}
+
+// SessionInfo is a session as listed: everything but its token, which the store never had.
+// Sessions imported from a dataset file have no creation time.
+type SessionInfo struct {
+	ID        domain.ID
+	UserID    domain.ID
+	CreatedAt *time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+// ListSessions lists the sessions of user (of every user when it is empty), oldest first
+// (imported sessions, which have no creation time, first). Expired and revoked sessions are
+// listed too, as such: the list is how an operator finds a session to revoke or checks that it is.
+func (s *Store) ListSessions(ctx context.Context, user domain.ID) ([]SessionInfo, error) {
+	query := `SELECT id, user_id, created_at, expires_at, revoked_at FROM sessions`
+	var args []any
+	if user != "" {
+		query, args = query+` WHERE user_id = ?`, append(args, user)
+	}
+	sessions, err := readAll(ctx, s.q(), query+` ORDER BY COALESCE(created_at, 0), id`, func(r scanner) (SessionInfo, error) {
+		var si SessionInfo
+		var created, revoked sql.NullInt64
+		var expires int64
+		err := r.Scan(&si.ID, &si.UserID, &created, &expires, &revoked)
+		si.CreatedAt, si.ExpiresAt, si.RevokedAt = timePtr(created), fromMicros(expires), timePtr(revoked)
+		return si, err
+	}, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list sessions: %w", err)
+	}
+	return sessions, nil
 }
 
 // revocation is one credential table's revoke statement and existence check.

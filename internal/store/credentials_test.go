@@ -247,6 +247,57 @@ func TestSessionLifecycle(t *testing.T) {
 	})
 }
 
+// Sessions are listed oldest first, an imported one (no creation time) before those issued here,
+// revoked and expired ones as such, by user on request; the list holds no token or hash.
+func TestListSessions(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		other := domain.ID("00000000-0000-4000-8000-000000000102")
+		imported := domain.ID("00000000-0000-4000-8000-000000000121")
+		expires := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
+		ds := &dataset.Dataset{
+			Users:    []domain.User{{ID: staffID, Email: "ops@example.com"}, {ID: other, Email: "other@example.com"}},
+			Sessions: []domain.Session{{ID: imported, UserID: other, Token: "an-imported-session-token", ExpiresAt: expires}},
+		}
+		if _, err := st.Import(ctx, ds, nil); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		var issued []domain.ID
+		for i, user := range []domain.ID{staffID, other, staffID} {
+			n := store.NewSession{ID: domain.NewID(), UserID: user, Hash: secrets.HashCredential(store.KindSession, fmt.Sprint("token", i)),
+				CreatedAt: at.Add(time.Duration(i) * time.Minute), ExpiresAt: at.Add(time.Hour)}
+			if err := st.CreateSession(ctx, n, event("session.create", n.ID)); err != nil {
+				t.Fatal(err)
+			}
+			issued = append(issued, n.ID)
+		}
+		revokedAt := at.Add(30 * time.Minute)
+		if err := st.RevokeSession(ctx, issued[0], revokedAt, event("session.revoke", issued[0])); err != nil {
+			t.Fatal(err)
+		}
+		ptr := func(t time.Time) *time.Time { return &t }
+		all := []store.SessionInfo{
+			{ID: imported, UserID: other, ExpiresAt: expires},
+			{ID: issued[0], UserID: staffID, CreatedAt: ptr(at), ExpiresAt: at.Add(time.Hour), RevokedAt: &revokedAt},
+			{ID: issued[1], UserID: other, CreatedAt: ptr(at.Add(time.Minute)), ExpiresAt: at.Add(time.Hour)},
+			{ID: issued[2], UserID: staffID, CreatedAt: ptr(at.Add(2 * time.Minute)), ExpiresAt: at.Add(time.Hour)},
+		}
+		for _, c := range []struct {
+			user domain.ID
+			want []store.SessionInfo
+		}{{"", all}, {staffID, []store.SessionInfo{all[1], all[3]}}, {other, []store.SessionInfo{all[0], all[2]}}, {leadID, nil}} {
+			got, err := st.ListSessions(ctx, c.user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("sessions of %q (-want +got):\n%s", c.user, diff)
+			}
+		}
+	})
+}
+
 func TestRewrapSSNsBatches(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()

@@ -159,29 +159,28 @@ func (s *Store) Export(ctx context.Context, ring *secrets.Ring) (*dataset.Datase
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: export: %w", err)
 	}
 	return ds, nil
 }
 
-func readAll[T any](ctx context.Context, q querier, query string, scan func(scanner) (T, error)) ([]T, error) {
-	rows, err := q.query(ctx, query)
+// readAll runs query with args and scans every row. Its errors are the query's, classified; the
+// caller says what it was reading.
+func readAll[T any](ctx context.Context, q querier, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: export: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: export: %w", err)
+			return nil, err
 		}
 		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: export: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 func exportLeads(ctx context.Context, q querier, ds *dataset.Dataset) error {
