@@ -116,6 +116,14 @@ func parseIDArg(name, v string) (domain.ID, error) {
 	return id, nil
 }
 
+// optionalIDArg parses a uuid flag that may be left out ("" stays "").
+func optionalIDArg(name, v string) (domain.ID, error) {
+	if v == "" {
+		return "", nil
+	}
+	return parseIDArg(name, v)
+}
+
 // parseExpiry reads --expires: empty (never), a lifetime (Go duration such as 720h, or whole days
 // such as 90d), a date (2027-01-31, meaning 00:00 UTC that day) or an RFC 3339 time. It must lie
 // in the future.
@@ -238,14 +246,11 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var f store.APIKeyFilter
-	if *user != "" {
-		id, err := parseIDArg("--user", *user)
-		if err != nil {
-			return err
-		}
-		f.UserID = id
+	userID, err := optionalIDArg("--user", *user)
+	if err != nil {
+		return err
 	}
+	f := store.APIKeyFilter{UserID: userID}
 	if *prefix != "" {
 		p, ok := secrets.APIKeyPrefix(*prefix)
 		if !ok {
@@ -383,13 +388,9 @@ func runSessionList(ctx context.Context, env Env, cfg Config, args []string) err
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var userID domain.ID
-	if *user != "" {
-		id, err := parseIDArg("--user", *user)
-		if err != nil {
-			return err
-		}
-		userID = id
+	userID, err := optionalIDArg("--user", *user)
+	if err != nil {
+		return err
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
