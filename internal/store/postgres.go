@@ -42,6 +42,7 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
+	genericPlans(cfg)
 	db := stdlib.OpenDB(*cfg)
 	o.pool.apply(db)
 	if err := db.PingContext(ctx); err != nil {
@@ -61,6 +62,21 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 		lost:              func() { dropIdle(db, o.pool) },
 	}
 	return newStore(db, e), nil
+}
+
+// genericPlans makes the server plan each of the store's prepared statements once per
+// connection, unless the URL sets plan_cache_mode itself. The statements are keyed lookups, for
+// which one plan serves every parameter; under the default ("auto") PostgreSQL plans a statement
+// anew on every execution whenever a plan for the actual parameters looks cheaper, and for the SAM
+// page, whose LIMIT is a parameter, it always does: at a million logs the planning took about
+// two thirds of a page's time (about 460 µs a page against 146 µs with one plan).
+func genericPlans(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if _, set := cfg.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 }
 
 // unreachable says in one line which server did not answer, without the password.

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,6 +48,31 @@ func TestClassify(t *testing.T) {
 	for _, err := range kept {
 		if got := pg.classify(err); got != err {
 			t.Errorf("classify(%v) = %v, want it unchanged", err, got)
+		}
+	}
+}
+
+// The store's connections plan each prepared statement once (see genericPlans); a URL that sets
+// plan_cache_mode keeps its own.
+func TestGenericPlans(t *testing.T) {
+	base := os.Getenv("BACKOFFICE_TEST_POSTGRES_URL")
+	if base == "" {
+		t.Skip("PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL to run them")
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	for url, want := range map[string]string{base: "force_generic_plan", base + sep + "plan_cache_mode=auto": "auto"} {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = st.db.QueryRowContext(context.Background(), "SHOW plan_cache_mode").Scan(&got)
+		st.Close()
+		if err != nil || got != want {
+			t.Errorf("plan_cache_mode with %s = %q, %v; want %q", url, got, err, want)
 		}
 	}
 }
