@@ -11,6 +11,7 @@
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
 #   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32 THREADS=2
 #   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
+#   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +60,8 @@ say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_I
 
 export BACKOFFICE_MASTER_KEY
 BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
-export BACKOFFICE_DATABASE_URL="sqlite:$WORKDIR/bench.db"
+export BACKOFFICE_DATABASE_URL="${DATABASE_URL:-sqlite:$WORKDIR/bench.db}"
+engine=${BACKOFFICE_DATABASE_URL%%:*}
 
 say "importing $(du -h "$WORKDIR/dataset.json" | cut -f1) of JSON"
 t0=$(date +%s.%N)
@@ -156,7 +158,7 @@ peak_kb=$(rss_kb VmHWM)
 
 # --- report ------------------------------------------------------------------------------------
 printf '\n'
-printf 'backoffice load benchmark: %s cores, %s per run, %s connections for req/s (median of %s rounds), 1 for latency\n' "$(nproc)" "$DURATION" "$CONNS" "$ROUNDS"
+printf 'backoffice load benchmark (%s): %s cores, %s per run, %s connections for req/s (median of %s rounds), 1 for latency\n' "$engine" "$(nproc)" "$DURATION" "$CONNS" "$ROUNDS"
 printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
   "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
 printf '| %-15s | %9s | %9s | %5s | %8s | %8s | %8s | %8s | %7s | %9s |\n' \
