@@ -409,7 +409,7 @@ func printSessions(w io.Writer, sessions []store.SessionInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUSER\tCREATED\tEXPIRES\tREVOKED")
 	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.UserID, timeOrDash(s.CreatedAt), s.ExpiresAt.UTC().Format(time.RFC3339), timeOrDash(s.RevokedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.UserID, timeOrDash(s.CreatedAt), timeOrDash(&s.ExpiresAt), timeOrDash(s.RevokedAt))
 	}
 	return tw.Flush()
 }

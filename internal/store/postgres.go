@@ -73,8 +73,9 @@ func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
 // It is a SET after connecting, not a startup parameter, because poolers such as PgBouncer refuse
 // startup parameters they do not know.
 func genericPlans(cfg *pgx.ConnConfig) stdlib.OptionOpenDB {
+	_, ownMode := cfg.RuntimeParams["plan_cache_mode"]
 	return stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
-		if _, set := cfg.RuntimeParams["plan_cache_mode"]; set {
+		if ownMode {
 			return nil
 		}
 		_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
