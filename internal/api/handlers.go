@@ -45,7 +45,7 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if !visible {
 			return domain.NotFound("entity " + entity.String())
 		}
-		writeSAMPage(w, newMeta(page, total), logs)
+		writeJSON(w, http.StatusOK, List[domain.SAMActionLog]{Meta: newMeta(page, total), Data: logs})
 		return nil
 	}
 }

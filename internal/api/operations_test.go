@@ -282,8 +282,7 @@ func TestDecryptIsAudited(t *testing.T) {
 	})
 }
 
-// A repeated decrypt is answered from the read cache after the first (SQLite), and each one is
-// audited all the same: the cache holds the sealed value, never the disclosure.
+// Each of repeated decrypts is audited: a disclosure is never answered without its own record.
 func TestRepeatedDecryptsAreEachAudited(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		const n = 3

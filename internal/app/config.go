@@ -82,7 +82,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		RateLimit:      defaultRateLimit, RateBurst: defaultRateBurst,
 		AuthFailureLimit: defaultAuthFailureLimit, AuthFailureBurst: defaultAuthFailureBurst,
 		TrustedProxyHeader: strings.TrimSpace(getenv("BACKOFFICE_TRUSTED_PROXY_HEADER")),
-		Pool:               store.DefaultPool,
+		Pool:               store.DefaultPool(),
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {

@@ -100,13 +100,13 @@ func TestPoolConfig(t *testing.T) {
 		want store.Pool
 		err  string // part of the error, when one is expected
 	}{
-		{"defaults", nil, store.DefaultPool, ""},
+		{"defaults", nil, store.DefaultPool(), ""},
 		{"all set", map[string]string{
 			"BACKOFFICE_DB_MAX_OPEN_CONNS": "40", "BACKOFFICE_DB_MAX_IDLE_CONNS": "5",
 			"BACKOFFICE_DB_CONN_MAX_LIFETIME": "1h", "BACKOFFICE_DB_CONN_MAX_IDLE_TIME": "0",
 		}, store.Pool{MaxOpenConns: 40, MaxIdleConns: 5, ConnMaxLifetime: time.Hour}, ""},
 		{"a smaller pool keeps no more idle than open", map[string]string{"BACKOFFICE_DB_MAX_OPEN_CONNS": "3"},
-			store.Pool{MaxOpenConns: 3, MaxIdleConns: 3, ConnMaxLifetime: store.DefaultPool.ConnMaxLifetime, ConnMaxIdleTime: store.DefaultPool.ConnMaxIdleTime}, ""},
+			store.Pool{MaxOpenConns: 3, MaxIdleConns: 3, ConnMaxLifetime: store.DefaultPool().ConnMaxLifetime, ConnMaxIdleTime: store.DefaultPool().ConnMaxIdleTime}, ""},
 		{"zero open", map[string]string{"BACKOFFICE_DB_MAX_OPEN_CONNS": "0"}, store.Pool{}, "BACKOFFICE_DB_MAX_OPEN_CONNS"},
 		{"not a number", map[string]string{"BACKOFFICE_DB_MAX_IDLE_CONNS": "many"}, store.Pool{}, "BACKOFFICE_DB_MAX_IDLE_CONNS"},
 		{"more idle than open", map[string]string{"BACKOFFICE_DB_MAX_OPEN_CONNS": "2", "BACKOFFICE_DB_MAX_IDLE_CONNS": "4"}, store.Pool{}, "exceeds"},

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"backoffice/internal/api"
@@ -17,9 +16,6 @@ import (
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
-
-// serveGCPercent is the garbage collector's target when GOGC is not set.
-const serveGCPercent = 400
 
 // shutdownGrace bounds how long a stopping server waits for in-flight requests: a push may run
 // for the whole gateway budget.
@@ -32,15 +28,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	logOut := newBatchWriter(env.Stderr)
-	defer logOut.Close()
-	log := newLogger(logOut, cfg.LogLevel)
-	if env.Getenv("GOGC") == "" {
-		// The live heap of a serving process is a few MiB and every request allocates: at the
-		// default of 100 the collector runs thousands of times a second under load. 400 trades
-		// tens of MiB for a fifth to a third more requests per second (docs/performance.md).
-		debug.SetGCPercent(serveGCPercent)
-	}
+	log := newLogger(env.Stderr, cfg.LogLevel)
 	var d *demoSetup
 	if *demo {
 		var err error
@@ -87,7 +75,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	listeners[0].handler = newHandler(cfg, st, ring, log, m)
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
-		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID()), slog.Bool("read_cache", st.ReadCache())}
+		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
 	switch {
 	case m == nil:
 		attrs = append(attrs, slog.String("metrics", "off"))

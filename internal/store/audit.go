@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -75,36 +74,25 @@ func (w *auditWriter) run(s *Store) {
 			group = append(group[:0], r)
 		}
 		group = w.gather(group)
-		var mark walHeader
-		marked := false
 		err := s.tx(context.Background(), func(q querier) error {
-			mark, marked = s.cache.mark()
 			return s.insertAuditGroup(context.Background(), q, group)
 		})
-		if marked {
-			s.cache.ownCommit(mark, err == nil) // audit events are never read back through the cache
-		}
 		for _, r := range group {
 			r.errc <- err
 		}
 	}
 }
 
-// gather adds the events that are waiting, or about to be, to group. Under load the requests
-// that will record an event are mostly runnable goroutines a few microseconds short of it:
-// yielding the processor to them, until a yield brings nothing new, makes the group as large as
-// the load, for one commit's cost. Alone, a yield returns at once and the event is written
-// without delay.
+// gather adds the events already waiting to group, without waiting for more: under load the
+// events that arrived during the previous commit share the next one, and a lone event is written
+// at once.
 func (w *auditWriter) gather(group []auditReq) []auditReq {
-	const idleYields = 2
-	for idle := 0; len(group) < maxAuditGroup && idle < idleYields; {
+	for len(group) < maxAuditGroup {
 		select {
 		case r := <-w.reqs:
 			group = append(group, r)
-			idle = 0
 		default:
-			runtime.Gosched()
-			idle++
+			return group
 		}
 	}
 	return group

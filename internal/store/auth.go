@@ -40,14 +40,11 @@ type credentialRow struct {
 }
 
 // ActorByCredential finds the user behind a usable credential of the given kind, by the hash of
-// its secret: unexpired and not revoked. A credential is valid only as its own kind. The row comes
-// from the read cache only while the database is unchanged (see readCache), and expiry is checked
-// against the clock on every call, so a revocation or expiry holds from the next request on, on
-// every replica sharing the database.
+// its secret: unexpired and not revoked. A credential is valid only as its own kind. Nothing is
+// cached: a revocation or expiry holds from the next request on, on every replica sharing the
+// database.
 func (s *Store) ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error) {
-	c, err := cached(s.cache, credentialKey{kind, string(hash)}, func() (credentialRow, error) {
-		return s.credential(ctx, kind, hash)
-	})
+	c, err := s.credential(ctx, kind, hash)
 	if err != nil {
 		return domain.Actor{}, err
 	}
@@ -60,8 +57,6 @@ func (s *Store) ActorByCredential(ctx context.Context, kind string, hash []byte)
 	}
 	return c.actor, nil
 }
-
-type credentialKey struct{ kind, hash string }
 
 // credential reads a credential of the kind by the hash of its secret.
 func (s *Store) credential(ctx context.Context, kind string, hash []byte) (credentialRow, error) {

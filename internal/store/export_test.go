@@ -21,9 +21,9 @@ func Exec(ctx context.Context, s *Store, query string, args ...any) error {
 	return err
 }
 
-// ListSAMActionLogs is a page of the entity's logs as staff see it, read from the database (never
-// from the read cache): what the service must answer, for tests and benchmarks to compare with.
+// ListSAMActionLogs is a page of the entity's logs as staff see it: what the service must answer,
+// for tests and benchmarks to compare with.
 func ListSAMActionLogs(ctx context.Context, s *Store, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
-	logs, total, _, err := s.listVisibleSAMActionLogs(ctx, domain.Scope{}, entity, page, size)
+	logs, total, _, err := s.ListVisibleSAMActionLogs(ctx, domain.Scope{}, entity, page, size)
 	return logs, total, err
 }

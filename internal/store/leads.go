@@ -13,9 +13,7 @@ import (
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
-	owned, err := cached(s.cache, acceptanceKey(leadID), func() (ownedAcceptance, error) {
-		return s.serviceAcceptance(ctx, leadID)
-	})
+	owned, err := s.serviceAcceptance(ctx, leadID)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
 	}
@@ -25,15 +23,11 @@ func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadI
 	return owned.ServiceAcceptance, nil
 }
 
-type acceptanceKey domain.ID
-
 // ownedAcceptance is a lead's service acceptance with the partner the lead belongs to.
 type ownedAcceptance struct {
 	domain.ServiceAcceptance
 	partner domain.ID
 }
-
-func (a ownedAcceptance) cacheWeight() int64 { return 1 + int64(len(a.CardPlans)) }
 
 func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
@@ -87,11 +81,8 @@ type SealedSSN struct {
 }
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
-// The sealed bytes it returns may be shared with other requests: read them, never write them.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (SealedSSN, error) {
-	owned, err := cached(s.cache, principalKey{leadID, principalID}, func() (ownedSSN, error) {
-		return s.principalSSN(ctx, leadID, principalID)
-	})
+	owned, err := s.principalSSN(ctx, leadID, principalID)
 	if err != nil {
 		return SealedSSN{}, err
 	}
@@ -100,8 +91,6 @@ func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, pr
 	}
 	return owned.SealedSSN, nil
 }
-
-type principalKey struct{ lead, principal domain.ID }
 
 // ownedSSN is a principal's sealed SSN with the partner of the principal's lead.
 type ownedSSN struct {

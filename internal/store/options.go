@@ -21,11 +21,13 @@ type Pool struct {
 }
 
 // DefaultPool is the pool of a store opened without WithPool.
-var DefaultPool = Pool{
-	MaxOpenConns:    10,
-	MaxIdleConns:    10,
-	ConnMaxLifetime: 30 * time.Minute,
-	ConnMaxIdleTime: 5 * time.Minute,
+func DefaultPool() Pool {
+	return Pool{
+		MaxOpenConns:    10,
+		MaxIdleConns:    10,
+		ConnMaxLifetime: 30 * time.Minute,
+		ConnMaxIdleTime: 5 * time.Minute,
+	}
 }
 
 func (p Pool) apply(db *sql.DB) {
@@ -48,7 +50,7 @@ func WithPool(p Pool) Option {
 }
 
 func collect(opts []Option) options {
-	o := options{pool: DefaultPool}
+	o := options{pool: DefaultPool()}
 	for _, opt := range opts {
 		opt(&o)
 	}

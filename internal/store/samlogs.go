@@ -46,33 +46,7 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 // entity; a page without logs takes a second statement. visible is false, with no logs, when the
 // scope may not see the entity (or there is none). The visibility condition refers to no row of the page, so
 // both engines evaluate it once, before the range scan.
-//
-// The logs it returns may be shared with other requests: read them, never write them.
 func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
-	p, err := cached(s.cache, samPageKey{scope, entity, page, size}, func() (samPage, error) {
-		var p samPage
-		var err error
-		p.logs, p.total, p.visible, err = s.listVisibleSAMActionLogs(ctx, scope, entity, page, size)
-		return p, err
-	})
-	return p.logs, p.total, p.visible, err
-}
-
-type samPageKey struct {
-	scope      domain.Scope
-	entity     domain.ID
-	page, size int64
-}
-
-type samPage struct {
-	logs    []domain.SAMActionLog
-	total   int64
-	visible bool
-}
-
-func (p samPage) cacheWeight() int64 { return 1 + int64(len(p.logs)) }
-
-func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	if page > math.MaxInt64/size {
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
 	}

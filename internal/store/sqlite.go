@@ -53,43 +53,7 @@ func openSQLite(ctx context.Context, path string, o options) (*Store, error) {
 	e.purge = []string{"PRAGMA wal_checkpoint(TRUNCATE)"}
 	st := newStore(db, e)
 	st.writes = &sync.Mutex{}
-	st.cache, st.release = watchSQLite(ctx, dsn, path)
 	return st, nil
-}
-
-// watchSQLite sets up the read cache: it keeps one connection of its own open for the store's
-// life, outside the pool (whose connections come and go), so that the -shm file it watches is
-// never deleted and made anew under it. Without the file (an in-memory database, a system
-// without mmap) the store simply runs uncached; release undoes the set-up.
-func watchSQLite(ctx context.Context, dsn, path string) (*readCache, func()) {
-	pinDB, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, func() {}
-	}
-	pin, err := pinDB.Conn(ctx)
-	if err != nil {
-		pinDB.Close()
-		return nil, func() {}
-	}
-	unpin := func() {
-		pin.Close()
-		pinDB.Close()
-	}
-	var n int
-	// A read transaction opens the WAL, and with it the -shm file.
-	if err := pin.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
-		unpin()
-		return nil, func() {}
-	}
-	wal, err := openWALIndex(path)
-	if err != nil {
-		unpin()
-		return nil, func() {}
-	}
-	return newReadCache(wal, defaultCacheWeight), func() {
-		unpin()
-		wal.close()
-	}
 }
 
 func sqliteUnique(err error) bool {

@@ -25,10 +25,6 @@ type Store struct {
 	// is most of a write's latency. Writers of other processes still meet the busy timeout.
 	writes *sync.Mutex
 	audits auditWriter
-	// cache, when set, answers repeated reads while the database is unchanged (see readCache);
-	// release gives back what watching the database took.
-	cache   *readCache
-	release func()
 	// background tracks writes that run after the request that caused them (last-use stamps);
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
@@ -36,14 +32,16 @@ type Store struct {
 }
 
 func newStore(db *sql.DB, e *engine) *Store {
-	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db), release: func() {}}
+	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db)}
 }
 
 // engine is what differs between SQLite and PostgreSQL.
 type engine struct {
 	name string
-	// placeholders rewrites the shared "?" placeholders into the engine's own.
+	// placeholders rewrites the shared "?" placeholders into the engine's own; rewritten keeps
+	// what it made, per query text (the store's own constants, so it stays small).
 	placeholders func(string) string
+	rewritten    sync.Map
 	// isUniqueViolation tells a unique or primary-key violation by its error code.
 	isUniqueViolation func(error) bool
 	// purge, when set, runs after a deletion that must not leave the deleted bytes on disk.
@@ -96,14 +94,8 @@ func (s *Store) Close() error {
 	s.WaitBackground()
 	s.audits.stop()
 	s.stmts.close()
-	err := s.db.Close()
-	s.release()
-	return err
+	return s.db.Close()
 }
-
-// ReadCache reports whether reads are cached (see readCache): on SQLite where the WAL-index can
-// be mapped, never on PostgreSQL.
-func (s *Store) ReadCache() bool { return s.cache != nil }
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
@@ -205,18 +197,15 @@ func (r row) Scan(dest ...any) error {
 	return r.e.classify(r.r.Scan(dest...))
 }
 
-var rewritten sync.Map // query text -> engine text, per engine name
-
 func (e *engine) sql(query string) string {
 	if e.placeholders == nil {
 		return query
 	}
-	key := e.name + "\x00" + query
-	if v, ok := rewritten.Load(key); ok {
+	if v, ok := e.rewritten.Load(query); ok {
 		return v.(string)
 	}
 	out := e.placeholders(query)
-	rewritten.Store(key, out)
+	e.rewritten.Store(query, out)
 	return out
 }
 
