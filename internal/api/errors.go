@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store"
 )
 
 // statusOf is the one table from error kind to HTTP status.
@@ -59,7 +58,7 @@ var errDatabaseUnavailable = &domain.Error{Kind: domain.KindUnavailable, Code: "
 
 // appError finds the application error that answers err, if any.
 func appError(err error) (*domain.Error, bool) {
-	if errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, domain.ErrUnavailable) {
 		e := *errDatabaseUnavailable
 		e.Err = err
 		return &e, true

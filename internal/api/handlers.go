@@ -11,7 +11,6 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
-	"backoffice/internal/store"
 )
 
 // Every handler follows the contract's order of checks: authentication (done before it runs),
@@ -79,20 +78,15 @@ func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
 
 // DecryptStore is what the principal decryption needs.
 type DecryptStore interface {
-	PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (store.SealedSSN, error)
+	PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error)
 	RecordAudit(ctx context.Context, e domain.AuditEvent) error
-}
-
-// Opener opens sealed values; *secrets.Ring is one.
-type Opener interface {
-	Open(keyID string, sealed, aad []byte) ([]byte, error)
 }
 
 const decryptAction = "principal.decrypt"
 
 // handleDecrypt answers the one operation that discloses an SSN. Every authenticated attempt is
 // audited, and a granted one only after its audit event is stored: no disclosure goes unrecorded.
-func handleDecrypt(st DecryptStore, ring Opener, now func() time.Time, m Observer) handlerFunc {
+func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m Observer) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		actor := actorFrom(r.Context())
 		ssn, err := decrypt(r, st, ring, actor)
@@ -114,7 +108,7 @@ func handleDecrypt(st DecryptStore, ring Opener, now func() time.Time, m Observe
 	}
 }
 
-func decrypt(r *http.Request, st DecryptStore, ring Opener, actor domain.Actor) (domain.SSN, error) {
+func decrypt(r *http.Request, st DecryptStore, ring secrets.Opener, actor domain.Actor) (domain.SSN, error) {
 	lead, err := pathID(r, "leadId")
 	if err != nil {
 		return domain.SSN{}, err
@@ -139,13 +133,13 @@ func decrypt(r *http.Request, st DecryptStore, ring Opener, actor domain.Actor) 
 	if !sealed.Found {
 		return domain.SSN{}, domain.NotFound("an SSN for principal " + principal.String())
 	}
-	plain, err := ring.Open(sealed.KeyID, sealed.Sealed, secrets.PrincipalAAD(principal.String(), "ssn"))
+	ssn, err := secrets.OpenSSN(ring, principal, sealed.KeyID, sealed.Sealed)
 	if err != nil {
 		// The key id is safe to log; it names a key, never reveals it.
 		loggerFrom(r.Context()).Error("ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
 		return domain.SSN{}, fmt.Errorf("principal %s: %w", principal, err)
 	}
-	return domain.NewSSN(string(plain)), nil
+	return ssn, nil
 }
 
 // outcomeOf names an attempt's result for the audit trail. A failure of our own (a key missing

@@ -28,11 +28,11 @@ type countingStore struct {
 	lookups int
 }
 
-func (c *countingStore) ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error) {
+func (c *countingStore) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
 	c.mu.Lock()
 	c.lookups++
 	c.mu.Unlock()
-	return c.Store.ActorByCredential(ctx, kind, hash)
+	return c.Store.Credential(ctx, kind, hash)
 }
 
 func (c *countingStore) count() int {

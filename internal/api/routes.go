@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backoffice/internal/auth"
+	"backoffice/internal/secrets"
 )
 
 //go:embed openapi.yaml
@@ -27,7 +28,7 @@ type Store interface {
 // Deps are the handlers' dependencies.
 type Deps struct {
 	Store  Store
-	Ring   Opener
+	Ring   secrets.Opener
 	Pusher Pusher
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -76,7 +77,7 @@ func New(d Deps) http.Handler {
 	if d.Health == nil {
 		d.Health, _ = d.Store.(Health)
 	}
-	a := auth.New(d.Store)
+	a := auth.New(d.Store, d.Now)
 	g := newGuard(d.Limits)
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher)))

@@ -216,7 +216,7 @@ func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) er
 func issueAPIKey(ctx context.Context, st *store.Store, k store.NewAPIKey, actor domain.ID) (string, store.NewAPIKey, error) {
 	for range 3 {
 		key, prefix := secrets.NewAPIKey()
-		k.ID, k.Prefix, k.Hash = domain.NewID(), prefix, secrets.HashCredential(store.KindAPIKey, key)
+		k.ID, k.Prefix, k.Hash = domain.NewID(), prefix, secrets.HashCredential(domain.CredentialAPIKey, key)
 		event := domain.AuditEvent{At: k.CreatedAt, ActorUserID: actor, Action: actionAPIKeyCreate, TargetID: string(k.ID),
 			Outcome: domain.OutcomeGranted, Detail: fmt.Sprintf("user %s, prefix %s, name %q, expires %s", k.UserID, prefix, k.Name, orNever(k.ExpiresAt))}
 		err := st.CreateAPIKey(ctx, k, event)
@@ -418,7 +418,7 @@ func printSessions(w io.Writer, sessions []store.SessionInfo) error {
 func issueSession(ctx context.Context, st *store.Store, s store.NewSession, actor domain.ID) (string, store.NewSession, error) {
 	for range 3 {
 		token := secrets.NewSessionToken()
-		s.ID, s.Hash = domain.NewID(), secrets.HashCredential(store.KindSession, token)
+		s.ID, s.Hash = domain.NewID(), secrets.HashCredential(domain.CredentialSession, token)
 		event := domain.AuditEvent{At: s.CreatedAt, ActorUserID: actor, Action: actionSessionCreate, TargetID: string(s.ID),
 			Outcome: domain.OutcomeGranted, Detail: fmt.Sprintf("user %s, expires %s", s.UserID, s.ExpiresAt.Format(time.RFC3339))}
 		err := st.CreateSession(ctx, s, event)

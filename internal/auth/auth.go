@@ -7,15 +7,15 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
-	"backoffice/internal/store"
 )
 
 // Credential is a parsed Authorization header: which kind of secret, and the secret.
 type Credential struct {
-	Kind   string // store.KindSession or store.KindAPIKey
+	Kind   string // domain.CredentialSession or domain.CredentialAPIKey
 	Secret string
 }
 
@@ -35,25 +35,40 @@ func ParseHeader(h string) (Credential, error) {
 	}
 	switch strings.ToLower(scheme) {
 	case "bearer":
-		return Credential{Kind: store.KindSession, Secret: secret}, nil
+		return Credential{Kind: domain.CredentialSession, Secret: secret}, nil
 	case "api-key":
-		return Credential{Kind: store.KindAPIKey, Secret: secret}, nil
+		return Credential{Kind: domain.CredentialAPIKey, Secret: secret}, nil
 	}
 	return Credential{}, ErrMalformed
 }
 
-// Lookup finds the actor behind a credential hash.
+// Lookup reads stored credentials.
 type Lookup interface {
-	ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error)
+	// Credential reads the credential of the kind whose secret hashes to hash, with its user, or
+	// domain.ErrNotFound. Nothing may cache it: a revocation holds from the next request.
+	Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error)
+	// NoteAPIKeyUse records, best effort and without delaying the caller, that a key was used at
+	// a time, unless a use within every before it is already recorded.
+	NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration)
 }
 
 // Authenticator checks Authorization headers against the store.
 type Authenticator struct {
 	lookup Lookup
+	now    func() time.Time
 }
 
-// New returns an Authenticator over lookup.
-func New(lookup Lookup) *Authenticator { return &Authenticator{lookup: lookup} }
+// New returns an Authenticator over lookup, judging expiry by now (time.Now when nil).
+func New(lookup Lookup, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Authenticator{lookup: lookup, now: now}
+}
+
+// lastUseGranularity is how stale an API key's recorded last use may get: a write per key per
+// minute at most, instead of a write per request.
+const lastUseGranularity = time.Minute
 
 // Unauthenticated is the one answer for every failure: the caller learns nothing about which
 // part was wrong.
@@ -92,12 +107,29 @@ func (a *Authenticator) Verify(ctx context.Context, at Attempt) (domain.Actor, e
 	if !at.ok {
 		return domain.Actor{}, Unauthenticated
 	}
-	actor, err := a.lookup.ActorByCredential(ctx, at.Kind, at.Hash)
+	c, err := a.lookup.Credential(ctx, at.Kind, at.Hash)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.Actor{}, Unauthenticated
 	}
 	if err != nil {
 		return domain.Actor{}, err
 	}
-	return actor, nil
+	now := a.now()
+	if !usable(c, at.Hash, now) {
+		return domain.Actor{}, Unauthenticated
+	}
+	if at.Kind == domain.CredentialAPIKey && (c.LastUsedAt == nil || !c.LastUsedAt.After(now.Add(-lastUseGranularity))) {
+		a.lookup.NoteAPIKeyUse(c.ID, now, lastUseGranularity)
+	}
+	return c.Actor, nil
+}
+
+// usable is the credential rule: the stored hash equals the presented one, compared in constant
+// time (the index found the row; comparing again keeps the decision itself free of timing
+// differences), the credential is not revoked, and it has not expired: it expires at its instant.
+func usable(c domain.Credential, hash []byte, now time.Time) bool {
+	if !secrets.Equal(c.Hash, hash) || c.RevokedAt != nil {
+		return false
+	}
+	return c.ExpiresAt == nil || c.ExpiresAt.After(now)
 }

@@ -24,7 +24,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if _, err := st.Import(context.Background(), ds, nil); err != nil {
 		b.Fatal(err)
 	}
-	a := auth.New(st)
+	a := auth.New(st, nil)
 	ctx := context.Background()
 	for _, c := range []struct {
 		name, header string

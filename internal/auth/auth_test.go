@@ -3,7 +3,7 @@ package auth
 import (
 	"testing"
 
-	"backoffice/internal/store"
+	"backoffice/internal/domain"
 )
 
 func TestParseHeader(t *testing.T) {
@@ -12,12 +12,12 @@ func TestParseHeader(t *testing.T) {
 		want   Credential
 		ok     bool
 	}{
-		{"Bearer tok123", Credential{store.KindSession, "tok123"}, true},
-		{"bearer tok123", Credential{store.KindSession, "tok123"}, true},
-		{"BEARER    tok123", Credential{store.KindSession, "tok123"}, true},
-		{"Api-Key k1", Credential{store.KindAPIKey, "k1"}, true},
-		{"API-KEY k1", Credential{store.KindAPIKey, "k1"}, true},
-		{"api-key  k1", Credential{store.KindAPIKey, "k1"}, true},
+		{"Bearer tok123", Credential{domain.CredentialSession, "tok123"}, true},
+		{"bearer tok123", Credential{domain.CredentialSession, "tok123"}, true},
+		{"BEARER    tok123", Credential{domain.CredentialSession, "tok123"}, true},
+		{"Api-Key k1", Credential{domain.CredentialAPIKey, "k1"}, true},
+		{"API-KEY k1", Credential{domain.CredentialAPIKey, "k1"}, true},
+		{"api-key  k1", Credential{domain.CredentialAPIKey, "k1"}, true},
 		{"", Credential{}, false},
 		{"Bearer", Credential{}, false},
 		{"Bearer ", Credential{}, false},

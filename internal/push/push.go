@@ -14,12 +14,11 @@ import (
 	"backoffice/internal/deviceparams"
 	"backoffice/internal/domain"
 	"backoffice/internal/gateway"
-	"backoffice/internal/store"
 )
 
 // Store is what a push reads and writes.
 type Store interface {
-	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*store.PushSource, error)
+	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error)
 	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
 	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
 	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
@@ -189,7 +188,7 @@ func noteBody(user domain.ID, terminal string, lineItem domain.ID, r gateway.Res
 
 // Preconditions checks a line item in the contract's order and derives the push input. Where
 // several fail, the first in the order is the answer.
-func Preconditions(src *store.PushSource) (deviceparams.Input, error) {
+func Preconditions(src *domain.PushSource) (deviceparams.Input, error) {
 	v := src.View
 	switch {
 	case domain.OneOf(v.Status, domain.InactiveLineItemSet):

@@ -3,22 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/secrets"
 )
-
-// Credential kinds, also the labels of their hashes.
-const (
-	KindAPIKey  = "api key"
-	KindSession = "session"
-)
-
-// lastUseGranularity is how stale an API key's last_used_at may get before a request refreshes
-// it: a write per key per minute at most, instead of a write per request.
-const lastUseGranularity = time.Minute
 
 // Each kind's lookup, in plain sight. Sessions record no last use; CAST keeps the column list
 // the same shape for both engines.
@@ -29,71 +17,33 @@ FROM api_keys c JOIN users u ON u.id = c.user_id WHERE c.key_hash = ?`
 FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
 )
 
-// credentialRow is one credential with its user, as the lookups read it.
-type credentialRow struct {
-	id                         string
-	actor                      domain.Actor
-	partner                    sql.NullString
-	perms                      string
-	hash                       []byte
-	expires, revoked, lastUsed sql.NullInt64
-}
-
-// ActorByCredential finds the user behind a usable credential of the given kind, by the hash of
-// its secret: unexpired and not revoked. A credential is valid only as its own kind. Nothing is
-// cached: a revocation or expiry holds from the next request on, on every replica sharing the
-// database.
-func (s *Store) ActorByCredential(ctx context.Context, kind string, hash []byte) (domain.Actor, error) {
-	c, err := s.credential(ctx, kind, hash)
-	if err != nil {
-		return domain.Actor{}, err
-	}
-	now := s.now()
-	if !c.usable(hash, now) {
-		return domain.Actor{}, errNotFound
-	}
-	if kind == KindAPIKey && (!c.lastUsed.Valid || c.lastUsed.Int64 <= micros(now.Add(-lastUseGranularity))) {
-		s.noteUse(c.id, now)
-	}
-	return c.actor, nil
-}
-
-// credential reads a credential of the kind by the hash of its secret.
-func (s *Store) credential(ctx context.Context, kind string, hash []byte) (credentialRow, error) {
+// Credential reads the credential of the kind (domain.CredentialAPIKey or
+// domain.CredentialSession) whose secret hashes to hash, with its user. A credential is found only
+// as its own kind. Whether it may be used is auth's rule; nothing here caches it, so a revocation
+// or expiry holds from the next request on, on every replica sharing the database.
+func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
 	query := apiKeyLookup
-	if kind == KindSession {
+	if kind == domain.CredentialSession {
 		query = sessionLookup
 	}
-	var c credentialRow
-	err := s.q().row(ctx, query, hash).Scan(&c.id, &c.actor.UserID, &c.partner, &c.perms, &c.hash, &c.expires, &c.revoked, &c.lastUsed)
+	var c domain.Credential
+	var partner sql.NullString
+	var perms string
+	var expires, revoked, lastUsed sql.NullInt64
+	err := s.q().row(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.Hash, &expires, &revoked, &lastUsed)
 	if err != nil {
-		if err = noRows(err); err == errNotFound {
-			return c, err
-		}
-		return c, fmt.Errorf("store: credential lookup: %w", err)
+		return c, notFoundOr(err, "credential lookup")
 	}
-	c.actor.PartnerID = domain.ID(c.partner.String)
-	c.actor.Permissions = domain.ParsePermissions(c.perms)
+	c.Actor.PartnerID = domain.ID(partner.String)
+	c.Actor.Permissions = domain.ParsePermissions(perms)
+	c.ExpiresAt, c.RevokedAt, c.LastUsedAt = timePtr(expires), timePtr(revoked), timePtr(lastUsed)
 	return c, nil
 }
 
-// usable decides whether the credential may authenticate now.
-func (c *credentialRow) usable(hash []byte, now time.Time) bool {
-	// The index found the row; comparing again in constant time keeps the decision itself free of
-	// timing differences.
-	if !secrets.Equal(c.hash, hash) {
-		return false
-	}
-	if c.revoked.Valid {
-		return false
-	}
-	return !c.expires.Valid || c.expires.Int64 > micros(now)
-}
-
-// noteUse stamps an API key's last use in the background: bookkeeping must neither delay nor fail
-// the request it describes. At most one stamp per key is in flight in this process, and the
-// UPDATE's own condition keeps replicas from stamping the same minute twice.
-func (s *Store) noteUse(id string, at time.Time) {
+// NoteAPIKeyUse stamps an API key's last use in the background: bookkeeping must neither delay nor
+// fail the request it describes. At most one stamp per key is in flight in this process, and the
+// UPDATE's own condition keeps replicas from stamping the same interval twice.
+func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 	if _, busy := s.stamping.LoadOrStore(id, true); busy {
 		return
 	}
@@ -102,9 +52,9 @@ func (s *Store) noteUse(id string, at time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
-		// a minute on tries again.
+		// later tries again.
 		_, _ = s.q().exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
-			micros(at), id, micros(at.Add(-lastUseGranularity)))
+			micros(at), id, micros(at.Add(-every)))
 	})
 }
 

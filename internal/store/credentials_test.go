@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"backoffice/internal/auth"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
@@ -51,14 +52,22 @@ func event(action string, target domain.ID) domain.AuditEvent {
 	return domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: action, TargetID: string(target), Outcome: domain.OutcomeGranted}
 }
 
+// actor is what authenticating with the secret as a credential of the kind gives, at the store's
+// clock: the actor, or domain.ErrNotFound when the credential may not be used.
 func actor(st *store.Store, kind, secret string) (domain.Actor, error) {
-	return st.ActorByCredential(context.Background(), kind, secrets.HashCredential(kind, secret))
+	scheme := map[string]string{domain.CredentialAPIKey: "Api-Key ", domain.CredentialSession: "Bearer "}[kind]
+	a, err := auth.New(st, store.Clock(st)).Authenticate(context.Background(), scheme+secret)
+	if errors.Is(err, auth.Unauthenticated) {
+		return a, domain.ErrNotFound
+	}
+	st.WaitBackground()
+	return a, err
 }
 
 func TestImportedKeyStillAuthenticates(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		seed(t, st, testdb.Ring(t, "k1"), 0)
-		if a, err := actor(st, store.KindAPIKey, importKey); err != nil || a.UserID != staffID {
+		if a, err := actor(st, domain.CredentialAPIKey, importKey); err != nil || a.UserID != staffID {
 			t.Fatalf("imported key: %+v, %v", a, err)
 		}
 		keys, err := st.ListAPIKeys(context.Background(), store.APIKeyFilter{})
@@ -78,14 +87,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		key, prefix := secrets.NewAPIKey()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		id := domain.NewID()
-		k := store.NewAPIKey{ID: id, UserID: staffID, Name: "ci", Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, key), CreatedAt: now}
+		k := store.NewAPIKey{ID: id, UserID: staffID, Name: "ci", Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: now}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", id)); err != nil {
 			t.Fatal(err)
 		}
-		if a, err := actor(st, store.KindAPIKey, key); err != nil || a.UserID != staffID {
+		if a, err := actor(st, domain.CredentialAPIKey, key); err != nil || a.UserID != staffID {
 			t.Fatalf("new key: %+v, %v", a, err)
 		}
-		if _, err := actor(st, store.KindSession, key); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialSession, key); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("API key as a session token: %v, want not found", err)
 		}
 		listed, err := st.ListAPIKeys(ctx, store.APIKeyFilter{Prefix: prefix})
@@ -101,7 +110,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		if err := st.RevokeAPIKey(ctx, id, now, event("api_key.revoke", id)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := actor(st, store.KindAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("revoked key: %v, want not found", err)
 		}
 		if err := st.RevokeAPIKey(ctx, id, now, event("api_key.revoke", id)); !errors.Is(err, store.ErrAlreadyRevoked) {
@@ -134,7 +143,7 @@ func TestCreateAPIKeyRefusals(t *testing.T) {
 		ctx := context.Background()
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		key, prefix := secrets.NewAPIKey()
-		k := store.NewAPIKey{ID: domain.NewID(), UserID: domain.NewID(), Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, key), CreatedAt: time.Now()}
+		k := store.NewAPIKey{ID: domain.NewID(), UserID: domain.NewID(), Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: time.Now()}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("key for an unknown user: %v, want not found", err)
 		}
@@ -143,7 +152,7 @@ func TestCreateAPIKeyRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		other, _ := secrets.NewAPIKey()
-		clash := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, other), CreatedAt: time.Now()}
+		clash := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, other), CreatedAt: time.Now()}
 		if err := st.CreateAPIKey(ctx, clash, event("api_key.create", clash.ID)); !errors.Is(err, store.ErrCredentialClash) {
 			t.Errorf("a second key with the same prefix: %v, want ErrCredentialClash", err)
 		}
@@ -159,15 +168,15 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 		st.SetClock(func() time.Time { return now })
 		key, prefix := secrets.NewAPIKey()
 		expires := now.Add(time.Hour)
-		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, key), CreatedAt: now, ExpiresAt: &expires}
+		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: now, ExpiresAt: &expires}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := actor(st, store.KindAPIKey, key); err != nil {
+		if _, err := actor(st, domain.CredentialAPIKey, key); err != nil {
 			t.Fatalf("before expiry: %v", err)
 		}
 		now = expires
-		if _, err := actor(st, store.KindAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("at expiry: %v, want not found", err)
 		}
 	})
@@ -182,7 +191,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 		now := start
 		st.SetClock(func() time.Time { return now })
 		key, prefix := secrets.NewAPIKey()
-		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(store.KindAPIKey, key), CreatedAt: now}
+		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: now}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +210,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 		use := func(at time.Time) {
 			t.Helper()
 			now = at
-			if _, err := actor(st, store.KindAPIKey, key); err != nil {
+			if _, err := actor(st, domain.CredentialAPIKey, key); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -227,17 +236,17 @@ func TestSessionLifecycle(t *testing.T) {
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		token := secrets.NewSessionToken()
 		now := time.Now()
-		n := store.NewSession{ID: domain.NewID(), UserID: staffID, Hash: secrets.HashCredential(store.KindSession, token), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		n := store.NewSession{ID: domain.NewID(), UserID: staffID, Hash: secrets.HashCredential(domain.CredentialSession, token), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := st.CreateSession(ctx, n, event("session.create", n.ID)); err != nil {
 			t.Fatal(err)
 		}
-		if a, err := actor(st, store.KindSession, token); err != nil || a.UserID != staffID {
+		if a, err := actor(st, domain.CredentialSession, token); err != nil || a.UserID != staffID {
 			t.Fatalf("new session: %+v, %v", a, err)
 		}
 		if err := st.RevokeSession(ctx, n.ID, now, event("session.revoke", n.ID)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := actor(st, store.KindSession, token); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialSession, token); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("revoked session: %v, want not found", err)
 		}
 		if err := st.RevokeSession(ctx, n.ID, now, event("session.revoke", n.ID)); !errors.Is(err, store.ErrAlreadyRevoked) {
@@ -265,7 +274,7 @@ func TestListSessions(t *testing.T) {
 		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		var issued []domain.ID
 		for i, user := range []domain.ID{staffID, other, staffID} {
-			n := store.NewSession{ID: domain.NewID(), UserID: user, Hash: secrets.HashCredential(store.KindSession, fmt.Sprint("token", i)),
+			n := store.NewSession{ID: domain.NewID(), UserID: user, Hash: secrets.HashCredential(domain.CredentialSession, fmt.Sprint("token", i)),
 				CreatedAt: at.Add(time.Duration(i) * time.Minute), ExpiresAt: at.Add(time.Hour)}
 			if err := st.CreateSession(ctx, n, event("session.create", n.ID)); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"backoffice/internal/domain"
 )
@@ -13,6 +14,9 @@ import (
 func MigrateTo(ctx context.Context, s *Store, version string) error {
 	return migrateTo(ctx, s.db, s.engine, version)
 }
+
+// Clock is the store's clock, for tests that judge credentials at the store's time.
+func Clock(s *Store) func() time.Time { return s.now }
 
 // Exec runs shared SQL on the store, outside any operation: tests write rows as an older schema
 // held them.

@@ -233,7 +233,7 @@ func (im *importer) steps() []func() error {
 				if err := im.ref(at("apiKeys", i)+".userId", "users", "user", r.UserID); err != nil {
 					return err
 				}
-				return im.insert(st, at("apiKeys", i), "api_keys", r.ID, r.ID, r.UserID, secrets.HashCredential(KindAPIKey, r.Key), nullMicros(r.ExpiresAt))
+				return im.insert(st, at("apiKeys", i), "api_keys", r.ID, r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), nullMicros(r.ExpiresAt))
 			})
 		},
 		func() error {
@@ -242,7 +242,7 @@ func (im *importer) steps() []func() error {
 				if err := im.ref(at("sessions", i)+".userId", "users", "user", r.UserID); err != nil {
 					return err
 				}
-				return im.insert(st, at("sessions", i), "sessions", r.ID, r.ID, r.UserID, secrets.HashCredential(KindSession, r.Token), micros(r.ExpiresAt))
+				return im.insert(st, at("sessions", i), "sessions", r.ID, r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), micros(r.ExpiresAt))
 			})
 		},
 		func() error {

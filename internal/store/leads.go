@@ -72,34 +72,26 @@ ORDER BY c.sort_order, c.id`, leadID)
 	return ownedAcceptance{sa, domain.ID(partner)}, nil
 }
 
-// SealedSSN is a principal's SSN as stored: the key id and the sealed bytes. Found is false when
-// the principal has no SSN on file.
-type SealedSSN struct {
-	KeyID  string
-	Sealed []byte
-	Found  bool
-}
-
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
-func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (SealedSSN, error) {
+func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error) {
 	owned, err := s.principalSSN(ctx, leadID, principalID)
 	if err != nil {
-		return SealedSSN{}, err
+		return domain.SealedSSN{}, err
 	}
 	if !scope.Sees(owned.partner) {
-		return SealedSSN{}, errNotFound
+		return domain.SealedSSN{}, errNotFound
 	}
 	return owned.SealedSSN, nil
 }
 
 // ownedSSN is a principal's sealed SSN with the partner of the principal's lead.
 type ownedSSN struct {
-	SealedSSN
+	domain.SealedSSN
 	partner domain.ID
 }
 
 func (s *Store) principalSSN(ctx context.Context, leadID, principalID domain.ID) (ownedSSN, error) {
-	var out SealedSSN
+	var out domain.SealedSSN
 	var partner string
 	var keyID sql.NullString
 	err := s.q().row(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,

@@ -10,20 +10,10 @@ import (
 	"backoffice/internal/domain"
 )
 
-// PushSource is everything operation 4.1 reads about a line item: the line item as the API shows
-// it, and the inputs of the device parameters. Absent inputs are nil.
-type PushSource struct {
-	MerchantID domain.ID
-	Workflow   string
-	View       domain.LineItemView
-	FileBuild  json.RawMessage
-	Pricing    *domain.PricingModel
-}
-
 // PushSource loads a line item of an order visible to the scope, with the objects the line item
 // itself points to (its own equipment, VAR sheet and inventory unit ids are the ones used).
-func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*PushSource, error) {
-	var src PushSource
+func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error) {
+	var src domain.PushSource
 	var partner string
 	err := s.q().row(ctx, `SELECT o.merchant_id, m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?`, orderID).
 		Scan(&src.MerchantID, &partner)
@@ -41,7 +31,7 @@ func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lin
 	if err := s.q().row(ctx, `SELECT workflow FROM deployment_models WHERE id = ?`, li.DeploymentModelID).Scan(&src.Workflow); err != nil {
 		return nil, fmt.Errorf("store: deployment model of line item %s: %w", li.ID, err)
 	}
-	steps := []func(context.Context, *PushSource) error{s.loadUnit, s.loadEquipment, s.loadVarsheet, s.loadShipment, s.loadFileBuild, s.loadPricing}
+	steps := []func(context.Context, *domain.PushSource) error{s.loadUnit, s.loadEquipment, s.loadVarsheet, s.loadShipment, s.loadFileBuild, s.loadPricing}
 	for _, step := range steps {
 		if err := step(ctx, &src); err != nil {
 			return nil, err
@@ -50,7 +40,7 @@ func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lin
 	return &src, nil
 }
 
-func (s *Store) loadUnit(ctx context.Context, src *PushSource) error {
+func (s *Store) loadUnit(ctx context.Context, src *domain.PushSource) error {
 	id := src.View.InventoryUnitID
 	if id == nil {
 		return nil
@@ -65,7 +55,7 @@ func (s *Store) loadUnit(ctx context.Context, src *PushSource) error {
 
 // loadEquipment also derives modelName and equipmentType from the equipment's deployment model,
 // and serialNumber from its inventory unit.
-func (s *Store) loadEquipment(ctx context.Context, src *PushSource) error {
+func (s *Store) loadEquipment(ctx context.Context, src *domain.PushSource) error {
 	id := src.View.EquipmentID
 	if id == nil {
 		return nil
@@ -83,7 +73,7 @@ LEFT JOIN inventory_units iu ON iu.id = e.inventory_unit_id WHERE e.id = ?`, *id
 	return nil
 }
 
-func (s *Store) loadVarsheet(ctx context.Context, src *PushSource) error {
+func (s *Store) loadVarsheet(ctx context.Context, src *domain.PushSource) error {
 	id := src.View.VarsheetID
 	if id == nil {
 		return nil
@@ -96,7 +86,7 @@ func (s *Store) loadVarsheet(ctx context.Context, src *PushSource) error {
 	return nil
 }
 
-func (s *Store) loadShipment(ctx context.Context, src *PushSource) error {
+func (s *Store) loadShipment(ctx context.Context, src *domain.PushSource) error {
 	sh, err := scanShipment(s.q().row(ctx, `SELECT `+shipmentCols+` FROM shipments WHERE line_item_id = ?`, src.View.ID))
 	if err = noRows(err); err == errNotFound {
 		return nil
@@ -107,7 +97,7 @@ func (s *Store) loadShipment(ctx context.Context, src *PushSource) error {
 	return nil
 }
 
-func (s *Store) loadFileBuild(ctx context.Context, src *PushSource) error {
+func (s *Store) loadFileBuild(ctx context.Context, src *domain.PushSource) error {
 	var settings string
 	err := s.q().row(ctx, `SELECT settings FROM file_builds WHERE line_item_id = ?`, src.View.ID).Scan(&settings)
 	if err = noRows(err); err == errNotFound {
@@ -119,7 +109,7 @@ func (s *Store) loadFileBuild(ctx context.Context, src *PushSource) error {
 	return nil
 }
 
-func (s *Store) loadPricing(ctx context.Context, src *PushSource) error {
+func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 	var p domain.PricingModel
 	var adj sql.NullString
 	err := s.q().row(ctx, `SELECT id, merchant_id, active, type, adjustment_percent FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, src.MerchantID).

@@ -90,14 +90,12 @@ WHERE id > ? AND ssn_key_id IS NOT NULL AND ssn_key_id <> ? ORDER BY id LIMIT ?`
 // not open is recorded as a failure and left as it is.
 func (b *RewrapBatch) rewrap(ctx context.Context, q querier, ring Rekeyer, v sealedSSN) error {
 	b.Last, b.Seen = v.principal, b.Seen+1
-	aad := secrets.PrincipalAAD(string(v.principal), "ssn")
-	plain, err := ring.Open(v.keyID, v.sealed, aad)
+	ssn, err := secrets.OpenSSN(ring, v.principal, v.keyID, v.sealed)
 	if err != nil {
 		b.Failed = append(b.Failed, RewrapFailure{PrincipalID: v.principal, KeyID: v.keyID, Err: err})
 		return nil
 	}
-	keyID, sealed := ring.Seal(plain, aad)
-	clear(plain)
+	keyID, sealed := secrets.SealSSN(ring, v.principal, ssn.Reveal())
 	res, err := q.exec(ctx, `UPDATE principals SET ssn_key_id = ?, ssn_sealed = ? WHERE id = ? AND ssn_key_id = ? AND ssn_sealed = ?`,
 		keyID, sealed, v.principal, v.keyID, v.sealed)
 	if err != nil {

@@ -154,7 +154,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		if diff := cmp.Diff(before, mustExport(t, st, nil)); diff != "" {
 			t.Errorf("the failed import changed the database (-before +after):\n%s", diff)
 		}
-		if _, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, staffKey)); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialAPIKey, staffKey); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("a credential of the failed import authenticates: %v", err)
 		}
 	})
@@ -591,7 +591,7 @@ func TestPushLeaseAndNotes(t *testing.T) {
 	})
 }
 
-func TestActorByCredential(t *testing.T) {
+func TestCredentialRule(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		mustImport(t, st, fixture())
 		st.SetClock(func() time.Time { return fixtureNow })
@@ -602,17 +602,17 @@ func TestActorByCredential(t *testing.T) {
 			kind, secret string
 			want         *domain.Actor // nil: not found
 		}{
-			{"api key without expiry", store.KindAPIKey, staffKey, &staff},
-			{"api key not yet expired", store.KindAPIKey, partnerKey, &partner},
-			{"expired api key", store.KindAPIKey, expiredKey, nil},
-			{"session", store.KindSession, staffSession, &staff},
-			{"expired session", store.KindSession, expiredSession, nil},
-			{"api key sent as a session", store.KindSession, staffKey, nil},
-			{"session sent as an api key", store.KindAPIKey, staffSession, nil},
-			{"unknown", store.KindAPIKey, "unknown-key-00000000000001", nil},
+			{"api key without expiry", domain.CredentialAPIKey, staffKey, &staff},
+			{"api key not yet expired", domain.CredentialAPIKey, partnerKey, &partner},
+			{"expired api key", domain.CredentialAPIKey, expiredKey, nil},
+			{"session", domain.CredentialSession, staffSession, &staff},
+			{"expired session", domain.CredentialSession, expiredSession, nil},
+			{"api key sent as a session", domain.CredentialSession, staffKey, nil},
+			{"session sent as an api key", domain.CredentialAPIKey, staffSession, nil},
+			{"unknown", domain.CredentialAPIKey, "unknown-key-00000000000001", nil},
 		}
 		for _, c := range cases {
-			got, err := st.ActorByCredential(ctx, c.kind, secrets.HashCredential(c.kind, c.secret))
+			got, err := actor(st, c.kind, c.secret)
 			if c.want == nil {
 				if !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("%s: %+v, %v; want not found", c.name, got, err)
@@ -629,7 +629,7 @@ func TestActorByCredential(t *testing.T) {
 		}
 		// The key expires at its instant, not after it.
 		st.SetClock(func() time.Time { return fixtureNow.Add(24 * time.Hour) })
-		if _, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, partnerKey)); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actor(st, domain.CredentialAPIKey, partnerKey); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("api key at its expiry: %v, want not found", err)
 		}
 	})
@@ -656,7 +656,7 @@ func TestLostDatabaseIsUnavailable(t *testing.T) {
 			return err
 		},
 		"credential": func() error {
-			_, err := st.ActorByCredential(ctx, store.KindAPIKey, secrets.HashCredential(store.KindAPIKey, staffKey))
+			_, err := actor(st, domain.CredentialAPIKey, staffKey)
 			return err
 		},
 		"delete (a transaction)": func() error {

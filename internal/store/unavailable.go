@@ -6,12 +6,12 @@ import (
 	"errors"
 	"io"
 	"net"
+
+	"backoffice/internal/domain"
 )
 
-// ErrUnavailable marks an error that came from losing the database (it is down, unreachable, or
-// dropped the connection), not from the query. Callers answer it with "try again later" rather
-// than as their own fault; the pool reconnects by itself once the database is back.
-var ErrUnavailable = errors.New("store: the database is unavailable")
+// ErrUnavailable is domain.ErrUnavailable: see there.
+var ErrUnavailable = domain.ErrUnavailable
 
 // unavailableError keeps the driver's error for the log while matching ErrUnavailable.
 type unavailableError struct{ err error }

@@ -1,0 +1,29 @@
+package domain
+
+import "time"
+
+// Credential kinds: how a secret is presented (Api-Key or Bearer), and the label its hash is made
+// under, so that a secret of one kind never matches a credential of the other.
+const (
+	CredentialAPIKey  = "api key"
+	CredentialSession = "session"
+)
+
+// Credential is a stored credential and the user it acts as: what authentication decides on.
+// Whether it may be used now (hash, revocation, expiry) is the auth package's rule.
+type Credential struct {
+	ID         ID
+	Actor      Actor
+	Hash       []byte
+	ExpiresAt  *time.Time // nil: never expires
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time // API keys only
+}
+
+// SealedSSN is a principal's SSN as stored: the id of the key it is sealed under and the sealed
+// bytes. Found is false when the principal has no SSN on file.
+type SealedSSN struct {
+	KeyID  string
+	Sealed []byte
+	Found  bool
+}
