@@ -121,9 +121,9 @@ func (s *Store) insertAuditGroup(ctx context.Context, q querier, group []auditRe
 	args := make([]any, 0, 7*len(group))
 	for len(group) > 0 {
 		n := 1 << (bits.Len(uint(len(group))) - 1)
-		st, err := s.stmts.get(ctx, q.e.sql(auditInsertRows[bits.Len(uint(n))-1]))
+		st, err := s.stmts.get(ctx, s.sql(auditInsertRows[bits.Len(uint(n))-1]))
 		if err != nil {
-			return fmt.Errorf("store: audit event: %w", q.e.classify(err))
+			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
 		args = args[:0]
 		for _, r := range group[:n] {
@@ -137,7 +137,7 @@ func (s *Store) insertAuditGroup(ctx context.Context, q querier, group []auditRe
 		_, err = txst.ExecContext(ctx, args...)
 		txst.Close()
 		if err != nil {
-			return fmt.Errorf("store: audit event: %w", q.e.classify(err))
+			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
 		group = group[n:]
 	}

@@ -89,7 +89,7 @@ func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.Au
 }
 
 func (s *Store) insertCredentialError(what string, err error) error {
-	if s.engine.isUniqueViolation(err) {
+	if s.engine.IsUniqueViolation(err) {
 		return ErrCredentialClash
 	}
 	return fmt.Errorf("store: insert %s: %w", what, err)

@@ -38,9 +38,7 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 // a checkpoint that cannot run now (readers hold old pages) leaves the copies to the next one,
 // and the deletion itself has been committed either way.
 func (s *Store) purgeDeleted(ctx context.Context) {
-	for _, stmt := range s.engine.purge {
-		_, _ = s.db.ExecContext(ctx, stmt)
-	}
+	s.engine.PurgeDeleted(ctx, s.db)
 }
 
 func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {

@@ -22,21 +22,11 @@ type ImportStats struct {
 func (s *Store) Import(ctx context.Context, ds *dataset.Dataset, ring *secrets.Ring) (ImportStats, error) {
 	var stats ImportStats
 	err := s.tx(ctx, func(q querier) error {
-		if s.engine.importLock != nil {
-			if err := s.engine.importLock(ctx, q); err != nil {
-				return err
-			}
+		end, err := s.engine.BeginImport(ctx, q.x.(*sql.Tx))
+		if err != nil {
+			return fmt.Errorf("store: import: %w", s.classify(err))
 		}
-		for _, stmt := range s.engine.importTuning {
-			if _, err := q.exec(ctx, stmt); err != nil {
-				return fmt.Errorf("store: import: %w", err)
-			}
-		}
-		defer func() {
-			for _, stmt := range s.engine.importUntuning {
-				_, _ = q.exec(ctx, stmt)
-			}
-		}()
+		defer end()
 		im := &importer{ctx: ctx, q: q, ds: ds, ring: ring, inFile: fileIDs(ds), known: map[string]map[domain.ID]bool{},
 			samPlan: planSAMLogs(ds.SAMActionLogs)}
 		for _, step := range im.steps() {

@@ -275,10 +275,10 @@ func (im *importer) newRowBatch(into string, width, rows int, skipped error) (*r
 
 // insertOf is an insert of n rows that skips a row whose key is taken.
 func (b *rowBatch) insertOf(n int) string {
-	e := b.im.q.e
+	head, tail := b.im.q.s.engine.InsertOrSkip()
 	row := "(" + strings.Repeat("?, ", b.width-1) + "?)"
 	var sb strings.Builder
-	sb.WriteString(cmp.Or(e.insertOrSkip, "INSERT INTO"))
+	sb.WriteString(head)
 	sb.WriteString(" " + b.into + " VALUES ")
 	for r := range n {
 		if r > 0 {
@@ -286,9 +286,7 @@ func (b *rowBatch) insertOf(n int) string {
 		}
 		sb.WriteString(row)
 	}
-	if e.insertOrSkip == "" {
-		sb.WriteString(" ON CONFLICT DO NOTHING")
-	}
+	sb.WriteString(tail)
 	return sb.String()
 }
 

@@ -12,11 +12,11 @@ import (
 // migrate applies the engine's embedded migrations in name order, each in its own transaction,
 // and records each in schema_migrations. Under the engine's lock, replicas starting together
 // migrate once.
-func migrate(ctx context.Context, db *sql.DB, e *engine) error { return migrateTo(ctx, db, e, "") }
+func migrate(ctx context.Context, db *sql.DB, e Engine) error { return migrateTo(ctx, db, e, "") }
 
 // migrateTo is migrate up to and including the migration last ("" for all of them), so that tests
 // can build a database as an older release left it.
-func migrateTo(ctx context.Context, db *sql.DB, e *engine, last string) error {
+func migrateTo(ctx context.Context, db *sql.DB, e Engine, last string) error {
 	names, err := migrationNames(e)
 	if err != nil {
 		return err
@@ -44,14 +44,11 @@ func migrateTo(ctx context.Context, db *sql.DB, e *engine, last string) error {
 		}
 		return nil
 	}
-	if e.lock != nil {
-		return e.lock(ctx, conn, pass)
-	}
-	return pass()
+	return e.LockMigrations(ctx, conn, pass)
 }
 
-func migrationNames(e *engine) ([]string, error) {
-	names, err := fs.Glob(e.migrations, "*.sql")
+func migrationNames(e Engine) ([]string, error) {
+	names, err := fs.Glob(e.Migrations(), "*.sql")
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +56,9 @@ func migrationNames(e *engine) ([]string, error) {
 	return names, nil
 }
 
-func applyMigration(ctx context.Context, conn *sql.Conn, e *engine, name string) error {
+func applyMigration(ctx context.Context, conn *sql.Conn, e Engine, name string) error {
 	version := strings.TrimSuffix(name, ".sql")
-	body, err := fs.ReadFile(e.migrations, name)
+	body, err := fs.ReadFile(e.Migrations(), name)
 	if err != nil {
 		return err
 	}
@@ -71,7 +68,7 @@ func applyMigration(ctx context.Context, conn *sql.Conn, e *engine, name string)
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, e.sql(`SELECT count(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, e.Rebind(`SELECT count(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
 		return fmt.Errorf("store: migration %s: %w", version, err)
 	}
 	if n > 0 {
@@ -80,7 +77,7 @@ func applyMigration(ctx context.Context, conn *sql.Conn, e *engine, name string)
 	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return fmt.Errorf("store: migration %s: %w", version, err)
 	}
-	if _, err := tx.ExecContext(ctx, e.sql(`INSERT INTO schema_migrations (version) VALUES (?)`), version); err != nil {
+	if _, err := tx.ExecContext(ctx, e.Rebind(`INSERT INTO schema_migrations (version) VALUES (?)`), version); err != nil {
 		return fmt.Errorf("store: migration %s: %w", version, err)
 	}
 	return tx.Commit()

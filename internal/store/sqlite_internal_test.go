@@ -44,27 +44,6 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	}
 }
 
-// The embedded store runs as style.md asks: WAL, foreign keys enforced, a busy timeout, and
-// deleted content overwritten.
-func TestSQLiteSettings(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, "sqlite:"+t.TempDir()+"/settings.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	want := map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "secure_delete": "1"}
-	for pragma, value := range want {
-		var got string
-		if err := s.db.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != value {
-			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, value)
-		}
-	}
-}
-
 // A transaction is rolled back when its function fails or panics: nothing of it stays.
 func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 	ctx := context.Background()

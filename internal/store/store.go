@@ -1,6 +1,7 @@
 // Package store keeps the back office's records in SQL: embedded SQLite by default, PostgreSQL at
 // scale. Queries are written once, in plain sight, in the SQL both engines share; the engine
-// supplies how to connect, its migrations, its placeholder style and its error codes.
+// packages (store/sqlite, store/postgres) supply how to connect, their migrations, their
+// placeholder style and their error codes.
 package store
 
 import (
@@ -12,17 +13,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"backoffice/internal/store/postgres"
+	"backoffice/internal/store/sqlite"
 )
 
 // Store is a handle on one database.
 type Store struct {
 	db     *sql.DB
-	engine *engine
+	engine Engine
+	pool   Pool
 	now    func() time.Time
 	stmts  *stmtCache
-	// writes, when set, queues this process's writers in Go. SQLite lets one writer in at a
-	// time and makes the others poll with sleeps of a millisecond and more: under load that
-	// is most of a write's latency. Writers of other processes still meet the busy timeout.
+	// writes, for an engine with a single writer, queues this process's writers in Go (see
+	// Engine.SingleWriter). Writers of other processes still meet the engine's busy timeout.
 	writes *sync.Mutex
 	audits auditWriter
 	// background tracks writes that run after the request that caused them (last-use stamps);
@@ -31,59 +35,63 @@ type Store struct {
 	stamping   sync.Map
 }
 
-func newStore(db *sql.DB, e *engine) *Store {
-	return &Store{db: db, engine: e, now: time.Now, stmts: newStmtCache(db)}
-}
-
-// engine is what differs between SQLite and PostgreSQL.
-type engine struct {
-	name string
-	// placeholders rewrites the shared "?" placeholders into the engine's own; rewritten keeps
-	// what it made, per query text (the store's own constants, so it stays small).
-	placeholders func(string) string
-	rewritten    sync.Map
-	// isUniqueViolation tells a unique or primary-key violation by its error code.
-	isUniqueViolation func(error) bool
-	// purge, when set, runs after a deletion that must not leave the deleted bytes on disk.
-	purge []string
-	// snapshotIsolation is the isolation level at which a read-only transaction sees one state.
-	snapshotIsolation sql.IsolationLevel
-	// migrations holds the engine's embedded *.sql files, applied in name order.
-	migrations fs.FS
-	// lock, when set, runs the migration pass under a database-wide lock.
-	lock func(ctx context.Context, conn *sql.Conn, fn func() error) error
-	// insertOrSkip, when set, is the engine's own spelling of an INSERT that skips rows taken by
-	// a unique key, used instead of the standard INSERT … ON CONFLICT DO NOTHING.
-	insertOrSkip string
-	// importTuning runs at the start of an import, in its transaction, and importUntuning at its
-	// end: settings for a bulk load on that one connection.
-	importTuning, importUntuning []string
-	// unavailable, when set, tells the engine's own connection-level errors (see classify).
-	unavailable func(error) bool
-	// lost, when set, runs when an error says the database was lost (see classify).
-	lost func()
-	// importLock, when set, makes imports wait for each other inside their transactions: two
-	// imports numbering the same entity's SAM logs at once would give positions twice. (SQLite
-	// needs none: its write transactions already run one at a time.)
-	importLock func(ctx context.Context, q querier) error
+// Engine is what differs between the two database engines. internal/store/sqlite and
+// internal/store/postgres each provide one; every query of the store is written once, for both.
+type Engine interface {
+	Name() string
+	// Migrations holds the engine's *.sql files, applied in name order.
+	Migrations() fs.FS
+	// Rebind rewrites the shared "?" placeholders into the engine's own.
+	Rebind(query string) string
+	// IsUniqueViolation tells a unique or primary-key violation by its error code.
+	IsUniqueViolation(err error) bool
+	// IsUnavailable tells the engine's errors of a database that cannot answer now (a lost
+	// connection, a lock held past the busy timeout) from errors of the statement.
+	IsUnavailable(err error) bool
+	// LockMigrations runs fn so that processes starting together migrate one after the other.
+	LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error
+	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
+	// load; end gives the settings back.
+	BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error)
+	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
+	// table, tail after the values.
+	InsertOrSkip() (head, tail string)
+	// SnapshotIsolation is the level at which a read-only transaction sees one state.
+	SnapshotIsolation() sql.IsolationLevel
+	// SingleWriter tells an engine that lets one writer in at a time.
+	SingleWriter() bool
+	// PurgeDeleted drops copies of deleted bytes the engine still keeps, best effort.
+	PurgeDeleted(ctx context.Context, db *sql.DB)
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or "postgres://…") and checks that
 // it answers. Without options the pool is DefaultPool.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	o := collect(opts)
+	var db *sql.DB
+	var e Engine
+	var err error
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
-		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"), o)
+		db, e, err = sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return openPostgres(ctx, url, o)
+		db, e, err = postgres.Open(ctx, url)
 	default:
 		return nil, fmt.Errorf("store: database url must start with sqlite: or postgres://")
 	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	o.pool.apply(db)
+	s := &Store{db: db, engine: e, pool: o.pool, now: time.Now, stmts: newStmtCache(db)}
+	if e.SingleWriter() {
+		s.writes = &sync.Mutex{}
+	}
+	return s, nil
 }
 
 // Engine names the engine: "sqlite" or "postgres".
-func (s *Store) Engine() string { return s.engine.name }
+func (s *Store) Engine() string { return s.engine.Name() }
 
 // Migrate applies pending schema migrations.
 func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
@@ -98,7 +106,7 @@ func (s *Store) Close() error {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.engine.classify(s.db.PingContext(ctx)) }
+func (s *Store) Ping(ctx context.Context) error { return s.classify(s.db.PingContext(ctx)) }
 
 // SetClock replaces the clock, for tests.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
@@ -114,7 +122,7 @@ type querier struct {
 		QueryRowContext(context.Context, string, ...any) *sql.Row
 		PrepareContext(context.Context, string) (*sql.Stmt, error)
 	}
-	e *engine
+	s *Store
 	// stmts, on the pool (never in a transaction), runs each query as a cached prepared statement.
 	stmts *stmtCache
 	// writes, on the pool, is held while a statement writes (see Store.writes).
@@ -130,87 +138,78 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 		defer q.writes.Unlock()
 	}
 	if q.stmts == nil {
-		res, err := q.x.ExecContext(ctx, q.e.sql(query), args...)
-		return res, q.e.classify(err)
+		res, err := q.x.ExecContext(ctx, q.s.sql(query), args...)
+		return res, q.s.classify(err)
 	}
-	st, err := q.stmts.get(ctx, q.e.sql(query))
+	st, err := q.stmts.get(ctx, q.s.sql(query))
 	if err != nil {
-		return nil, q.e.classify(err)
+		return nil, q.s.classify(err)
 	}
 	res, err := st.ExecContext(ctx, args...)
-	return res, q.e.classify(err)
+	return res, q.s.classify(err)
 }
 
 func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
 	var r *sql.Rows
 	var err error
 	if q.stmts == nil {
-		r, err = q.x.QueryContext(ctx, q.e.sql(query), args...)
+		r, err = q.x.QueryContext(ctx, q.s.sql(query), args...)
 	} else {
 		var st *sql.Stmt
-		if st, err = q.stmts.get(ctx, q.e.sql(query)); err == nil {
+		if st, err = q.stmts.get(ctx, q.s.sql(query)); err == nil {
 			r, err = st.QueryContext(ctx, args...)
 		}
 	}
 	if err != nil {
-		return nil, q.e.classify(err)
+		return nil, q.s.classify(err)
 	}
-	return &rows{Rows: r, e: q.e}, nil
+	return &rows{Rows: r, s: q.s}, nil
 }
 
 func (q querier) row(ctx context.Context, query string, args ...any) row {
 	if q.stmts == nil {
-		return row{r: q.x.QueryRowContext(ctx, q.e.sql(query), args...), e: q.e}
+		return row{r: q.x.QueryRowContext(ctx, q.s.sql(query), args...), s: q.s}
 	}
-	st, err := q.stmts.get(ctx, q.e.sql(query))
+	st, err := q.stmts.get(ctx, q.s.sql(query))
 	if err != nil {
-		return row{err: err, e: q.e}
+		return row{err: err, s: q.s}
 	}
-	return row{r: st.QueryRowContext(ctx, args...), e: q.e}
+	return row{r: st.QueryRowContext(ctx, args...), s: q.s}
 }
 
 func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
-	st, err := q.x.PrepareContext(ctx, q.e.sql(query))
-	return st, q.e.classify(err)
+	st, err := q.x.PrepareContext(ctx, q.s.sql(query))
+	return st, q.s.classify(err)
 }
 
 // rows is *sql.Rows whose errors are classified.
 type rows struct {
 	*sql.Rows
-	e *engine
+	s *Store
 }
 
-func (r *rows) Scan(dest ...any) error { return r.e.classify(r.Rows.Scan(dest...)) }
-func (r *rows) Err() error             { return r.e.classify(r.Rows.Err()) }
+func (r *rows) Scan(dest ...any) error { return r.s.classify(r.Rows.Scan(dest...)) }
+func (r *rows) Err() error             { return r.s.classify(r.Rows.Err()) }
 
 // row is *sql.Row whose error, reported by Scan, is classified. err is a failed prepare.
 type row struct {
 	r   *sql.Row
 	err error
-	e   *engine
+	s   *Store
 }
 
 func (r row) Scan(dest ...any) error {
 	if r.err != nil {
-		return r.e.classify(r.err)
+		return r.s.classify(r.err)
 	}
-	return r.e.classify(r.r.Scan(dest...))
+	return r.s.classify(r.r.Scan(dest...))
 }
 
-func (e *engine) sql(query string) string {
-	if e.placeholders == nil {
-		return query
-	}
-	if v, ok := e.rewritten.Load(query); ok {
-		return v.(string)
-	}
-	out := e.placeholders(query)
-	e.rewritten.Store(query, out)
-	return out
-}
+// sql is a shared query in the engine's own placeholders.
+func (s *Store) sql(query string) string { return s.engine.Rebind(query) }
 
 func (s *Store) q() querier {
-	return querier{x: s.db, e: s.engine, stmts: s.stmts, writes: s.writes}
+	return querier{x: s.db, s: s, stmts: s.stmts, writes: s.writes}
 }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
@@ -223,7 +222,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.engine.classify(err))
+		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -234,11 +233,11 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(querier{x: tx, e: s.engine}); err != nil {
+	if err = fn(querier{x: tx, s: s}); err != nil {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", s.engine.classify(err))
+		return fmt.Errorf("store: commit: %w", s.classify(err))
 	}
 	return nil
 }
@@ -247,12 +246,12 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 // blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
 // snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export.
 func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.snapshotIsolation})
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.engine.classify(err))
+		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
 	defer tx.Rollback()
-	return fn(querier{x: tx, e: s.engine})
+	return fn(querier{x: tx, s: s})
 }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.

@@ -20,21 +20,25 @@ func (e *unavailableError) Error() string        { return "database unavailable:
 func (e *unavailableError) Unwrap() error        { return e.err }
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// classify marks connection-level failures with ErrUnavailable and passes anything else through
-// unchanged, so that not-found and constraint errors keep their meaning.
-func (e *engine) classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || !e.connectionLost(err) {
+// classify marks the errors of a database that cannot answer now with ErrUnavailable and passes
+// anything else through unchanged, so that not-found and constraint errors keep their meaning.
+//
+// The pool's idle connections are closed then: once the database was lost they are all dead (a
+// server restart or a network cut took them), yet the pool would hand each out once more after
+// the database returned, failing one request per connection. Shrinking the idle limit closes them
+// now, and restoring it lets new ones be kept.
+func (s *Store) classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || !s.unavailable(err) {
 		return err
 	}
-	if e.lost != nil {
-		e.lost()
-	}
+	s.db.SetMaxIdleConns(0)
+	s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
 	return &unavailableError{err: err}
 }
 
-// connectionLost tells errors of the connection from errors of the statement: those every
-// engine shares, then the engine's own.
-func (e *engine) connectionLost(err error) bool {
+// unavailable tells errors of the connection from errors of the statement: those every engine
+// shares, then the engine's own.
+func (s *Store) unavailable(err error) bool {
 	var ne net.Error
 	switch {
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
@@ -43,5 +47,5 @@ func (e *engine) connectionLost(err error) bool {
 		// No query of ours runs long; a deadline passing means waiting for a connection.
 		return true
 	}
-	return e.unavailable != nil && e.unavailable(err)
+	return s.engine.IsUnavailable(err)
 }

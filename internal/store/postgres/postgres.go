@@ -1,4 +1,7 @@
-package store
+// Package postgres is the engine of the store for scale: how to reach PostgreSQL, its migrations,
+// its placeholders, its locks and what its error codes mean. The store's queries are shared with
+// SQLite and live in the store package.
+package postgres
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-//go:embed migrations/postgres/*.sql
-var postgresMigrations embed.FS
+//go:embed migrations/*.sql
+var migrations embed.FS
 
 // defaultConnectTimeout bounds one connection attempt when the URL sets no connect_timeout, so
 // that an unreachable server fails a start or a request in seconds instead of hanging on TCP.
@@ -31,36 +35,23 @@ const (
 	importLockKey    int64 = 0x6261636b6f666669 // "backoffi"
 )
 
-// openPostgres opens PostgreSQL through pgx's database/sql driver, so that every shared query of
-// the store runs on it unchanged, and checks that the server answers.
-func openPostgres(ctx context.Context, url string, o options) (*Store, error) {
+// Open connects through pgx's database/sql driver, so that every shared query of the store runs on
+// it unchanged, and checks that the server answers.
+func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors mask the password.
-		return nil, fmt.Errorf("store: postgres: %w", err)
+		return nil, nil, fmt.Errorf("postgres: %w", err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
 	db := stdlib.OpenDB(*cfg, genericPlans(cfg))
-	o.pool.apply(db)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, unreachable(cfg, err)
+		return nil, nil, unreachable(cfg, err)
 	}
-	migrations, _ := fs.Sub(postgresMigrations, "migrations/postgres")
-	e := &engine{
-		name:              "postgres",
-		placeholders:      dollarPlaceholders,
-		isUniqueViolation: postgresUnique,
-		migrations:        migrations,
-		lock:              advisoryLock,
-		importLock:        importLock,
-		unavailable:       postgresUnavailable,
-		snapshotIsolation: sql.LevelRepeatableRead,
-		lost:              func() { dropIdle(db, o.pool) },
-	}
-	return newStore(db, e), nil
+	return db, &Engine{}, nil
 }
 
 // genericPlans makes the server plan each of the store's prepared statements once per
@@ -85,21 +76,43 @@ func genericPlans(cfg *pgx.ConnConfig) stdlib.OptionOpenDB {
 
 // unreachable says in one line which server did not answer, without the password.
 func unreachable(cfg *pgx.ConnConfig, err error) error {
-	return fmt.Errorf("store: postgres: cannot reach database %q at %s:%d (check BACKOFFICE_DATABASE_URL and that the server is up): %w",
-		cfg.Database, cfg.Host, cfg.Port, oneLine(err))
+	return fmt.Errorf("postgres: cannot reach database %q at %s:%d (check BACKOFFICE_DATABASE_URL and that the server is up): %w",
+		cfg.Database, cfg.Host, cfg.Port, flatError{err})
 }
 
-// oneLine keeps a multi-line driver error (pgx puts each host tried on its own line) on one
+// flatError keeps a multi-line driver error (pgx puts each host tried on its own line) on one
 // line, as a start-up error must be, and keeps it in the chain for errors.Is/As.
-func oneLine(err error) error { return flatError{err} }
-
 type flatError struct{ err error }
 
 func (e flatError) Error() string { return strings.Join(strings.Fields(e.err.Error()), " ") }
 func (e flatError) Unwrap() error { return e.err }
 
-// dollarPlaceholders rewrites the shared "?" placeholders to PostgreSQL's $1, $2, …, leaving
-// string literals, quoted identifiers and comments alone.
+// Engine is PostgreSQL's side of the store.
+type Engine struct {
+	// rebound keeps each query text's rewrite: the texts are the store's own constants, so it
+	// stays small.
+	rebound sync.Map
+}
+
+func (*Engine) Name() string { return "postgres" }
+
+func (*Engine) Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return sub
+}
+
+// Rebind rewrites the shared "?" placeholders to PostgreSQL's $1, $2, …
+func (e *Engine) Rebind(query string) string {
+	if v, ok := e.rebound.Load(query); ok {
+		return v.(string)
+	}
+	out := dollarPlaceholders(query)
+	e.rebound.Store(query, out)
+	return out
+}
+
+// dollarPlaceholders numbers the "?" placeholders, leaving string literals, quoted identifiers
+// and comments alone.
 func dollarPlaceholders(query string) string {
 	var b strings.Builder
 	b.Grow(len(query) + 16)
@@ -132,17 +145,17 @@ func dollarPlaceholders(query string) string {
 	return b.String()
 }
 
-// postgresUnique tells a unique or primary-key violation by its SQLSTATE.
-func postgresUnique(err error) bool {
+// IsUniqueViolation tells a unique or primary-key violation by its SQLSTATE.
+func (*Engine) IsUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// postgresUnavailable tells the server's and pgx's connection-level failures: a failed connect
+// IsUnavailable tells the server's and pgx's connection-level failures: a failed connect
 // (refused, timed out, database not accepting connections), a connection found closed when a
 // statement was about to use it, the connection exception class 08, and the server shutting
 // down or terminating our backend (57P01–57P03).
-func postgresUnavailable(err error) bool {
+func (*Engine) IsUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
@@ -154,21 +167,12 @@ func postgresUnavailable(err error) bool {
 	return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 }
 
-// dropIdle closes the pool's idle connections. Once the database was lost they are all dead
-// (a server restart or a network cut took them), yet the pool would hand each out once more after
-// the database returned, failing one request per connection; shrinking the idle limit closes them
-// now, and restoring it lets new ones be kept.
-func dropIdle(db *sql.DB, p Pool) {
-	db.SetMaxIdleConns(0)
-	db.SetMaxIdleConns(p.MaxIdleConns)
-}
-
-// advisoryLock runs fn holding a session-level advisory lock on conn, so that replicas starting
+// LockMigrations runs fn holding a session-level advisory lock on conn, so that replicas starting
 // together migrate one after the other: the first applies the migrations, the others find them
 // applied. The lock dies with the session, so a crashed migrator cannot wedge the others.
-func advisoryLock(ctx context.Context, conn *sql.Conn, fn func() error) error {
+func (*Engine) LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error {
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
-		return fmt.Errorf("store: migration lock: %w", err)
+		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
 	defer unlock(ctx, conn)
 	return fn()
@@ -184,11 +188,24 @@ func unlock(ctx context.Context, conn *sql.Conn) {
 	}
 }
 
-// importLock takes a transaction-level advisory lock: held until the import commits or rolls
-// back, whatever happens to the process.
-func importLock(ctx context.Context, q querier) error {
-	if _, err := q.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, importLockKey); err != nil {
-		return fmt.Errorf("store: import lock: %w", err)
+// BeginImport takes a transaction-level advisory lock, held until the import commits or rolls
+// back whatever happens to the process: two imports numbering the same entity's SAM logs at once
+// would give positions twice.
+func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error) {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
+		return nil, fmt.Errorf("postgres: import lock: %w", err)
 	}
-	return nil
+	return func() {}, nil
 }
+
+// InsertOrSkip is the standard INSERT … ON CONFLICT DO NOTHING.
+func (*Engine) InsertOrSkip() (head, tail string) { return "INSERT INTO", " ON CONFLICT DO NOTHING" }
+
+// SnapshotIsolation: REPEATABLE READ sees one state for the whole transaction.
+func (*Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// SingleWriter: PostgreSQL runs writers side by side.
+func (*Engine) SingleWriter() bool { return false }
+
+// PurgeDeleted has nothing to do: deleted rows are PostgreSQL's to vacuum.
+func (*Engine) PurgeDeleted(context.Context, *sql.DB) {}

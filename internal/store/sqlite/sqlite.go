@@ -1,0 +1,114 @@
+// Package sqlite is the embedded engine of the store: how to open a SQLite file, its migrations,
+// and what its error codes mean. The store's queries are shared with PostgreSQL and live in the
+// store package.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Open opens the SQLite file at path and checks that it answers. WAL lets readers run beside the
+// one writer; the busy timeout makes writers of other processes queue instead of failing;
+// secure_delete overwrites deleted content (a deleted merchant document must not linger in free
+// pages); immediate transactions take the write lock up front, so two writers never deadlock
+// upgrading a read lock.
+func Open(ctx context.Context, path string) (*sql.DB, Engine, error) {
+	if path == "" {
+		return nil, Engine{}, errors.New("sqlite: empty path")
+	}
+	q := url.Values{}
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "secure_delete(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, Engine{}, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, Engine{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return db, Engine{}, nil
+}
+
+// Engine is SQLite's side of the store.
+type Engine struct{}
+
+func (Engine) Name() string { return "sqlite" }
+
+func (Engine) Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return sub
+}
+
+// Rebind leaves the shared "?" placeholders as they are: they are SQLite's own.
+func (Engine) Rebind(query string) string { return query }
+
+// IsUniqueViolation tells a unique or primary-key violation by its extended result code.
+func (Engine) IsUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code()
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+// IsUnavailable tells a database that stayed locked past the busy timeout (another process held
+// the write lock): a transient state of the database, to be answered "try again", not a fault of
+// ours.
+func (Engine) IsUnavailable(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	primary := se.Code() & 0xff
+	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+}
+
+// LockMigrations needs no lock of its own: each migration's transaction takes SQLite's write
+// lock, and a migration already applied by another process is found recorded.
+func (Engine) LockMigrations(_ context.Context, _ *sql.Conn, fn func() error) error { return fn() }
+
+// BeginImport gives the import's connection a page cache of 256 MiB instead of the default 2 MiB:
+// a million random uuid keys do not fit the small one, and every miss is a read. Imports need no
+// lock of their own: SQLite's write transactions already run one at a time.
+func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error) {
+	if _, err := tx.ExecContext(ctx, "PRAGMA cache_size = -262144"); err != nil {
+		return nil, fmt.Errorf("sqlite: import settings: %w", err)
+	}
+	return func() { _, _ = tx.ExecContext(ctx, "PRAGMA cache_size = -2000") }, nil
+}
+
+// InsertOrSkip is INSERT OR IGNORE: a multi-row insert that cannot abort half-way needs no
+// statement journal, where ON CONFLICT DO NOTHING still aborts on other constraints and so makes
+// SQLite journal every batch.
+func (Engine) InsertOrSkip() (head, tail string) { return "INSERT OR IGNORE INTO", "" }
+
+// SnapshotIsolation: in WAL mode a plain deferred read transaction keeps its snapshot.
+func (Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// SingleWriter: SQLite lets one writer in at a time and makes the others poll with sleeps of a
+// millisecond and more; queueing this process's writers in Go instead takes most of a write's
+// latency away under load.
+func (Engine) SingleWriter() bool { return true }
+
+// PurgeDeleted truncates the WAL after a deletion: secure_delete zeroes a deleted row's bytes in
+// its page, but the WAL still holds the pages as they were until a checkpoint. Best effort: a
+// checkpoint that cannot run now leaves the copies to the next one.
+func (Engine) PurgeDeleted(ctx context.Context, db *sql.DB) {
+	_, _ = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+}
