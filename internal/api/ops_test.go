@@ -97,9 +97,8 @@ type fakeHealth struct {
 	pendingErr error
 }
 
-func (f fakeHealth) Ping(context.Context) error               { return f.pingErr }
-func (f fakeHealth) Pending(context.Context) (int, error)     { return f.pending, f.pendingErr }
-func (f fakeHealth) with(change func(*fakeHealth)) fakeHealth { change(&f); return f }
+func (f fakeHealth) Ping(context.Context) error           { return f.pingErr }
+func (f fakeHealth) Pending(context.Context) (int, error) { return f.pending, f.pendingErr }
 
 func TestNotReady(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
