@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"backoffice/internal/domain"
 )
@@ -72,9 +71,8 @@ func writeErrorBody(w http.ResponseWriter, status int, code, detail string) {
 
 // writeJSON encodes v before writing anything, so an encoding failure can still become a 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	enc := json.NewEncoder(buf)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // bodies are JSON, never HTML; keep "<" readable in details
 	if err := enc.Encode(v); err != nil {
 		writeBody(w, http.StatusInternalServerError, []byte(`{"status":500,"code":"internal","detail":"the service failed to encode its response"}`+"\n"))
@@ -86,23 +84,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeBody writes an encoded JSON body.
 func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// Response buffers are reused: a busy server would otherwise allocate one per request.
-var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func getBuffer() *bytes.Buffer {
-	b := buffers.Get().(*bytes.Buffer)
-	b.Reset()
-	return b
-}
-
-func putBuffer(b *bytes.Buffer) {
-	if b.Cap() <= 64<<10 { // keep the pool from holding on to the odd huge body
-		buffers.Put(b)
-	}
 }
