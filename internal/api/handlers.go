@@ -216,10 +216,13 @@ func documentParams(r *http.Request, actor domain.Actor) (merchant, document dom
 
 // Pusher runs operation 4.1.
 type Pusher interface {
-	Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID) (*domain.LineItemView, error)
+	// Push pushes; callerKey is the caller's Idempotency-Key or "".
+	Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID, callerKey string) (*domain.LineItemView, error)
+	// Lease is how long one push may run, at most.
+	Lease() time.Duration
 }
 
-func handlePush(p Pusher) handlerFunc {
+func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		order, err := pathID(r, "orderId")
 		if err != nil {
@@ -229,15 +232,26 @@ func handlePush(p Pusher) handlerFunc {
 		if err != nil {
 			return err
 		}
+		key, err := idempotencyKey(r)
+		if err != nil {
+			return err
+		}
 		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermPushDeviceParameters); err != nil {
 			return err
 		}
-		view, err := p.Push(r.Context(), actor, order, item)
-		if err != nil {
-			return err
+		if key != "" {
+			return pushOnce(w, r, p, keys, now, actor, order, item, key)
 		}
-		writeJSON(w, http.StatusOK, view)
-		return nil
+		return runPush(w, r, p, actor, order, item, "")
 	}
+}
+
+func runPush(w http.ResponseWriter, r *http.Request, p Pusher, actor domain.Actor, order, item domain.ID, key string) error {
+	view, err := p.Push(r.Context(), actor, order, item, key)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
 }

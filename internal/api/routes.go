@@ -23,6 +23,7 @@ type Store interface {
 	AcceptanceStore
 	DecryptStore
 	DocumentStore
+	PushKeyStore
 }
 
 // Deps are the handlers' dependencies.
@@ -80,7 +81,7 @@ func New(d Deps) http.Handler {
 	a := auth.New(d.Store, d.Now)
 	g := newGuard(d.Limits)
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher)))
+	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher, d.Store, d.Now)))
 	mux.Handle("GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
 	mux.Handle("GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
 	mux.Handle("GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics)))

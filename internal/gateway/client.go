@@ -139,6 +139,12 @@ func parseBaseURL(raw string) (*url.URL, error) {
 // Other errors (an empty terminal id, a payload that cannot be encoded) are
 // programming errors.
 func (c *Client) Push(ctx context.Context, terminalID string, payload any) (Result, error) {
+	return c.PushKeyed(ctx, terminalID, "", payload)
+}
+
+// PushKeyed is Push with the Idempotency-Key the gateway sees given by the caller ("" for a fresh
+// one): pushes given the same key are one push to a gateway that honours idempotency.
+func (c *Client) PushKeyed(ctx context.Context, terminalID, key string, payload any) (Result, error) {
 	if terminalID == "" {
 		return Result{}, errors.New("gateway: empty terminal id")
 	}
@@ -149,13 +155,16 @@ func (c *Client) Push(ctx context.Context, terminalID string, payload any) (Resu
 	if err != nil {
 		return Result{}, fmt.Errorf("gateway: encode payload: %w", err)
 	}
+	if key == "" {
+		key = rand.Text()
+	}
 	p := push{
 		client: c,
 		url:    c.endpoint(terminalID),
 		body:   body,
 		// One key for every attempt, so the gateway can tell a retry from a
 		// new push and apply it once.
-		idempotencyKey: rand.Text(),
+		idempotencyKey: key,
 	}
 	return p.run(ctx)
 }

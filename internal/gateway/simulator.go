@@ -39,6 +39,7 @@ type Simulator struct {
 	mu      sync.Mutex
 	params  map[string]json.RawMessage // by terminal id
 	pushIDs map[string]string          // by Idempotency-Key
+	keys    []string                   // the Idempotency-Key of every push taken, in order
 }
 
 // NewSimulator returns a Simulator; serve it with any http.Server.
@@ -107,6 +108,7 @@ func (s *Simulator) store(terminalID, key string, params []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.params[terminalID] = params
+	s.keys = append(s.keys, key)
 	if id, ok := s.pushIDs[key]; ok && key != "" {
 		return id
 	}
@@ -115,6 +117,13 @@ func (s *Simulator) store(terminalID, key string, params []byte) string {
 		s.pushIDs[key] = id
 	}
 	return id
+}
+
+// Keys returns the Idempotency-Key of every push the simulator took, in order.
+func (s *Simulator) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.keys...)
 }
 
 func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,8 @@ package push
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,9 +26,10 @@ type Store interface {
 	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
 }
 
-// Gateway sends a payload to the gateway hosting a terminal; *gateway.Client is one.
+// Gateway sends a payload to the gateway hosting a terminal under an Idempotency-Key ("" for a
+// fresh one); *gateway.Client is one.
 type Gateway interface {
-	Push(ctx context.Context, terminalID string, payload any) (gateway.Result, error)
+	PushKeyed(ctx context.Context, terminalID, key string, payload any) (gateway.Result, error)
 }
 
 // Observer measures pushes; internal/metrics implements it. Outcome is one of the Outcome*
@@ -71,6 +74,9 @@ type Config struct {
 // leaseMargin is how long a lease outlives the gateway budget: time to write the note.
 const leaseMargin = 30 * time.Second
 
+// Lease is how long a push may hold its line item: the gateway budget and the time to note it.
+func (s *Service) Lease() time.Duration { return s.lease }
+
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer}
@@ -84,8 +90,9 @@ func New(cfg Config) *Service {
 }
 
 // Push re-sends the line item's device parameters and returns the line item as it is: a push
-// changes nothing but the merchant's notes.
-func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID) (*domain.LineItemView, error) {
+// changes nothing but the merchant's notes. callerKey is the caller's Idempotency-Key, or "": the
+// gateway sees a key derived from it (GatewayKey), or a fresh one.
+func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID, callerKey string) (*domain.LineItemView, error) {
 	src, err := s.store.PushSource(ctx, actor.Scope(), orderID, lineItemID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.NotFound("line item " + lineItemID.String() + " of deployment order " + orderID.String())
@@ -115,7 +122,11 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
 	// budget bounds it, and the note must say what happened.
 	start := time.Now()
-	result, pushErr := s.send(settle, in)
+	var gatewayKey string
+	if callerKey != "" {
+		gatewayKey = GatewayKey(actor.UserID, callerKey)
+	}
+	result, pushErr := s.send(settle, in, gatewayKey)
 	if s.observe != nil {
 		s.observe.ObservePush(outcome(pushErr), time.Since(start))
 	}
@@ -133,11 +144,18 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 // errNoGateway is the outcome of a push when no gateway is configured.
 var errNoGateway = &gateway.Error{Kind: gateway.KindUnavailable, Reason: "no gateway is configured (BACKOFFICE_GATEWAY_URL is not set)"}
 
-func (s *Service) send(ctx context.Context, in deviceparams.Input) (gateway.Result, error) {
+func (s *Service) send(ctx context.Context, in deviceparams.Input, key string) (gateway.Result, error) {
 	if s.gw == nil {
 		return gateway.Result{}, errNoGateway
 	}
-	return s.gw.Push(ctx, in.TerminalID, deviceparams.Derive(in))
+	return s.gw.PushKeyed(ctx, in.TerminalID, key, deviceparams.Derive(in))
+}
+
+// GatewayKey derives the Idempotency-Key the gateway sees from a caller's key: the same user's
+// retries of one push carry the same key to the gateway, and no two users' keys meet there.
+func GatewayKey(user domain.ID, callerKey string) string {
+	sum := sha256.Sum256([]byte("backoffice push\x00" + string(user) + "\x00" + callerKey))
+	return hex.EncodeToString(sum[:16])
 }
 
 // outcome names a push's result for metrics.

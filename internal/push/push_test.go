@@ -92,6 +92,7 @@ type fakeGateway struct {
 	result   gateway.Result
 	err      error
 	terminal string
+	key      string
 	payload  any
 	calls    int
 	ctxErr   error
@@ -99,9 +100,9 @@ type fakeGateway struct {
 	hold chan struct{}
 }
 
-func (g *fakeGateway) Push(ctx context.Context, terminal string, payload any) (gateway.Result, error) {
+func (g *fakeGateway) PushKeyed(ctx context.Context, terminal, key string, payload any) (gateway.Result, error) {
 	g.calls++
-	g.terminal, g.payload = terminal, payload
+	g.terminal, g.key, g.payload = terminal, key, payload
 	if g.hold != nil {
 		<-g.hold
 	}
@@ -150,7 +151,7 @@ func TestPreconditionsInOrder(t *testing.T) {
 			later.apply(src)
 		}
 		st, gw := &fakeStore{src: src}, &fakeGateway{}
-		_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID)
+		_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "")
 		e, ok := domain.AsError(err)
 		if !ok || e.Kind != domain.KindConflict || e.Code != b.code {
 			t.Errorf("%s: got %v", b.code, err)
@@ -162,7 +163,7 @@ func TestPreconditionsInOrder(t *testing.T) {
 }
 
 func TestUnknownLineItemIsNotFound(t *testing.T) {
-	_, err := newService(&fakeStore{}, &fakeGateway{}).Push(context.Background(), pusher, orderID, itemID)
+	_, err := newService(&fakeStore{}, &fakeGateway{}).Push(context.Background(), pusher, orderID, itemID, "")
 	if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindNotFound {
 		t.Fatalf("got %v, want not found", err)
 	}
@@ -171,7 +172,7 @@ func TestUnknownLineItemIsNotFound(t *testing.T) {
 // A push while another of the same line item runs answers push_in_progress at once.
 func TestPushInProgress(t *testing.T) {
 	st, gw := &fakeStore{src: source(), leased: true}, &fakeGateway{}
-	_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID)
+	_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "")
 	if code(err) != "push_in_progress" || gw.calls != 0 || len(st.notes) != 0 {
 		t.Fatalf("got %v, %d gateway calls, %d notes", err, gw.calls, len(st.notes))
 	}
@@ -201,7 +202,7 @@ func TestOutcomes(t *testing.T) {
 			if c.gw != nil {
 				gw = c.gw
 			}
-			view, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID)
+			view, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "")
 			if c.wantCode == "" {
 				if err != nil || view == nil || view.ID != itemID {
 					t.Fatalf("got %v, %v", view, err)
@@ -235,7 +236,7 @@ func TestPushOutlivesTheCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := newService(st, gw).Push(ctx, pusher, orderID, itemID)
+		_, err := newService(st, gw).Push(ctx, pusher, orderID, itemID, "")
 		done <- err
 	}()
 	cancel()
@@ -254,7 +255,7 @@ func TestPushOutlivesTheCaller(t *testing.T) {
 // The payload sent is the derivation of the line item's inputs.
 func TestPayloadIsDerived(t *testing.T) {
 	st, gw := &fakeStore{src: source()}, &fakeGateway{result: gateway.Result{Attempts: 1}}
-	if _, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID); err != nil {
+	if _, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, ""); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(gw.payload)
@@ -265,5 +266,19 @@ func TestPayloadIsDerived(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("payload %s lacks %s", b, want)
 		}
+	}
+}
+
+// The gateway's key for a push is derived from the caller's: the same for the same user and key,
+// different across users and keys, and not the caller's key itself.
+func TestGatewayKey(t *testing.T) {
+	other := domain.ID("00000000-0000-4000-8000-000000000002")
+	k := GatewayKey(pusher.UserID, "retry-1")
+	if k != GatewayKey(pusher.UserID, "retry-1") || k == GatewayKey(other, "retry-1") || k == GatewayKey(pusher.UserID, "retry-2") || strings.Contains(k, "retry") {
+		t.Fatalf("GatewayKey: %q", k)
+	}
+	st, gw := &fakeStore{src: source()}, &fakeGateway{result: gateway.Result{Attempts: 1}}
+	if _, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "retry-1"); err != nil || gw.key != k {
+		t.Fatalf("push sent key %q (%v), want %q", gw.key, err, k)
 	}
 }

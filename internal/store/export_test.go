@@ -31,3 +31,9 @@ func ListSAMActionLogs(ctx context.Context, s *Store, entity domain.ID, page, si
 	logs, total, _, err := s.ListVisibleSAMActionLogs(ctx, domain.Scope{}, entity, page, size)
 	return logs, total, err
 }
+
+// Count counts a table's rows.
+func Count(ctx context.Context, s *Store, table string) (n int, err error) {
+	err = s.q().row(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,192 @@
+package api_test
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/api"
+	"backoffice/internal/domain"
+	"backoffice/internal/gateway"
+	"backoffice/internal/push"
+	"backoffice/internal/testdb"
+)
+
+// idempotent is a harness whose handler runs on a clock the test moves, as a replica would.
+type idempotent struct {
+	*harness
+	clock time.Time
+}
+
+func newIdempotent(t *testing.T, h *harness) *idempotent {
+	ih := &idempotent{harness: h, clock: fixtureNow}
+	now := func() time.Time { return ih.clock }
+	srv := httptest.NewServer(h.sim)
+	t.Cleanup(srv.Close)
+	log := slog.New(slog.NewJSONHandler(h.logs, nil))
+	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: "gw-token", Timeout: 2 * time.Second}),
+		Budget: 2 * time.Second, Now: now, Logger: log})
+	h.handler = api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: now})
+	return ih
+}
+
+func (h *idempotent) pushWithKey(order, item domain.ID, apiKey string, idempotencyKeys ...string) response {
+	h.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, pushPath(order, item), nil)
+	req.Header.Set("Authorization", "Api-Key "+apiKey)
+	for _, k := range idempotencyKeys {
+		req.Header.Add("Idempotency-Key", k)
+	}
+	return h.send(req)
+}
+
+func (h *idempotent) notes(t *testing.T) int { return len(h.export(t).MerchantNotes) }
+
+// A repeat of a push with the same key by the same user answers the kept status and body, marked
+// replayed, without a second gateway call or note; on any replica (here: a second handler on the
+// same database), and until the answer expires.
+func TestIdempotentPushReplays(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		first := ih.pushWithKey(orderA, itemOK, partnerAKey, "order-7-retry")
+		if first.Status != http.StatusOK || first.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("first push: %d %s %v", first.Status, first.Body, first.Header)
+		}
+		replica := newIdempotent(t, h)
+		replica.clock = fixtureNow.Add(23 * time.Hour)
+		again := replica.pushWithKey(orderA, itemOK, partnerAKey, "order-7-retry")
+		if again.Status != first.Status || string(again.Body) != string(first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat: %d %s %v; want the kept answer, replayed", again.Status, again.Body, again.Header)
+		}
+		if keys := h.sim.Keys(); len(keys) != 1 || ih.notes(t) != 1 {
+			t.Fatalf("gateway pushes %v, notes %d; want one of each", keys, ih.notes(t))
+		}
+		// The gateway saw a key derived from the caller's, not the caller's own.
+		if k := h.sim.Keys()[0]; k != push.GatewayKey(userA, "order-7-retry") {
+			t.Errorf("gateway key %q", k)
+		}
+	})
+}
+
+// Keys belong to their user: another user's identical key is an independent request, and its
+// answer says nothing of the first.
+func TestIdempotencyKeysArePerUser(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		if r := ih.pushWithKey(orderA, itemOK, partnerAKey, "shared-key"); r.Status != http.StatusOK {
+			t.Fatalf("first user: %d %s", r.Status, r.Body)
+		}
+		r := ih.pushWithKey(orderA, itemOK, staffKey, "shared-key")
+		if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("second user: %d %s %v; want a push of its own", r.Status, r.Body, r.Header)
+		}
+		keys := h.sim.Keys()
+		if len(keys) != 2 || keys[0] == keys[1] || ih.notes(t) != 2 {
+			t.Fatalf("gateway keys %v, notes %d; want two independent pushes", keys, ih.notes(t))
+		}
+		// The same key for another line item of the other user is still that user's own business.
+		if r := ih.pushWithKey(orderB, itemB, staffKey, "shared-key"); r.Status != http.StatusConflict {
+			t.Fatalf("staff reusing its key: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// The same key reused by the same user for another line item is refused; so is a repeat while
+// the first request runs.
+func TestIdempotencyKeyConflicts(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		if r := ih.pushWithKey(orderA, itemOK, staffKey, "k1"); r.Status != http.StatusOK {
+			t.Fatalf("first push: %d %s", r.Status, r.Body)
+		}
+		wantError(t, ih.pushWithKey(orderB, itemB, staffKey, "k1"), http.StatusConflict, "idempotency_key_reused")
+		// A first request still running (claimed, no answer yet), as another replica would hold it.
+		if _, err := h.st.ClaimPushKey(t.Context(), staffUser, sha256Of("k2"), itemB, ih.clock, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, ih.pushWithKey(orderB, itemB, staffKey, "k2"), http.StatusConflict, "push_in_progress")
+		// Once its claim lapses (the replica died), a repeat runs the push.
+		ih.clock = ih.clock.Add(2 * time.Minute)
+		if r := ih.pushWithKey(orderB, itemB, staffKey, "k2"); r.Status != http.StatusOK {
+			t.Fatalf("repeat after the claim lapsed: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// A failed push (502) is kept and replayed like a success: the push was tried and noted. A
+// refusal that says nothing about the push (another push of the line item running) is not kept.
+func TestIdempotentPushKeepsGatewayFailures(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.sim = gateway.NewSimulator(gateway.SimOptions{Token: "gw-token", FailureRate: 1})
+		ih := newIdempotent(t, h)
+		first := ih.pushWithKey(orderA, itemOK, staffKey, "k-fail")
+		wantError(t, first, http.StatusBadGateway, "gateway_unavailable")
+		again := ih.pushWithKey(orderA, itemOK, staffKey, "k-fail")
+		if again.Status != http.StatusBadGateway || string(again.Body) != string(first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat: %d %s", again.Status, again.Body)
+		}
+		if n := ih.notes(t); n != 1 {
+			t.Fatalf("%d notes, want 1", n)
+		}
+	})
+}
+
+// Kept answers expire after 24 hours: the key then runs anew (and its row is gone).
+func TestIdempotentAnswersExpire(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		first := ih.pushWithKey(orderA, itemOK, staffKey, "k-exp")
+		ih.clock = fixtureNow.Add(24*time.Hour + time.Second)
+		r := ih.pushWithKey(orderA, itemOK, staffKey, "k-exp")
+		if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" || ih.notes(t) != 2 {
+			t.Fatalf("after expiry: %d %v, %d notes; want a new push", r.Status, r.Header, ih.notes(t))
+		}
+		// A gateway that honours idempotency still sees one push: the same derived key, the same id.
+		var a, b struct{ ID string }
+		_ = json.Unmarshal(first.Body, &a)
+		_ = json.Unmarshal(r.Body, &b)
+		if keys := h.sim.Keys(); len(keys) != 2 || keys[0] != keys[1] {
+			t.Fatalf("gateway keys %v", keys)
+		}
+		notes := h.export(t).MerchantNotes
+		id := func(body string) string { return body[strings.LastIndex(body, ": ")+2:] }
+		if id(notes[0].Body) != id(notes[1].Body) {
+			t.Errorf("gateway push ids differ: %q / %q", notes[0].Body, notes[1].Body)
+		}
+	})
+}
+
+func TestIdempotencyKeySyntax(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		for name, keys := range map[string][]string{
+			"empty":       {""},
+			"too long":    {strings.Repeat("k", 256)},
+			"not ascii":   {"clé"},
+			"control":     {"a\tb"},
+			"sent twice":  {"a", "b"},
+			"delete char": {"a\x7f"},
+		} {
+			r := ih.pushWithKey(orderA, itemOK, staffKey, keys...)
+			if r.Status != http.StatusBadRequest || !strings.Contains(r.err(t).Detail, "Idempotency-Key") {
+				t.Errorf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+		if r := ih.pushWithKey(orderA, itemOK, staffKey, strings.Repeat("k", 255)); r.Status != http.StatusOK {
+			t.Errorf("255 characters: %d %s", r.Status, r.Body)
+		}
+		if keys := h.sim.Keys(); len(keys) != 1 {
+			t.Errorf("gateway pushes %d; refused keys must push nothing", len(keys))
+		}
+	})
+}
+
+func sha256Of(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
