@@ -1,4 +1,4 @@
-// Package dataset is the dataset file of operations.md: one JSON object whose keys hold the
+// Package dataset is the dataset file of docs/dataset.md: one JSON object whose keys hold the
 // records of the back office. Read decodes and checks a file on its own (syntax, types, enums,
 // uuids, duplicates within the file); references to the database are the importer's to check.
 package dataset

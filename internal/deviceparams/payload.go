@@ -26,7 +26,7 @@ type Input struct {
 }
 
 // Payload is the JSON body sent to the gateway. Field order follows the
-// "Payload" table of device-parameters.md.
+// payload table of docs/device-parameters.md.
 type Payload struct {
 	TerminalID   string            `json:"terminalId"`
 	SerialNumber *string           `json:"serialNumber"`
@@ -136,7 +136,7 @@ func homeScreen(p PricingModel) HomeScreen {
 	return h
 }
 
-// menu lists the POS menu codes in the order device-parameters.md gives,
+// menu lists the POS menu codes in the order docs/device-parameters.md gives,
 // which is the order the terminal shows them in.
 func menu(s Settings, v Varsheet) []string {
 	tx, pin := s.Transactions, isTrue(v.PinDebit)

@@ -9,7 +9,7 @@ import (
 	"fmt"
 )
 
-// Settings is a file build's settings, exactly as device-parameters.md lists
+// Settings is a file build's settings, exactly as docs/device-parameters.md lists
 // them. Field order matches the document so that re-encoding reads the same.
 type Settings struct {
 	Tips         Tips         `json:"tips"`

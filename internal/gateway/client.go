@@ -1,6 +1,6 @@
 // Package gateway pushes device parameters to the terminal gateway, and
 // simulates that gateway for development and tests. The protocol is the one
-// of device-parameters.md: one PUT per terminal, retried with backoff within a
+// of docs/device-parameters.md: one PUT per terminal, retried with backoff within a
 // total time budget, never following redirects.
 package gateway
 

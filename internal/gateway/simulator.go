@@ -31,7 +31,7 @@ type SimOptions struct {
 }
 
 // Simulator is an in-memory gateway speaking the protocol of
-// device-parameters.md. It keeps the last parameters pushed per terminal.
+// docs/device-parameters.md. It keeps the last parameters pushed per terminal.
 type Simulator struct {
 	opts SimOptions
 	mux  *http.ServeMux
