@@ -162,31 +162,24 @@ func (r *reader) enum(name string, allowed ...string) string {
 // numbers decodes an array of numbers. The result is never nil for a valid
 // array, so that an empty list re-encodes as [] and not null.
 func (r *reader) numbers(name string) []float64 {
-	items, ok := r.array(name)
-	out := make([]float64, 0, len(items))
-	for i, raw := range items {
-		n, valid := decodeNumber(raw)
-		if !valid {
-			r.fail(fmt.Sprintf("%s[%d]", name, i), "must be a number")
-		}
-		out = append(out, n)
-	}
-	if !ok {
-		return nil
-	}
-	return out
+	return arrayOf(r, name, "a number", decodeNumber)
 }
 
 // strings decodes an array of strings, never nil for a valid array.
 func (r *reader) strings(name string) []string {
+	return arrayOf(r, name, "a string", decodeString)
+}
+
+// arrayOf decodes an array whose items decode decodes, naming each bad item.
+func arrayOf[T any](r *reader, name, what string, decode func([]byte) (T, bool)) []T {
 	items, ok := r.array(name)
-	out := make([]string, 0, len(items))
+	out := make([]T, 0, len(items))
 	for i, raw := range items {
-		s, valid := decodeString(raw)
+		v, valid := decode(raw)
 		if !valid {
-			r.fail(fmt.Sprintf("%s[%d]", name, i), "must be a string")
+			r.fail(fmt.Sprintf("%s[%d]", name, i), "must be "+what)
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	if !ok {
 		return nil
