@@ -3,8 +3,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,13 +12,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := app.Run(ctx, app.Env{Args: os.Args[1:], Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "backoffice:", err)
-		if errors.Is(err, app.ErrUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	stop()
+	os.Exit(app.Report(os.Stderr, err))
 }

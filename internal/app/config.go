@@ -40,6 +40,9 @@ type Config struct {
 	TrustedProxyHeader string
 	// Pool sizes the database connection pool of this process.
 	Pool store.Pool
+	// Demo (--demo) uses the database and development master key of `serve --demo` where no
+	// other is configured; serve also makes them and starts a gateway simulator.
+	Demo bool
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -236,13 +239,19 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// flags registers the flags common to the commands that use the database.
+// databaseFlags registers the flags common to the commands that use the database.
 func (c *Config) databaseFlags(fs *flag.FlagSet) {
+	c.databaseURLFlag(fs)
+	fs.BoolVar(&c.Demo, "demo", false, demoFlagText)
+}
+
+func (c *Config) databaseURLFlag(fs *flag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "sqlite:PATH or postgres://… (BACKOFFICE_DATABASE_URL)")
 }
 
 func (c *Config) serveFlags(fs *flag.FlagSet) {
-	c.databaseFlags(fs)
+	c.databaseURLFlag(fs)
+	fs.BoolVar(&c.Demo, "demo", false, "run with no configuration: SQLite and a development master key in ./"+demoDir+"/ (made on first use), demo data, a gateway simulator")
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (BACKOFFICE_ADDR)")
 	fs.StringVar(&c.GatewayURL, "gateway-url", c.GatewayURL, "device gateway base URL (BACKOFFICE_GATEWAY_URL)")
 	fs.DurationVar(&c.GatewayTimeout, "gateway-timeout", c.GatewayTimeout, "total budget of one push, retries included (BACKOFFICE_GATEWAY_TIMEOUT)")
@@ -256,4 +265,4 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 }
 
 // errNoMasterKey says how to make a key, in one line.
-var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) (or set BACKOFFICE_MASTER_KEYS, a key ring)")
+var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) (or set BACKOFFICE_MASTER_KEYS, a key ring; or pass --demo for the database and development key of serve --demo)")

@@ -32,36 +32,13 @@ const maxNameLength = 100
 const defaultSessionTTL = 24 * time.Hour
 
 func runAPIKey(ctx context.Context, env Env, cfg Config, args []string) error {
-	sub, rest := subcommand(args)
-	switch sub {
-	case "create":
-		return runAPIKeyCreate(ctx, env, cfg, rest)
-	case "list":
-		return runAPIKeyList(ctx, env, cfg, rest)
-	case "revoke":
-		return runAPIKeyRevoke(ctx, env, cfg, rest)
-	}
-	return fmt.Errorf("%w: apikey create|list|revoke", ErrUsage)
+	return runGroup(ctx, env, cfg, "apikey", args, map[string]runFunc{
+		"create": runAPIKeyCreate, "list": runAPIKeyList, "revoke": runAPIKeyRevoke})
 }
 
 func runSession(ctx context.Context, env Env, cfg Config, args []string) error {
-	sub, rest := subcommand(args)
-	switch sub {
-	case "create":
-		return runSessionCreate(ctx, env, cfg, rest)
-	case "list":
-		return runSessionList(ctx, env, cfg, rest)
-	case "revoke":
-		return runSessionRevoke(ctx, env, cfg, rest)
-	}
-	return fmt.Errorf("%w: session create|list|revoke", ErrUsage)
-}
-
-func subcommand(args []string) (string, []string) {
-	if len(args) == 0 {
-		return "", nil
-	}
-	return args[0], args[1:]
+	return runGroup(ctx, env, cfg, "session", args, map[string]runFunc{
+		"create": runSessionCreate, "list": runSessionList, "revoke": runSessionRevoke})
 }
 
 // actorFlag registers --actor, shared by every command that writes an audit event.
@@ -77,7 +54,7 @@ func resolveActor(ctx context.Context, st *store.Store, flagValue string) (domai
 	}
 	id, err := domain.ParseID(flagValue)
 	if err != nil {
-		return "", fmt.Errorf("%w: --actor: %q is not a uuid", ErrUsage, flagValue)
+		return "", usagef("--actor: %q is not a uuid", flagValue)
 	}
 	ok, err := st.UserExists(ctx, id)
 	if err != nil {
@@ -107,11 +84,11 @@ func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Stor
 // parseIDArg parses a required uuid flag or argument.
 func parseIDArg(name, v string) (domain.ID, error) {
 	if v == "" {
-		return "", fmt.Errorf("%w: %s is required", ErrUsage, name)
+		return "", usagef("%s is required", name)
 	}
 	id, err := domain.ParseID(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %q is not a uuid", ErrUsage, name, v)
+		return "", usagef("%s: %q is not a uuid", name, v)
 	}
 	return id, nil
 }
@@ -133,10 +110,10 @@ func parseExpiry(v string, now time.Time) (*time.Time, error) {
 	}
 	at, err := expiryTime(v, now)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --expires: %q is not a duration (720h, 90d), a date (2027-01-31) or an RFC 3339 time", ErrUsage, v)
+		return nil, usagef("--expires: %q is not a duration (720h, 90d), a date (2027-01-31) or an RFC 3339 time", v)
 	}
 	if !at.After(now) {
-		return nil, fmt.Errorf("%w: --expires: %s is not in the future", ErrUsage, at.Format(time.RFC3339))
+		return nil, usagef("--expires: %s is not in the future", at.Format(time.RFC3339))
 	}
 	at = at.UTC()
 	return &at, nil
@@ -162,18 +139,18 @@ func expiryTime(v string, now time.Time) (time.Time, error) {
 // checkName keeps a key's name printable on one table row.
 func checkName(name string) error {
 	if len(name) > maxNameLength {
-		return fmt.Errorf("%w: --name is longer than %d bytes", ErrUsage, maxNameLength)
+		return usagef("--name is longer than %d bytes", maxNameLength)
 	}
 	for _, r := range name {
 		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: --name may hold only printable characters", ErrUsage)
+			return usagef("--name may hold only printable characters")
 		}
 	}
 	return nil
 }
 
 func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("apikey create", env)
+	fs := newFlagSet("apikey create")
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "id of the user the key acts as (required)")
 	expires := fs.String("expires", "", "lifetime (720h, 90d) or end (2027-01-31, RFC 3339); default: never")
@@ -239,7 +216,7 @@ func orNever(t *time.Time) string {
 }
 
 func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("apikey list", env)
+	fs := newFlagSet("apikey list")
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "only the keys of this user id")
 	prefix := fs.String("prefix", "", "only the key with this prefix (the 8 characters after bo_; a whole key works too, only its prefix is read)")
@@ -254,7 +231,7 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 	if *prefix != "" {
 		p, ok := secrets.APIKeyPrefix(*prefix)
 		if !ok {
-			return fmt.Errorf("%w: --prefix: want the 8 characters after bo_ (a-z, 2-7)", ErrUsage)
+			return usagef("--prefix: want the 8 characters after bo_ (a-z, 2-7)")
 		}
 		f.Prefix = p
 	}
@@ -315,7 +292,7 @@ type revokeFunc func(st *store.Store, ctx context.Context, id domain.ID, at time
 // runRevoke revokes one credential by id. Revoking a revoked credential changes nothing and is not
 // an error: the wanted state holds.
 func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, what, action string, revoke revokeFunc) error {
-	fs := newFlagSet(cmd, env)
+	fs := newFlagSet(cmd)
 	cfg.databaseFlags(fs)
 	actorID := actorFlag(fs)
 	pos, err := parseArgs(fs, args)
@@ -323,7 +300,7 @@ func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, wha
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: %s takes one ID", ErrUsage, cmd)
+		return usagef("want one ID")
 	}
 	id, err := parseIDArg("ID", pos[0])
 	if err != nil {
@@ -350,7 +327,7 @@ func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, wha
 }
 
 func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("session create", env)
+	fs := newFlagSet("session create")
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "id of the user the session acts as (required)")
 	ttl := fs.Duration("ttl", defaultSessionTTL, "how long the session lasts")
@@ -363,7 +340,7 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 		return err
 	}
 	if *ttl <= 0 {
-		return fmt.Errorf("%w: --ttl must be positive", ErrUsage)
+		return usagef("--ttl must be positive")
 	}
 	st, actor, err := openStoreAs(ctx, cfg, *actorID)
 	if err != nil {
@@ -382,7 +359,7 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 }
 
 func runSessionList(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("session list", env)
+	fs := newFlagSet("session list")
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "only the sessions of this user id")
 	if err := parseNoArgs(fs, args); err != nil {

@@ -187,15 +187,15 @@ func TestCredentialCommandRefusals(t *testing.T) {
 		{[]string{"apikey", "create", "--user", string(testStaff), "--name", "tab\there"}, true, "printable"},
 		{[]string{"apikey", "create", "--user", string(testStaff), "--actor", string(domain.NewID())}, false, "--actor: no user"},
 		{[]string{"apikey", "list", "--prefix", "NOT-A-PREFIX"}, true, "--prefix"},
-		{[]string{"apikey", "revoke"}, true, "takes one ID"},
+		{[]string{"apikey", "revoke"}, true, "want one ID"},
 		{[]string{"apikey", "revoke", "x"}, true, "not a uuid"},
 		{[]string{"apikey", "revoke", string(domain.NewID())}, false, "no API key with id"},
-		{[]string{"apikey", "rotate"}, true, "apikey create|list|revoke"},
+		{[]string{"apikey", "rotate"}, true, `unknown command "rotate": want create, list, revoke`},
 		{[]string{"session", "create", "--user", string(testStaff), "--ttl", "-1h"}, true, "--ttl"},
 		{[]string{"session", "revoke", string(domain.NewID())}, false, "no session with id"},
 		{[]string{"session", "list", "--user", "nope"}, true, "not a uuid"},
 		{[]string{"session", "list", "extra"}, true, "takes no arguments"},
-		{[]string{"session", "rotate"}, true, "session create|list|revoke"},
+		{[]string{"session", "rotate"}, true, `unknown command "rotate": want create, list, revoke`},
 		{[]string{"keys", "rewrap", "--batch", "0"}, true, "--batch"},
 	}
 	for _, tt := range tests {

@@ -40,22 +40,24 @@ func (d *demoSetup) close() {
 	}
 }
 
+// Where `serve --demo` keeps its database and development key, relative to the working directory.
+var (
+	demoDatabasePath = filepath.Join(demoDir, "backoffice.db")
+	demoKeyPath      = filepath.Join(demoDir, "master.key")
+)
+
 // prepareDemo fills the configuration gaps: a SQLite file in demoDir, a development master key
 // kept beside it, and an in-process gateway simulator. Anything configured explicitly wins.
-func prepareDemo(ctx context.Context, env Env, cfg *Config, log *slog.Logger) (*demoSetup, error) {
+func prepareDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoSetup, error) {
 	if err := os.MkdirAll(demoDir, 0o700); err != nil {
 		return nil, err
 	}
-	if env.Getenv("BACKOFFICE_DATABASE_URL") == "" && cfg.DatabaseURL == defaultDatabaseURL {
-		cfg.DatabaseURL = "sqlite:" + filepath.Join(demoDir, "backoffice.db")
+	keyFromDemo, err := demoConfig(cfg, true)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.MasterKey == "" && cfg.MasterKeys == "" {
-		key, err := demoKey(filepath.Join(demoDir, "master.key"))
-		if err != nil {
-			return nil, err
-		}
-		cfg.MasterKey = secret(key)
-		log.Warn("DEMO MODE: using a development master key from " + filepath.Join(demoDir, "master.key") +
+	if keyFromDemo {
+		log.Warn("DEMO MODE: using a development master key from " + demoKeyPath +
 			"; it is NOT for production: set BACKOFFICE_MASTER_KEY there")
 	}
 	d := &demoSetup{}
@@ -69,13 +71,48 @@ func prepareDemo(ctx context.Context, env Env, cfg *Config, log *slog.Logger) (*
 	return d, nil
 }
 
-// demoKey reads the development key, making it on first use.
-func demoKey(path string) (string, error) {
+// demoConfig points a --demo configuration at the demo's database and development master key,
+// wherever no other is configured. serve makes them (create); every other command finds them, so
+// that it reads and writes what the running demo serves. It does nothing without --demo, and
+// nothing the second time.
+func demoConfig(cfg *Config, create bool) (keyFromDemo bool, err error) {
+	if !cfg.Demo {
+		return false, nil
+	}
+	if cfg.DatabaseURL == defaultDatabaseURL {
+		if !create {
+			if _, err := os.Stat(demoDatabasePath); err != nil {
+				return false, noDemoError(err)
+			}
+		}
+		cfg.DatabaseURL = "sqlite:" + demoDatabasePath
+	}
+	if cfg.MasterKey != "" || cfg.MasterKeys != "" {
+		return false, nil
+	}
+	key, err := demoKey(demoKeyPath, create)
+	if err != nil {
+		return false, noDemoError(err)
+	}
+	cfg.MasterKey = secret(key)
+	return true, nil
+}
+
+func noDemoError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		dir, _ := filepath.Abs(demoDir)
+		return fmt.Errorf("--demo: no demo in %s: start `backoffice serve --demo` in this directory first", dir)
+	}
+	return fmt.Errorf("--demo: %w", err)
+}
+
+// demoKey reads the development key, making it on first use when create is set.
+func demoKey(path string, create bool) (string, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	if !create || !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
 	key := secrets.NewKey()
@@ -208,6 +245,13 @@ curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
 		fmt.Fprintf(w, "\n# What the in-process gateway simulator received for the terminal\ncurl -s '%s/v1/terminals/%s/parameters'\n",
 			d.gatewayURL, strings.ReplaceAll(strings.ReplaceAll(demoTerminalID, "/", "%2F"), " ", "%20"))
 	}
+	dir, _ := filepath.Abs(demoDir)
+	fmt.Fprintf(w, `
+# Commands beside this demo take --demo: its database and development master key, in %s
+# (run them from this directory; build the binary with: go build -o backoffice ./cmd/backoffice)
+./backoffice apikey list --demo
+./backoffice keys status --demo
+`, dir)
 	fmt.Fprintln(w)
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("gateway-sim", env)
+	fs := newFlagSet("gateway-sim")
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
 	token := fs.String("token", string(cfg.GatewayToken), "bearer token to require (default BACKOFFICE_GATEWAY_TOKEN; empty: none)")
 	failureRate := fs.Float64("failure-rate", 0, "fraction of pushes, 0 to 1, answered 503")
@@ -20,7 +20,7 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	if *failureRate < 0 || *failureRate > 1 {
-		return fmt.Errorf("%w: --failure-rate must be from 0 to 1", ErrUsage)
+		return usagef("--failure-rate must be from 0 to 1")
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	ln, err := net.Listen("tcp", *addr)

@@ -26,18 +26,11 @@ const (
 )
 
 func runKeys(ctx context.Context, env Env, cfg Config, args []string) error {
-	sub, rest := subcommand(args)
-	switch sub {
-	case "status":
-		return runKeysStatus(ctx, env, cfg, rest)
-	case "rewrap":
-		return runKeysRewrap(ctx, env, cfg, rest)
-	}
-	return fmt.Errorf("%w: keys status|rewrap", ErrUsage)
+	return runGroup(ctx, env, cfg, "keys", args, map[string]runFunc{"status": runKeysStatus, "rewrap": runKeysRewrap})
 }
 
 func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("keys status", env)
+	fs := newFlagSet("keys status")
 	cfg.databaseFlags(fs)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -55,8 +48,30 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	return printKeyStatus(env.Stdout, ring, counts)
+	if err := printKeyStatus(env.Stdout, ring, counts); err != nil {
+		return err
+	}
+	return missingKeys(keyStates(ring, counts))
 }
+
+// missingKeys fails keys status when SSNs are sealed under a key the ring lacks, so that a script
+// or a deployment check stops on it rather than reading past a warning.
+func missingKeys(states []keyState) error {
+	var ids []string
+	var values int64
+	for _, s := range states {
+		if s.state == stateMissing {
+			ids, values = append(ids, s.id), values+s.values
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d SSNs are sealed under keys missing from the ring (%s): add them back to BACKOFFICE_MASTER_KEYS", values, strings.Join(ids, ", "))
+}
+
+// stateMissing marks a key id the data uses and the ring lacks.
+const stateMissing = "MISSING"
 
 // keyState is one key id as status shows it: in the ring (active or not) or missing from it.
 type keyState struct {
@@ -81,7 +96,7 @@ func keyStates(ring *secrets.Ring, counts []store.KeyCount) []keyState {
 	}
 	for _, c := range counts {
 		if !slices.Contains(ring.KeyIDs(), c.KeyID) {
-			out = append(out, keyState{id: c.KeyID, state: "MISSING", values: c.Values})
+			out = append(out, keyState{id: c.KeyID, state: stateMissing, values: c.Values})
 		}
 	}
 	return out
@@ -99,7 +114,7 @@ func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount) er
 	}
 	for _, s := range states {
 		switch {
-		case s.state == "MISSING":
+		case s.state == stateMissing:
 			fmt.Fprintf(w, "WARNING: %d SSNs are sealed under key %s, which is not in the ring: decrypting them answers 500 until it is added back.\n", s.values, s.id)
 		case s.state == "in ring" && s.values > 0:
 			fmt.Fprintf(w, "%d SSNs still use key %s: run `backoffice keys rewrap` before removing it from the ring.\n", s.values, s.id)
@@ -111,7 +126,7 @@ func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount) er
 }
 
 func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("keys rewrap", env)
+	fs := newFlagSet("keys rewrap")
 	cfg.databaseFlags(fs)
 	batch := fs.Int("batch", defaultRewrapBatch, fmt.Sprintf("values per transaction (1 to %d)", maxRewrapBatch))
 	actorID := actorFlag(fs)
@@ -119,7 +134,7 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	if *batch < 1 || *batch > maxRewrapBatch {
-		return fmt.Errorf("%w: --batch must be from 1 to %d", ErrUsage, maxRewrapBatch)
+		return usagef("--batch must be from 1 to %d", maxRewrapBatch)
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
@@ -233,7 +248,7 @@ func checkKeyCoverage(ctx context.Context, st *store.Store, ring *secrets.Ring, 
 	}
 	for _, s := range keyStates(ring, counts) {
 		switch {
-		case s.state == "MISSING":
+		case s.state == stateMissing:
 			log.Error("SSNs are sealed under a key missing from the ring; their decrypt answers 500 until it is added back",
 				slog.String("key_id", s.id), slog.Int64("values", s.values))
 		case s.state == "in ring" && s.values > 0:

@@ -311,8 +311,13 @@ func TestKeysCommands(t *testing.T) {
 	}
 
 	c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("newest")
-	if status := squash(c.mustRun("keys", "status")); !strings.Contains(status, "new MISSING 40") || !strings.Contains(status, "WARNING") {
+	// A key missing from the ring is a failure, not only a warning: scripts and checks stop on it.
+	status, _, err := c.run("keys", "status")
+	if status := squash(status); !strings.Contains(status, "new MISSING 40") || !strings.Contains(status, "WARNING") {
 		t.Errorf("keys status with the data's key missing from the ring:\n%s", status)
+	}
+	if err == nil || !strings.Contains(err.Error(), "40 SSNs are sealed under keys missing from the ring (new)") || errors.Is(err, ErrUsage) {
+		t.Errorf("keys status with a key missing: %v; want an error naming the key (exit 1)", err)
 	}
 	if _, _, err := c.run("keys", "rewrap"); err == nil || !strings.Contains(err.Error(), "40 values could not be opened") {
 		t.Errorf("rewrap without the data's key: %v; want a failure naming 40 values", err)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/secrets"
@@ -26,71 +27,108 @@ type Env struct {
 	Stderr io.Writer
 }
 
-const usage = `usage: backoffice <command> [flags]
-
-commands:
-  serve [--demo]            run the HTTP API (applies migrations first)
-  import FILE|-             add a dataset file's records, all or nothing
-  export FILE|- [--include-secrets]
-                            write the whole database as a dataset file
-  gateway-sim [--addr]      run the device gateway simulator
-  apikey create --user ID [--expires 90d|DATE] [--name TEXT]
-                            issue an API key; prints it once
-  apikey list [--user ID] [--prefix PREFIX]
-                            list API keys (never the keys themselves)
-  apikey revoke ID          revoke an API key, at once on every replica
-  session create --user ID [--ttl 24h]
-                            issue a session token; prints it once
-  session list [--user ID]  list sessions (never their tokens)
-  session revoke ID         revoke a session
-  keys status               count SSNs per master key id
-  keys rewrap [--batch N]   re-encrypt every SSN under the active master key
-
-The apikey, session and keys commands write audit events; --actor USERID names the user to record
-(default: the system actor 00000000-0000-0000-0000-000000000000). See docs/credentials.md.
-
-Configuration comes from BACKOFFICE_* variables (see README.md); flags override them.`
-
 // ErrUsage marks a command line that could not be understood.
 var ErrUsage = errors.New("usage")
 
-// Run runs one command until it is done or ctx is cancelled (SIGINT/SIGTERM in main).
+// Run runs one command until it is done or ctx is cancelled (SIGINT/SIGTERM in main). Help
+// goes to standard output and is not an error; a command line that cannot be understood is an
+// error that wraps ErrUsage, naming the command and where its help is.
 func Run(ctx context.Context, env Env) error {
-	if len(env.Args) == 0 {
-		fmt.Fprintln(env.Stderr, usage)
-		return ErrUsage
+	args := env.Args
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usageText())
+		return withHelpPointer("", usagef("no command given"))
+	}
+	if isHelpArg(args[0]) {
+		return help(ctx, env, args[1:])
+	}
+	if commandPath(args) == "" {
+		return withHelpPointer("", usagef("unknown command %q", args[0]))
 	}
 	cfg, err := loadConfig(env.Getenv)
 	if err != nil {
 		return err
 	}
-	cmd, args := env.Args[0], env.Args[1:]
-	switch cmd {
-	case "serve":
-		return runServe(ctx, env, cfg, args)
-	case "import":
-		return runImport(ctx, env, cfg, args)
-	case "export":
-		return runExport(ctx, env, cfg, args)
-	case "gateway-sim":
-		return runGatewaySim(ctx, env, cfg, args)
-	case "apikey":
-		return runAPIKey(ctx, env, cfg, args)
-	case "session":
-		return runSession(ctx, env, cfg, args)
-	case "keys":
-		return runKeys(ctx, env, cfg, args)
-	case "help", "-h", "--help":
-		fmt.Fprintln(env.Stdout, usage)
-		return nil
+	err = dispatch(ctx, env, cfg, args)
+	var h *helpRequest
+	switch {
+	case errors.As(err, &h):
+		return help(ctx, env, strings.Fields(h.name))
+	case errors.Is(err, ErrUsage):
+		return withHelpPointer(commandPath(args), err)
 	}
-	fmt.Fprintln(env.Stderr, usage)
-	return fmt.Errorf("%w: unknown command %q", ErrUsage, cmd)
+	return err
 }
 
-func newFlagSet(name string, env Env) *flag.FlagSet {
+// Report writes err, if any, on one line of stderr and returns the process's exit status, as
+// main uses it: 0 without an error, 2 for a command line that could not be understood (as the Go
+// tools do), 1 for anything else.
+func Report(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "backoffice:", err)
+	if errors.Is(err, ErrUsage) {
+		return 2
+	}
+	return 1
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, env Env, cfg Config, args []string) error {
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, env, cfg, rest)
+	case "import":
+		return runImport(ctx, env, cfg, rest)
+	case "export":
+		return runExport(ctx, env, cfg, rest)
+	case "gateway-sim":
+		return runGatewaySim(ctx, env, cfg, rest)
+	case "apikey":
+		return runAPIKey(ctx, env, cfg, rest)
+	case "session":
+		return runSession(ctx, env, cfg, rest)
+	case "keys":
+		return runKeys(ctx, env, cfg, rest)
+	}
+	return usagef("unknown command %q", cmd)
+}
+
+// runFunc runs one command with the arguments that follow its name.
+type runFunc func(ctx context.Context, env Env, cfg Config, args []string) error
+
+// runGroup runs the subcommand of a group such as apikey; a group asked for help lists its
+// subcommands.
+func runGroup(ctx context.Context, env Env, cfg Config, group string, args []string, subs map[string]runFunc) error {
+	if len(args) == 0 {
+		return usagef("missing command: want %s", subcommandNames(group))
+	}
+	if isHelpArg(args[0]) {
+		return &helpRequest{name: group}
+	}
+	run, ok := subs[args[0]]
+	if !ok {
+		return usagef("unknown command %q: want %s", args[0], subcommandNames(group))
+	}
+	return run(ctx, env, cfg, args[1:])
+}
+
+func subcommandNames(group string) string {
+	var names []string
+	for _, d := range subcommands(group) {
+		names = append(names, strings.TrimPrefix(d.name, group+" "))
+	}
+	return strings.Join(names, ", ")
+}
+
+// newFlagSet makes a command's flag set. It prints nothing itself: parseArgs turns a help
+// request into help on standard output and a mistake into one line on standard error.
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -98,7 +136,7 @@ func newFlagSet(name string, env Env) *flag.FlagSet {
 func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	pos, err := parseArgs(fs, args)
 	if err == nil && len(pos) != 0 {
-		err = fmt.Errorf("%w: %s takes no arguments", ErrUsage, fs.Name())
+		err = usagef("unexpected argument %q: it takes no arguments", pos[0])
 	}
 	return err
 }
@@ -108,7 +146,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpRequest{name: fs.Name(), fs: fs}
+			}
+			return nil, flagError(err, args)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -125,6 +166,9 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 
 // openStore opens the database with the configured pool and applies pending migrations.
 func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
+	if _, err := demoConfig(&cfg, false); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.WithPool(cfg.Pool))
 	if err != nil {
 		return nil, err
@@ -138,7 +182,11 @@ func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
 
 // masterRing builds the key ring: BACKOFFICE_MASTER_KEYS as given (the first key active), or
 // BACKOFFICE_MASTER_KEY as a one-key ring whose id is the key's fingerprint, as it always was.
+// With --demo and no key configured, the ring is the demo's development key.
 func masterRing(cfg Config) (*secrets.Ring, error) {
+	if _, err := demoConfig(&cfg, false); err != nil {
+		return nil, err
+	}
 	var keys []secrets.Key
 	switch {
 	case cfg.MasterKeys != "":
@@ -159,14 +207,14 @@ func masterRing(cfg Config) (*secrets.Ring, error) {
 }
 
 func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("import", env)
+	fs := newFlagSet("import")
 	cfg.databaseFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: import takes one FILE (or - for standard input)", ErrUsage)
+		return usagef("want one FILE (or - for standard input)")
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
@@ -214,7 +262,7 @@ func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
 }
 
 func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("export", env)
+	fs := newFlagSet("export")
 	cfg.databaseFlags(fs)
 	withSecrets := fs.Bool("include-secrets", false, "include plaintext SSNs (needs the master key)")
 	pos, err := parseArgs(fs, args)
@@ -222,7 +270,7 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: export takes one FILE (or - for standard output)", ErrUsage)
+		return usagef("want one FILE (or - for standard output)")
 	}
 	var ring *secrets.Ring
 	if *withSecrets {

@@ -22,17 +22,16 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
-	fs := newFlagSet("serve", env)
+	fs := newFlagSet("serve")
 	cfg.serveFlags(fs)
-	demo := fs.Bool("demo", false, "run with no configuration: SQLite in ./backoffice-demo, a development master key, demo data, a gateway simulator")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	var d *demoSetup
-	if *demo {
+	if cfg.Demo {
 		var err error
-		if d, err = prepareDemo(ctx, env, &cfg, log); err != nil {
+		if d, err = prepareDemo(ctx, &cfg, log); err != nil {
 			return err
 		}
 		defer d.close()

@@ -1,0 +1,267 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// commandDoc is what help says about one command: how to call it, what it does, and an example
+// that works as printed (next to a running `serve --demo` where it needs a database).
+type commandDoc struct {
+	name     string // as typed: "serve", "apikey create"
+	synopsis string // what follows the name in the usage line
+	summary  string // one line, for the command list
+	details  string // more, for the command's own help; optional
+	example  string
+}
+
+// demoFlagText is what --demo means to every command but serve.
+const demoFlagText = "use the database and development master key of `serve --demo` in ./" + demoDir + "/ (run it from the same directory)"
+
+var commandDocs = []commandDoc{
+	{name: "serve", synopsis: "[--demo] [flags]", summary: "run the HTTP API (applies pending migrations first)",
+		details: "Serves until SIGINT or SIGTERM, then drains in-flight requests (up to 30 s) and exits 0.\n" +
+			"With --demo it needs no configuration: an embedded SQLite database and a development master key in\n" +
+			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.",
+		example: "backoffice serve --demo\nBACKOFFICE_DATABASE_URL=postgres://db.internal/backoffice BACKOFFICE_MASTER_KEY_FILE=/run/secrets/master.key backoffice serve --addr :8080"},
+	{name: "import", synopsis: "FILE|- [flags]", summary: "add a dataset file's records, all or nothing",
+		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input.",
+		example: "backoffice export --demo demo.json && backoffice import --database-url sqlite:copy.db demo.json"},
+	{name: "export", synopsis: "FILE|- [--include-secrets] [flags]", summary: "write the whole database as a dataset file",
+		details: "A file is written with mode 0600 and renamed into place whole; - writes standard output.\n" +
+			"SSNs are left out unless --include-secrets (which needs the master key); credentials never leave.",
+		example: "backoffice export --demo -"},
+	{name: "gateway-sim", synopsis: "[flags]", summary: "run the device gateway simulator",
+		example: "backoffice gateway-sim --addr 127.0.0.1:8090 --failure-rate 0.5 --latency 200ms"},
+	{name: "apikey", synopsis: "COMMAND [flags]", summary: "issue, list and revoke API keys",
+		example: "backoffice apikey list --demo"},
+	{name: "apikey create", synopsis: "--user ID [--expires 90d|DATE] [--name TEXT] [flags]", summary: "issue an API key; prints it once",
+		details: "The key alone goes to standard output (KEY=$(backoffice apikey create …) captures it); only its hash\n" +
+			"and its public prefix are stored.",
+		example: "backoffice apikey create --demo --user 00000000-0000-4000-8000-000000000101 --name laptop --expires 90d"},
+	{name: "apikey list", synopsis: "[--user ID] [--prefix PREFIX] [flags]", summary: "list API keys (never the keys themselves)",
+		example: "backoffice apikey list --demo --user 00000000-0000-4000-8000-000000000101"},
+	{name: "apikey revoke", synopsis: "ID [flags]", summary: "revoke an API key, at once on every replica",
+		example: "backoffice apikey revoke --demo 00000000-0000-4000-8000-000000000112"},
+	{name: "session", synopsis: "COMMAND [flags]", summary: "issue, list and revoke session tokens",
+		example: "backoffice session list --demo"},
+	{name: "session create", synopsis: "--user ID [--ttl 24h] [flags]", summary: "issue a session token; prints it once",
+		example: "backoffice session create --demo --user 00000000-0000-4000-8000-000000000101 --ttl 8h"},
+	{name: "session list", synopsis: "[--user ID] [flags]", summary: "list sessions (never their tokens)",
+		example: "backoffice session list --demo"},
+	{name: "session revoke", synopsis: "ID [flags]", summary: "revoke a session",
+		example: "backoffice session revoke --demo 00000000-0000-4000-8000-000000000121"},
+	{name: "keys", synopsis: "COMMAND [flags]", summary: "inspect and rotate the master keys that seal SSNs",
+		example: "backoffice keys status --demo"},
+	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
+		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500).",
+		example: "backoffice keys status --demo"},
+	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
+		details: "Safe while serving and resumable: each batch is one transaction.",
+		example: "BACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
+	{name: "help", synopsis: "[COMMAND]", summary: "print help about a command",
+		example: "backoffice help apikey create"},
+}
+
+func findDoc(name string) (commandDoc, bool) {
+	for _, d := range commandDocs {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return commandDoc{}, false
+}
+
+// subcommands lists the commands of a group such as apikey.
+func subcommands(group string) []commandDoc {
+	var out []commandDoc
+	for _, d := range commandDocs {
+		if strings.HasPrefix(d.name, group+" ") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func isHelpArg(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// commandPath is the command the arguments name, as far as it is known: "apikey create",
+// "apikey" (a group with an unknown or missing subcommand) or "" (no known command).
+func commandPath(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	if _, ok := findDoc(args[0]); !ok {
+		return ""
+	}
+	if len(args) > 1 {
+		if _, ok := findDoc(args[0] + " " + args[1]); ok {
+			return args[0] + " " + args[1]
+		}
+	}
+	return args[0]
+}
+
+// helpRequest is what a command returns when asked for its help; Run prints the help.
+type helpRequest struct {
+	name string
+	fs   *flag.FlagSet // the command's flags; nil for a group such as apikey
+}
+
+func (h *helpRequest) Error() string { return h.name + ": help requested" }
+
+// usageError is a command line that could not be understood: main exits 2 on it.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// withHelpPointer names the command a usage error is about and where its help is.
+func withHelpPointer(path string, err error) error {
+	if path == "" {
+		return fmt.Errorf("%w (see 'backoffice --help')", err)
+	}
+	return fmt.Errorf("%s: %w (see 'backoffice %s --help')", path, err, path)
+}
+
+// flagError turns the flag package's message into one line naming the flag as it was typed.
+func flagError(err error, args []string) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return usagef("unknown flag %s", typedFlag(name, args))
+	}
+	return usagef("%s", msg)
+}
+
+// typedFlag finds how the user spelled flag name (-name or --name), for the error message.
+func typedFlag(name string, args []string) string {
+	for _, a := range args {
+		bare, _, _ := strings.Cut(a, "=")
+		if strings.TrimLeft(bare, "-") == name && strings.HasPrefix(bare, "-") {
+			return bare
+		}
+	}
+	return "--" + name
+}
+
+// help prints the help of the command path names (nothing: every command) to standard output.
+// A command's flags are read from the command itself, asked for its help under the built-in
+// configuration, so that defaults shown never come from the environment (the gateway token is
+// the default of gateway-sim --token).
+func help(ctx context.Context, env Env, path []string) error {
+	name := strings.Join(path, " ")
+	if name == "" {
+		fmt.Fprint(env.Stdout, usageText())
+		return nil
+	}
+	doc, ok := findDoc(name)
+	if !ok {
+		return withHelpPointer("", usagef("unknown command %q", name))
+	}
+	var fs *flag.FlagSet
+	if len(subcommands(name)) == 0 && name != "help" {
+		cfg, err := loadConfig(noEnvironment)
+		if err != nil {
+			return err
+		}
+		probe := env
+		probe.Stdout, probe.Stderr = io.Discard, io.Discard
+		var h *helpRequest
+		if err := dispatch(ctx, probe, cfg, slices.Concat(path, []string{"--help"})); !errors.As(err, &h) {
+			return fmt.Errorf("help %s: the command did not stop for --help: %v", name, err)
+		}
+		fs = h.fs
+	}
+	printHelp(env.Stdout, doc, fs)
+	return nil
+}
+
+func noEnvironment(string) string { return "" }
+
+func printHelp(w io.Writer, doc commandDoc, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: backoffice %s %s\n\n%s.\n", doc.name, doc.synopsis, capitalize(doc.summary))
+	if doc.details != "" {
+		fmt.Fprintf(w, "%s\n", doc.details)
+	}
+	if subs := subcommands(doc.name); len(subs) > 0 {
+		fmt.Fprintf(w, "\ncommands:\n")
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-8s %s\n", strings.TrimPrefix(s.name, doc.name+" "), s.summary)
+		}
+		fmt.Fprintf(w, "\nRun 'backoffice %s COMMAND --help' for a command's flags.\n", doc.name)
+	}
+	if fs != nil {
+		fmt.Fprintf(w, "\nflags:\n")
+		printFlags(w, fs)
+	}
+	fmt.Fprintf(w, "\nexample:\n")
+	for _, line := range strings.Split(doc.example, "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
+// printFlags is flag.PrintDefaults with the --name spelling the README and examples use.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		fmt.Fprintf(w, "%s\n        %s", line, usage)
+		switch f.DefValue {
+		case "", "0", "false", "0s":
+		default:
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// usageText is the top-level help: every command, one line each.
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: backoffice <command> [flags]\n\ncommands:\n")
+	for _, d := range commandDocs {
+		if len(subcommands(d.name)) > 0 {
+			continue // its subcommands are listed
+		}
+		line := d.name + " " + d.synopsis
+		if len(line) > 26 {
+			fmt.Fprintf(&b, "  %s\n  %-26s %s\n", line, "", d.summary)
+			continue
+		}
+		fmt.Fprintf(&b, "  %-26s %s\n", line, d.summary)
+	}
+	b.WriteString(`
+Run 'backoffice help COMMAND' or 'backoffice COMMAND --help' for a command's flags and an example.
+
+The commands that open the database take --demo: the database and development master key that
+'backoffice serve --demo' keeps in ./` + demoDir + `/, so they work beside the running demo.
+The apikey, session and keys commands write audit events; --actor USERID names the user to record
+(default: the system actor 00000000-0000-0000-0000-000000000000). See docs/credentials.md.
+
+Configuration comes from BACKOFFICE_* variables (see README.md); flags override them.
+`)
+	return b.String()
+}
