@@ -21,7 +21,7 @@ type commandDoc struct {
 }
 
 // demoFlagText is what --demo means to every command but serve.
-const demoFlagText = "use the database and development master key of `serve --demo` in ./" + demoDir + "/ (run it from the same directory)"
+const demoFlagText = "use the database and development master key of 'serve --demo' in ./" + demoDir + "/ (run it from the same directory)"
 
 var commandDocs = []commandDoc{
 	{name: "serve", synopsis: "[--demo] [flags]", summary: "run the HTTP API (applies pending migrations first)",
@@ -63,7 +63,7 @@ var commandDocs = []commandDoc{
 		example: "backoffice keys status --demo"},
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
 		details: "Safe while serving and resumable: each batch is one transaction.",
-		example: "BACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
+		example: "backoffice keys rewrap --demo --batch 1000\nBACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
 	{name: "help", synopsis: "[COMMAND]", summary: "print help about a command",
 		example: "backoffice help apikey create"},
 }
