@@ -119,6 +119,18 @@ func TestHelpExamplesParse(t *testing.T) {
 	}
 }
 
+// Help works when the configuration is broken: it is where to look for how to fix it.
+func TestHelpDespiteBrokenConfiguration(t *testing.T) {
+	broken := envOfMap(map[string]string{"BACKOFFICE_LOG_LEVEL": "loud"})
+	out, errOut, code := runMain(broken, "serve", "--help")
+	if code != 0 || !strings.HasPrefix(out, "usage: backoffice serve ") || errOut != "" {
+		t.Errorf("serve --help with a broken configuration: exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	if _, errOut, code := runMain(broken, "keys", "status"); code != 1 || !strings.Contains(errOut, "BACKOFFICE_LOG_LEVEL") {
+		t.Errorf("keys status with a broken configuration: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // Flag defaults in help are the built-in ones: the environment's values (a token, a database
 // password) never show.
 func TestHelpShowsNoConfiguredSecret(t *testing.T) {

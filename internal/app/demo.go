@@ -247,11 +247,12 @@ curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
 	}
 	dir, _ := filepath.Abs(demoDir)
 	fmt.Fprintf(w, `
-# Commands beside this demo take --demo: its database and development master key, in %s
+# Commands beside this demo take --demo: its database and development master key,
+# %[1]s and %[2]s
 # (run them from this directory; build the binary with: go build -o backoffice ./cmd/backoffice)
 ./backoffice apikey list --demo
 ./backoffice keys status --demo
-`, dir)
+`, filepath.Join(dir, filepath.Base(demoDatabasePath)), filepath.Join(dir, filepath.Base(demoKeyPath)))
 	fmt.Fprintln(w)
 }
 

@@ -96,6 +96,20 @@ func isHelpArg(arg string) bool {
 	return false
 }
 
+// asksForHelp tells whether a help flag comes before any "--". It is only a guess (a flag's value
+// may be "-h"), used when the configuration is too broken to parse the command line with.
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a != "help" && isHelpArg(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // commandPath is the command the arguments name, as far as it is known: "apikey create",
 // "apikey" (a group with an unknown or missing subcommand) or "" (no known command).
 func commandPath(args []string) string {

@@ -47,6 +47,10 @@ func Run(ctx context.Context, env Env) error {
 	}
 	cfg, err := loadConfig(env.Getenv)
 	if err != nil {
+		if asksForHelp(args) {
+			// Help needs no configuration: a broken one must not hide how to fix it.
+			return help(ctx, env, strings.Fields(commandPath(args)))
+		}
 		return err
 	}
 	err = dispatch(ctx, env, cfg, args)
