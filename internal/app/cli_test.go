@@ -91,6 +91,10 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			t.Errorf("%s --help differs from help %s:\n%s\n---\n%s", d.name, d.name, viaFlag, viaHelp)
 		}
 	}
+	// Help runs each command up to its flags: none may touch anything before that.
+	if files, _ := os.ReadDir("."); len(files) != 0 {
+		t.Errorf("help created %v", files)
+	}
 }
 
 // The examples name real commands and flags: each parses up to a --help put after it.
