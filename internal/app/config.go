@@ -24,7 +24,10 @@ type Config struct {
 	GatewayURL     string
 	GatewayToken   secret
 	GatewayTimeout time.Duration
-	LogLevel       slog.Level
+	// GatewayAttemptTimeout cuts one gateway request short; 0 lets it run for what is left of
+	// GatewayTimeout.
+	GatewayAttemptTimeout time.Duration
+	LogLevel              slog.Level
 	// MetricsAddr is where GET /metrics is served: "" on the main listener, "off" nowhere, or
 	// an address of a listener of its own.
 	MetricsAddr string
@@ -105,6 +108,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if c.GatewayTimeout, err = time.ParseDuration(v); err != nil || c.GatewayTimeout <= 0 {
 			return c, fmt.Errorf("BACKOFFICE_GATEWAY_TIMEOUT: %q is not a positive duration such as 10s", v)
 		}
+	}
+	if err := durationVar(getenv, "BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT", &c.GatewayAttemptTimeout); err != nil {
+		return c, err
 	}
 	for _, r := range []struct {
 		name string
@@ -255,6 +261,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (BACKOFFICE_ADDR)")
 	fs.StringVar(&c.GatewayURL, "gateway-url", c.GatewayURL, "device gateway base URL (BACKOFFICE_GATEWAY_URL)")
 	fs.DurationVar(&c.GatewayTimeout, "gateway-timeout", c.GatewayTimeout, "total budget of one push, retries included (BACKOFFICE_GATEWAY_TIMEOUT)")
+	fs.DurationVar(&c.GatewayAttemptTimeout, "gateway-attempt-timeout", c.GatewayAttemptTimeout, "cut one gateway request after this long, to retry within the budget; 0: no cut (BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (BACKOFFICE_LOG_LEVEL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "where GET /metrics is served: empty for the main listener, off, or an address (BACKOFFICE_METRICS_ADDR)")
 	fs.Var(rateFlag{&c.RateLimit}, "rate-limit", "requests per second per credential, or off (BACKOFFICE_RATE_LIMIT)")

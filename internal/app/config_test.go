@@ -1,6 +1,7 @@
 package app
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,45 @@ func TestPoolConfig(t *testing.T) {
 			}
 			if diff := cmp.Diff(c.want, cfg.Pool); diff != "" {
 				t.Errorf("pool (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGatewayAttemptTimeoutConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		vars map[string]string
+		args []string
+		want time.Duration
+		err  string // part of the error, when one is expected
+	}{
+		{"unset: the remaining budget", nil, nil, 0, ""},
+		{"from the environment", map[string]string{"BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT": "2s"}, nil, 2 * time.Second, ""},
+		{"zero: no cut", map[string]string{"BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT": "0"}, nil, 0, ""},
+		{"the flag overrides", map[string]string{"BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT": "2s"}, []string{"--gateway-attempt-timeout", "750ms"}, 750 * time.Millisecond, ""},
+		{"not a duration", map[string]string{"BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT": "3"}, nil, 0, "BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT"},
+		{"negative", map[string]string{"BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT": "-1s"}, nil, 0, "BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := loadConfig(envOf(c.vars))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error = %v, want one about %s", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg.serveFlags(fs)
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.GatewayAttemptTimeout != c.want {
+				t.Errorf("attempt timeout = %v, want %v", cfg.GatewayAttemptTimeout, c.want)
 			}
 		})
 	}

@@ -95,7 +95,8 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics) http.Handler {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
-		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken), Timeout: cfg.GatewayTimeout})
+		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
+			Timeout: cfg.GatewayTimeout, AttemptTimeout: cfg.GatewayAttemptTimeout})
 	}
 	pc := push.Config{Store: st, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log}
 	deps := api.Deps{Store: st, Ring: ring, Logger: log, Limits: api.Limits{

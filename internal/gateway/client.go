@@ -32,8 +32,11 @@ type Config struct {
 	// Timeout is the total budget of one Push, retries and waits included.
 	// Zero means DefaultTimeout.
 	Timeout time.Duration
-	// AttemptTimeout bounds one request, so that a gateway that hangs once
-	// still leaves time for a retry. Zero means a third of Timeout.
+	// AttemptTimeout, when positive, cuts one request short so that a
+	// gateway that hangs once still leaves time for a retry. Zero lets an
+	// attempt run for the whole remaining budget: a gateway that is slow but
+	// answers within the budget must be pushed to, on the first try, and
+	// only an operator who knows its latency can pick a shorter bound.
 	AttemptTimeout time.Duration
 	// HTTPClient, if set, supplies the transport (and any client timeout).
 	// The Client works on a copy whose redirect policy is replaced: the
@@ -101,9 +104,6 @@ func New(cfg Config) *Client {
 	c.base, c.baseErr = parseBaseURL(cfg.BaseURL)
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
-	}
-	if c.attemptTimeout <= 0 {
-		c.attemptTimeout = c.timeout / 3
 	}
 	if c.rand == nil {
 		c.rand = mathrand.Float64
@@ -226,12 +226,15 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	}
 }
 
-// attempt sends the request once, bounded by the per-attempt timeout. It
-// returns the push id on success, a *retryable when trying again may help,
-// or an *Error when it will not.
+// attempt sends the request once, bounded by the remaining budget and by the
+// per-attempt timeout when one is set. It returns the push id on success, a
+// *retryable when trying again may help, or an *Error when it will not.
 func (p *push) attempt(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.client.attemptTimeout)
-	defer cancel()
+	if p.client.attemptTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.client.attemptTimeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url, bytes.NewReader(p.body))
 	if err != nil {
 		return "", &Error{Kind: KindUnavailable, Reason: "the gateway URL cannot be used", Cause: err}

@@ -306,7 +306,8 @@ func TestPushHangingGateway(t *testing.T) {
 	srv := startGateway(t, gw)
 	const budget = 300 * time.Millisecond
 	start := time.Now()
-	_, err := New(Config{BaseURL: srv.URL, Timeout: budget}).Push(context.Background(), "T-1", 1)
+	c := New(Config{BaseURL: srv.URL, Timeout: budget, AttemptTimeout: budget / 3})
+	_, err := c.Push(context.Background(), "T-1", 1)
 	elapsed := time.Since(start)
 
 	want := &Error{Kind: KindUnavailable, Reason: "the gateway did not answer in time"}

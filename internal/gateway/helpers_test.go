@@ -37,7 +37,8 @@ type answer struct {
 	status     int
 	body       string
 	retryAfter string
-	hang       bool // wait for the request's context instead of answering
+	hang       bool          // wait for the request's context instead of answering
+	delay      time.Duration // answer this long after the request, unless its context ends first
 }
 
 type received struct {
@@ -70,6 +71,13 @@ func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.hang {
 		<-r.Context().Done()
 		return
+	}
+	if a.delay > 0 {
+		select {
+		case <-time.After(a.delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if a.retryAfter != "" {
 		w.Header().Set("Retry-After", a.retryAfter)

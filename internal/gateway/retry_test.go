@@ -186,18 +186,61 @@ func TestPushRetryAfterBeyondBudgetGivesUpAtOnce(t *testing.T) {
 	})
 }
 
-func TestPushHangingGatewayWithinBudget(t *testing.T) {
+func TestPushSlowGatewayWithinBudgetOnFirstTry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := &recorder{answers: []answer{{status: 200, body: `{"pushId": "p-slow"}`, delay: 1500 * time.Millisecond}}}
+		start := time.Now()
+		res, err := newBubbleClient(gw, Config{Timeout: 3 * time.Second}).Push(context.Background(), "T-1", 1)
+		if err != nil {
+			t.Fatalf("Push: %v", err)
+		}
+		if diff := cmp.Diff(Result{PushID: "p-slow", Attempts: 1}, res); diff != "" {
+			t.Errorf("result mismatch (-want +got):\n%s", diff)
+		}
+		if n := len(gw.received()); n != 1 {
+			t.Errorf("gateway got %d requests, want 1", n)
+		}
+		if elapsed := time.Since(start); elapsed != 1500*time.Millisecond {
+			t.Errorf("pushed after %v, want 1.5s", elapsed)
+		}
+	})
+}
+
+func TestPushHangingGatewayTakesTheWholeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gw := &recorder{answers: []answer{{hang: true}}}
 		start := time.Now()
 		_, err := newBubbleClient(gw, Config{Timeout: 3 * time.Second}).Push(context.Background(), "T-1", 1)
 		elapsed := time.Since(start)
 
-		// Attempts of 1 s each (a third of the budget), 50 ms and 100 ms
-		// apart; the third is cut short by the budget.
+		// With no attempt timeout the one attempt may use the whole budget.
+		want := &Error{Kind: KindUnavailable, Reason: "the gateway did not answer in time", Attempts: 1}
+		if diff := cmp.Diff(want, asError(t, err), cmpopts.IgnoreFields(Error{}, "Cause")); diff != "" {
+			t.Errorf("error mismatch (-want +got):\n%s", diff)
+		}
+		if elapsed != 3*time.Second {
+			t.Errorf("gave up after %v, want the 3s budget", elapsed)
+		}
+	})
+}
+
+func TestPushAttemptTimeoutRetriesAHangWithinBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := &recorder{answers: []answer{{hang: true}}}
+		start := time.Now()
+		c := newBubbleClient(gw, Config{Timeout: 3 * time.Second, AttemptTimeout: time.Second})
+		_, err := c.Push(context.Background(), "T-1", 1)
+		elapsed := time.Since(start)
+
+		// Attempts of 1 s each, 50 ms and 100 ms apart; the third is cut
+		// short by the budget.
 		want := &Error{Kind: KindUnavailable, Reason: "the gateway did not answer in time", Attempts: 3}
 		if diff := cmp.Diff(want, asError(t, err), cmpopts.IgnoreFields(Error{}, "Cause")); diff != "" {
 			t.Errorf("error mismatch (-want +got):\n%s", diff)
+		}
+		ms := time.Millisecond
+		if diff := cmp.Diff([]time.Duration{1050 * ms, 1100 * ms}, gaps(gw.received())); diff != "" {
+			t.Errorf("gaps mismatch (-want +got):\n%s", diff)
 		}
 		if elapsed != 3*time.Second {
 			t.Errorf("gave up after %v, want the 3s budget", elapsed)
