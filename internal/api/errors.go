@@ -35,14 +35,22 @@ type errorBody struct {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e, ok := appError(err)
 	if !ok || e.Kind == domain.KindInternal {
-		loggerFrom(r.Context()).Error("request failed", slog.String("error", err.Error()))
+		loggerFrom(r.Context()).Error("request failed", slog.Int("status", http.StatusInternalServerError),
+			slog.String("code", "internal"), slog.String("cause", err.Error()))
 		writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
 		return
 	}
-	if e.Err != nil {
-		loggerFrom(r.Context()).Warn("request refused", slog.String("code", e.Code), slog.String("cause", e.Err.Error()))
-	}
 	status := statusOf[e.Kind]
+	if e.Err != nil {
+		// A 5xx of our own (the database lost, say) is an error; the gateway's 502s and the
+		// caller's 4xx are warnings.
+		level, msg := slog.LevelWarn, "request refused"
+		if status >= 500 && e.Kind != domain.KindBadGateway {
+			level, msg = slog.LevelError, "request failed"
+		}
+		loggerFrom(r.Context()).LogAttrs(r.Context(), level, msg, slog.Int("status", status),
+			slog.String("code", e.Code), slog.String("cause", e.Err.Error()))
+	}
 	if e.Kind == domain.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", "Bearer, Api-Key")
 	}

@@ -61,7 +61,7 @@ func TestAccessLog(t *testing.T) {
 			t.Fatalf("no request line in %s", h.logs.String())
 		}
 		if line["method"] != "GET" || line["route"] != "GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}" ||
-			line["status"] != float64(200) || line["request_id"] == "" || line["duration"] == nil {
+			line["status"] != float64(200) || line["request_id"] == "" || line["duration_ms"] == nil {
 			t.Fatalf("request line %v", line)
 		}
 		for _, secret := range []string{partnerAKey, principalSSN, leadA.String()} {

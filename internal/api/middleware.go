@@ -104,9 +104,12 @@ func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
 			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", sw.status),
-			slog.Duration("duration", elapsed))
+			slog.Float64("duration_ms", milliseconds(elapsed)))
 	})
 }
+
+// milliseconds is d for logs, which carry durations in milliseconds with the unit in the key.
+func milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // quietRoutes are polled by machines every few seconds: their lines would drown the others.
 var quietRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /metrics": true}

@@ -29,7 +29,7 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	}
 	sim := gateway.NewSimulator(gateway.SimOptions{Token: *token, FailureRate: *failureRate, Latency: *latency})
 	log.Info("gateway simulator serving", slog.String("addr", ln.Addr().String()),
-		slog.Float64("failure_rate", *failureRate), slog.Duration("latency", *latency))
+		slog.Float64("failure_rate", *failureRate), slog.Float64("latency_ms", float64(latency.Microseconds())/1000))
 	return serveUntilDone(ctx, []listener{{ln: ln, handler: sim}}, log)
 }
 

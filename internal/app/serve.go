@@ -96,7 +96,7 @@ func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
-			Timeout: cfg.GatewayTimeout, AttemptTimeout: cfg.GatewayAttemptTimeout})
+			Timeout: cfg.GatewayTimeout, AttemptTimeout: cfg.GatewayAttemptTimeout, Logger: log.With(slog.String("component", "gateway"))})
 	}
 	pc := push.Config{Store: st, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log}
 	deps := api.Deps{Store: st, Ring: ring, Logger: log, Limits: api.Limits{

@@ -45,6 +45,8 @@ type Config struct {
 	// Rand returns a number in [0, 1) for backoff jitter; nil means
 	// math/rand/v2. Tests inject it to make delays predictable.
 	Rand func() float64
+	// Logger receives one debug line per attempt; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // String masks the token, so that printing a Config cannot leak it.
@@ -61,7 +63,8 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("baseURL", c.BaseURL),
 		slog.String("token", mask(c.Token)),
-		slog.Duration("timeout", c.Timeout),
+		slog.Float64("timeout_ms", milliseconds(c.Timeout)),
+		slog.Float64("attempt_timeout_ms", milliseconds(c.AttemptTimeout)),
 	)
 }
 
@@ -81,6 +84,7 @@ type Client struct {
 	attemptTimeout time.Duration
 	http           *http.Client
 	rand           func() float64
+	log            *slog.Logger
 }
 
 // Result is a successful push.
@@ -100,6 +104,10 @@ func New(cfg Config) *Client {
 		timeout:        cfg.Timeout,
 		attemptTimeout: cfg.AttemptTimeout,
 		rand:           cfg.Rand,
+		log:            cfg.Logger,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.base, c.baseErr = parseBaseURL(cfg.BaseURL)
 	if c.timeout <= 0 {
@@ -159,9 +167,10 @@ func (c *Client) PushKeyed(ctx context.Context, terminalID, key string, payload 
 		key = rand.Text()
 	}
 	p := push{
-		client: c,
-		url:    c.endpoint(terminalID),
-		body:   body,
+		client:     c,
+		terminalID: terminalID,
+		url:        c.endpoint(terminalID),
+		body:       body,
 		// One key for every attempt, so the gateway can tell a retry from a
 		// new push and apply it once.
 		idempotencyKey: key,
@@ -195,6 +204,7 @@ func escapeSegment(s string) string {
 // push is one call of Push: what every attempt of it sends.
 type push struct {
 	client         *Client
+	terminalID     string
 	url            string
 	body           []byte
 	idempotencyKey string
@@ -205,8 +215,11 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	defer cancel()
 	delays := backoff{rand: p.client.rand}
 	for attempts := 1; ; attempts++ {
-		pushID, err := p.attempt(budget)
+		start := time.Now()
+		pushID, status, err := p.attempt(budget)
+		took := time.Since(start)
 		if err == nil {
+			p.logAttempt(ctx, attempts, status, nil, took, noRetry)
 			return Result{PushID: pushID, Attempts: attempts}, nil
 		}
 		if ctx.Err() != nil {
@@ -214,10 +227,16 @@ func (p *push) run(ctx context.Context) (Result, error) {
 		}
 		var again *retryable
 		if !errors.As(err, &again) {
+			p.logAttempt(ctx, attempts, status, err, took, noRetry)
 			return Result{}, withAttempts(err, attempts)
 		}
 		delay := max(delays.next(), again.after)
-		if !fitsBudget(budget, delay) || !sleep(budget, delay) {
+		if !fitsBudget(budget, delay) {
+			p.logAttempt(ctx, attempts, status, err, took, noRetry)
+			return Result{}, again.unavailable(attempts)
+		}
+		p.logAttempt(ctx, attempts, status, err, took, delay)
+		if !sleep(budget, delay) {
 			if ctx.Err() != nil {
 				return Result{}, ctx.Err()
 			}
@@ -226,10 +245,59 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	}
 }
 
+// noRetry is the delay logged after an attempt that is not retried.
+const noRetry time.Duration = -1
+
+// logAttempt tells, at debug level, how one attempt went and what follows it: a retry after
+// delay, or none. It names the terminal, never the token or the payload.
+func (p *push) logAttempt(ctx context.Context, n, status int, err error, took, delay time.Duration) {
+	log := p.client.log
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("terminal_id", p.terminalID),
+		slog.Int("attempt", n),
+		slog.Float64("duration_ms", milliseconds(took)),
+	}
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", attemptError(err)))
+	}
+	attrs = append(attrs, slog.Bool("retry", delay >= 0))
+	if delay >= 0 {
+		attrs = append(attrs, slog.Float64("delay_ms", milliseconds(delay)))
+	}
+	log.LogAttrs(ctx, slog.LevelDebug, "gateway attempt", attrs...)
+}
+
+// attemptError is what went wrong with one attempt, with the transport error behind it.
+func attemptError(err error) string {
+	var (
+		again *retryable
+		final *Error
+	)
+	switch {
+	case errors.As(err, &again) && again.cause != nil:
+		return again.reason + ": " + again.cause.Error()
+	case errors.As(err, &final) && final.Cause != nil:
+		return final.Reason + ": " + final.Cause.Error()
+	case errors.As(err, &final):
+		return final.Reason
+	}
+	return err.Error()
+}
+
+// milliseconds is d for logs, which carry durations in milliseconds with the unit in the key.
+func milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // attempt sends the request once, bounded by the remaining budget and by the
 // per-attempt timeout when one is set. It returns the push id on success, a
-// *retryable when trying again may help, or an *Error when it will not.
-func (p *push) attempt(ctx context.Context) (string, error) {
+// *retryable when trying again may help, or an *Error when it will not, and
+// the gateway's status when it answered.
+func (p *push) attempt(ctx context.Context) (string, int, error) {
 	if p.client.attemptTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.client.attemptTimeout)
@@ -237,7 +305,7 @@ func (p *push) attempt(ctx context.Context) (string, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url, bytes.NewReader(p.body))
 	if err != nil {
-		return "", &Error{Kind: KindUnavailable, Reason: "the gateway URL cannot be used", Cause: err}
+		return "", 0, &Error{Kind: KindUnavailable, Reason: "the gateway URL cannot be used", Cause: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -247,12 +315,13 @@ func (p *push) attempt(ctx context.Context) (string, error) {
 	}
 	resp, err := p.client.http.Do(req)
 	if err != nil {
-		return "", transportFailure(ctx, err)
+		return "", 0, transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
 	// Read the body while the attempt's context is still alive.
 	body := p.client.redact(readBody(resp.Body))
-	return classify(resp, body, time.Now())
+	pushID, err := classify(resp, body, time.Now())
+	return pushID, resp.StatusCode, err
 }
 
 // redact blanks the token out of a gateway answer before any of it can become

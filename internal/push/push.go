@@ -127,8 +127,9 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 		gatewayKey = GatewayKey(actor.UserID, callerKey)
 	}
 	result, pushErr := s.send(settle, in, gatewayKey)
+	took := time.Since(start)
 	if s.observe != nil {
-		s.observe.ObservePush(outcome(pushErr), time.Since(start))
+		s.observe.ObservePush(outcome(pushErr), took)
 	}
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
@@ -136,9 +137,34 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 		return nil, fmt.Errorf("push of line item %s: merchant note: %w", lineItemID, err)
 	}
 	if pushErr != nil {
+		s.logFailure(settle, lineItemID, in.TerminalID, pushErr, took)
 		return nil, answer(pushErr)
 	}
 	return &src.View, nil
+}
+
+// logFailure tells the operator about a push that ends in 502: which line item and terminal, and
+// why. The access line alone shows only a 502.
+func (s *Service) logFailure(ctx context.Context, lineItem domain.ID, terminal string, err error, took time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("line_item", lineItem.String()),
+		slog.String("terminal_id", terminal),
+		slog.String("outcome", outcome(err)),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+	}
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		attrs = append(attrs, slog.String("reason", ge.Reason), slog.Int("attempts", ge.Attempts))
+		if ge.StatusCode != 0 {
+			attrs = append(attrs, slog.Int("gateway_status", ge.StatusCode))
+		}
+		if ge.Cause != nil {
+			attrs = append(attrs, slog.String("cause", ge.Cause.Error()))
+		}
+	} else {
+		attrs = append(attrs, slog.String("reason", err.Error()))
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, "push failed", attrs...)
 }
 
 // errNoGateway is the outcome of a push when no gateway is configured.
