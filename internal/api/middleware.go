@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"backoffice/internal/auth"
 	"backoffice/internal/domain"
 )
@@ -76,12 +78,13 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // observe gives each request an id and a logger that carries it, logs one line per request with
 // the route pattern (never the raw path: it holds ids) and the outcome, and hands the same to the
 // metrics. It never logs headers or bodies. Probes and scrapes log at debug level only.
-func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
+func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
 		w.Header()["X-Request-Id"] = []string{id}
-		r = r.WithContext(context.WithValue(r.Context(), loggerKey, &requestInfo{id: id, log: log}))
+		ctx, span := startRequestSpan(tracer, r)
+		r = r.WithContext(context.WithValue(ctx, loggerKey, &requestInfo{id: id, log: log}))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
@@ -95,6 +98,7 @@ func observe(log *slog.Logger, m Observer, next http.Handler) http.Handler {
 		}
 		method := knownMethod(r.Method)
 		m.ObserveRequest(method, route, sw.status, elapsed)
+		endRequestSpan(span, method, route, sw.status)
 		level := slog.LevelInfo
 		if quietRoutes[route] {
 			level = slog.LevelDebug

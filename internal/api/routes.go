@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"backoffice/internal/auth"
 	"backoffice/internal/secrets"
 )
@@ -42,6 +44,8 @@ type Deps struct {
 	// Extra registers further routes (metrics) on the same mux, so they share the middleware and
 	// the error handling.
 	Extra func(mux *http.ServeMux)
+	// Tracer, when set, gets a span per request; nil (tracing off) makes none.
+	Tracer trace.TracerProvider
 }
 
 // Observer receives what the service measures; internal/metrics implements it with Prometheus.
@@ -93,7 +97,11 @@ func New(d Deps) http.Handler {
 		d.Extra(mux)
 	}
 	r := &router{mux: mux}
-	return observe(d.Logger, d.Metrics, recoverPanics(limitRequest(maxHeaderBytes, maxBodyBytes, r)))
+	var tracer trace.Tracer
+	if d.Tracer != nil {
+		tracer = d.Tracer.Tracer(tracerName)
+	}
+	return observe(d.Logger, d.Metrics, tracer, recoverPanics(limitRequest(maxHeaderBytes, maxBodyBytes, r)))
 }
 
 // Health is what readiness checks: the database answers and its schema is current.

@@ -99,7 +99,7 @@ func importDataset(t testing.TB, st *store.Store, ds *dataset.Dataset, ring *sec
 func serveAPI(t testing.TB, st *store.Store, ring *secrets.Ring) (*httptest.Server, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
-	srv := httptest.NewServer(newHandler(Config{}, st, ring, slog.New(slog.NewJSONHandler(logs, nil)), nil))
+	srv := httptest.NewServer(newHandler(Config{}, st, ring, slog.New(slog.NewJSONHandler(logs, nil)), nil, nil))
 	t.Cleanup(srv.Close)
 	return srv, logs
 }

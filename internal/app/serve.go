@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"backoffice/internal/api"
 	"backoffice/internal/gateway"
 	"backoffice/internal/metrics"
 	"backoffice/internal/push"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
+	"backoffice/internal/tracing"
 )
 
 // shutdownGrace bounds how long a stopping server waits for in-flight requests: a push may run
@@ -28,6 +31,11 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
+	tp, stopTracing, err := tracing.Setup(ctx, env.Getenv)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTracing, log)
 	var d *demoSetup
 	if cfg.Demo {
 		var err error
@@ -72,7 +80,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		mux.Handle("GET /metrics", m.Handler())
 		listeners = append(listeners, listener{ln: mln, handler: mux})
 	}
-	listeners[0].handler = newHandler(cfg, st, ring, log, m)
+	listeners[0].handler = newHandler(cfg, st, ring, log, m, tp)
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
 		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
 	switch {
@@ -83,6 +91,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	default:
 		attrs = append(attrs, slog.String("metrics", "/metrics on the main listener"))
 	}
+	attrs = append(attrs, slog.Bool("tracing", tp != nil))
 	log.Info("serving", attrs...)
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
@@ -91,15 +100,25 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 }
 
 // newHandler wires the API. m, when not nil, measures it and is served at /metrics on the same
-// listener unless it has one of its own.
-func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics) http.Handler {
+// listener unless it has one of its own. tp, when not nil, traces it: a span per request, per
+// store call and per gateway attempt.
+func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) http.Handler {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
-			Timeout: cfg.GatewayTimeout, AttemptTimeout: cfg.GatewayAttemptTimeout, Logger: log.With(slog.String("component", "gateway"))})
+			Timeout: cfg.GatewayTimeout, AttemptTimeout: cfg.GatewayAttemptTimeout,
+			Logger: log.With(slog.String("component", "gateway")), TracerProvider: tp})
 	}
-	pc := push.Config{Store: st, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log}
-	deps := api.Deps{Store: st, Ring: ring, Logger: log, Limits: api.Limits{
+	// Without tracing the handlers call the store itself: no decorator, no cost.
+	var calls interface {
+		api.Store
+		push.Store
+	} = st
+	if tp != nil {
+		calls = newTracedStore(st, tp)
+	}
+	pc := push.Config{Store: calls, Gateway: gw, Budget: cfg.GatewayTimeout, Logger: log}
+	deps := api.Deps{Store: calls, Health: st, Ring: ring, Tracer: tp, Logger: log, Limits: api.Limits{
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
@@ -112,6 +131,16 @@ func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 	}
 	deps.Pusher = push.New(pc)
 	return api.New(deps)
+}
+
+// flushTraces sends the spans still buffered when serve stops, within a few seconds: an
+// unreachable collector must not hold up the shutdown.
+func flushTraces(ctx context.Context, stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("tracing: spans not flushed", slog.String("error", err.Error()))
+	}
 }
 
 // listener is one address the process serves, and what it serves there.

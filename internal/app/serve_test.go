@@ -3,6 +3,7 @@ package app
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +59,16 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// A tracing setting serve cannot honour stops it at start, not silently later.
+func TestServeRefusesUnsupportedTracingSettings(t *testing.T) {
+	e := newTestEnv(t)
+	e.vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:4317"
+	e.vars["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
+	_, _, err := e.run("serve", "--addr", freeAddr(t))
+	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL") {
+		t.Fatalf("serve = %v, want an error naming OTEL_EXPORTER_OTLP_PROTOCOL", err)
 	}
 }

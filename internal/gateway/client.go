@@ -17,6 +17,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTimeout is the total budget of one push when Config.Timeout is zero.
@@ -47,6 +50,9 @@ type Config struct {
 	Rand func() float64
 	// Logger receives one debug line per attempt; nil logs nothing.
 	Logger *slog.Logger
+	// TracerProvider, when set, gets a span per attempt. Either way a request
+	// carries the W3C traceparent of the span in its context, if any.
+	TracerProvider trace.TracerProvider
 }
 
 // String masks the token, so that printing a Config cannot leak it.
@@ -85,6 +91,7 @@ type Client struct {
 	http           *http.Client
 	rand           func() float64
 	log            *slog.Logger
+	tracer         trace.Tracer // nil: no spans
 }
 
 // Result is a successful push.
@@ -108,6 +115,9 @@ func New(cfg Config) *Client {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TracerProvider != nil {
+		c.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	c.base, c.baseErr = parseBaseURL(cfg.BaseURL)
 	if c.timeout <= 0 {
@@ -216,7 +226,7 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	delays := backoff{rand: p.client.rand}
 	for attempts := 1; ; attempts++ {
 		start := time.Now()
-		pushID, status, err := p.attempt(budget)
+		pushID, status, err := p.attempt(budget, attempts)
 		took := time.Since(start)
 		if err == nil {
 			p.logAttempt(ctx, attempts, status, nil, took, noRetry)
@@ -297,7 +307,18 @@ func milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 
 // per-attempt timeout when one is set. It returns the push id on success, a
 // *retryable when trying again may help, or an *Error when it will not, and
 // the gateway's status when it answered.
-func (p *push) attempt(ctx context.Context) (string, int, error) {
+func (p *push) attempt(ctx context.Context, n int) (string, int, error) {
+	if p.client.tracer == nil {
+		return p.send(ctx)
+	}
+	ctx, span := p.client.startAttemptSpan(ctx, n)
+	pushID, status, err := p.send(ctx)
+	endAttemptSpan(span, status, err)
+	return pushID, status, err
+}
+
+// send is one attempt's request and the reading of its answer.
+func (p *push) send(ctx context.Context) (string, int, error) {
 	if p.client.attemptTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.client.attemptTimeout)
@@ -310,6 +331,7 @@ func (p *push) attempt(ctx context.Context) (string, int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Idempotency-Key", p.idempotencyKey)
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if p.client.token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.client.token)
 	}
