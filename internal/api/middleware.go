@@ -213,7 +213,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // authentication spends a token of the address.
 func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attempt := auth.NewAttempt(r.Header.Get("Authorization"))
+		attempt := auth.NewAttempt(soleAuthorization(r.Header))
 		var addr string
 		if g.failures != nil {
 			addr = g.clientAddr(r)
@@ -251,6 +251,16 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 			writeError(w, r, err)
 		}
 	})
+}
+
+// soleAuthorization is the request's one Authorization header, or "" (refused as no credential)
+// when it has several: judging by one of them would let a proxy and the service disagree on who
+// is calling.
+func soleAuthorization(h http.Header) string {
+	if vs := h["Authorization"]; len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
 }
 
 // require checks a permission: 403 when the actor lacks it.

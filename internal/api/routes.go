@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"path"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -68,6 +69,8 @@ const (
 	maxHeaderBytes = 32 << 10
 )
 
+const decryptRoute = "/v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}"
+
 // New returns the service's handler: every route, registered here and only here.
 func New(d Deps) http.Handler {
 	if d.Now == nil {
@@ -88,7 +91,10 @@ func New(d Deps) http.Handler {
 	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher, d.Store, d.Now)))
 	mux.Handle("GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
 	mux.Handle("GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
-	mux.Handle("GET /v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics)))
+	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
+	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
+	mux.Handle("GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
+	mux.Handle(decryptRoute, onlyGET(nil))
 	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /healthz", handleHealthz)
@@ -121,6 +127,12 @@ type router struct {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The mux would redirect a path that is not clean (//, /./, /../), with an HTML body, for
+	// every method; a client of a JSON API gets nothing from a redirect but a second request.
+	if p := r.URL.EscapedPath(); p != cleanPath(p) {
+		writeErrorBody(w, http.StatusNotFound, "not_found", "no such route: the path is not in canonical form (no //, /./ or /../)")
+		return
+	}
 	if _, p := rt.mux.Handler(r); p != "" {
 		rt.mux.ServeHTTP(w, r)
 		return
@@ -129,11 +141,43 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	probe := &headerProbe{header: http.Header{}}
 	rt.mux.ServeHTTP(probe, r)
 	if probe.status == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", probe.header.Get("Allow"))
-		writeErrorBody(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here; allowed: "+probe.header.Get("Allow"))
+		methodNotAllowed(w, r, probe.header.Get("Allow"))
 		return
 	}
 	writeErrorBody(w, http.StatusNotFound, "not_found", "no such route")
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeErrorBody(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+knownMethod(r.Method)+" is not allowed here; allowed: "+allow)
+}
+
+// onlyGET answers 405 to every method but GET, HEAD included, before next (which may be nil when
+// no GET reaches it) runs.
+func onlyGET(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, http.MethodGet)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is the canonical form of a path the way the mux computes it (net/http's cleanPath):
+// path.Clean, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // headerProbe records what the mux would answer, and discards the body.
