@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/netip"
@@ -35,15 +36,35 @@ type guard struct {
 	credentials *ratelimit.Limiter
 	failures    *ratelimit.Limiter
 	addrHeader  string
+	// The RateLimit-Policy field of each limiter, made once.
+	credentialPolicy, failurePolicy policy
+}
+
+// The names of the quota policies in the RateLimit fields.
+const (
+	credentialPolicyName = "credential"
+	failurePolicyName    = "failed-auth"
+)
+
+// policy is one limiter's RateLimit-Policy field value and its name.
+type policy struct {
+	name, field string
+}
+
+func newPolicy(name string, l *ratelimit.Limiter) policy {
+	p := l.Policy()
+	return policy{name: name, field: fmt.Sprintf("%q;q=%d;w=%d", name, p.Quota, p.Window)}
 }
 
 func newGuard(l Limits) *guard {
 	g := &guard{addrHeader: http.CanonicalHeaderKey(l.ClientAddrHeader)}
 	if l.Rate > 0 {
 		g.credentials = ratelimit.New(l.Rate, l.Burst, 0, l.Now)
+		g.credentialPolicy = newPolicy(credentialPolicyName, g.credentials)
 	}
 	if l.FailureRate > 0 {
 		g.failures = ratelimit.New(l.FailureRate, l.FailureBurst, 0, l.Now)
+		g.failurePolicy = newPolicy(failurePolicyName, g.failures)
 	}
 	return g
 }
@@ -78,17 +99,38 @@ func addrKey(a netip.Addr) string {
 	return a.String()
 }
 
-// rateLimited answers 429 rate_limited with when to come back.
-func rateLimited(w http.ResponseWriter, d ratelimit.Decision, detail string) {
+// rateLimited answers 429 rate_limited with when to come back. The RateLimit field's window is
+// the same wait: no request will succeed within it (draft-ietf-httpapi-ratelimit-headers: a
+// Retry-After must not end before the effective window does).
+func rateLimited(w http.ResponseWriter, p policy, d ratelimit.Decision, detail string) {
 	h := w.Header()
-	setRateHeaders(h, d)
-	secs := int64(math.Ceil(d.RetryAfter.Seconds()))
-	h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	secs := max(wholeSeconds(d.RetryAfter), 1)
+	h.Set("RateLimit-Policy", p.field)
+	h.Set("RateLimit", rateLimitField(p.name, 0, secs))
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	writeErrorBody(w, http.StatusTooManyRequests, "rate_limited", detail+"; retry after "+h.Get("Retry-After")+" s")
 }
 
-// setRateHeaders tells the caller its budget (draft-ietf-httpapi-ratelimit-headers).
-func setRateHeaders(h http.Header, d ratelimit.Decision) {
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+// setRateHeaders tells the caller its quota and what is left of it, in the structured fields of
+// draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy "credential";q=100;w=2 (q requests per
+// w seconds) and RateLimit "credential";r=57;t=1 (r requests can be made now; in t seconds,
+// unspent, the whole quota is back).
+func setRateHeaders(h http.Header, p policy, d ratelimit.Decision) {
+	h.Set("RateLimit-Policy", p.field)
+	h.Set("RateLimit", rateLimitField(p.name, d.Remaining, wholeSeconds(d.Full)))
+}
+
+func rateLimitField(name string, remaining int, reset int64) string {
+	b := make([]byte, 0, 48)
+	b = strconv.AppendQuote(b, name)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, int64(remaining), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, reset, 10)
+	return string(b)
+}
+
+// wholeSeconds rounds up: a client told to wait must not come back early.
+func wholeSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(d.Seconds()))
 }

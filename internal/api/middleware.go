@@ -218,7 +218,7 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 		if g.failures != nil {
 			addr = g.clientAddr(r)
 			if d := g.failures.Check(addr); !d.Allowed {
-				rateLimited(w, d, "too many failed authentication attempts from this address")
+				rateLimited(w, g.failurePolicy, d, "too many failed authentication attempts from this address")
 				return
 			}
 		}
@@ -226,7 +226,7 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 		if g.credentials != nil && attempt.Valid() {
 			key = string(attempt.Hash)
 			if d := g.credentials.Check(key); !d.Allowed {
-				rateLimited(w, d, "this credential is over its request rate")
+				rateLimited(w, g.credentialPolicy, d, "this credential is over its request rate")
 				return
 			}
 		}
@@ -241,10 +241,10 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 		if g.credentials != nil {
 			d := g.credentials.Allow(key)
 			if !d.Allowed {
-				rateLimited(w, d, "this credential is over its request rate")
+				rateLimited(w, g.credentialPolicy, d, "this credential is over its request rate")
 				return
 			}
-			setRateHeaders(w.Header(), d)
+			setRateHeaders(w.Header(), g.credentialPolicy, d)
 		}
 		r = r.WithContext(context.WithValue(r.Context(), actorKey, actor))
 		if err := h(w, r); err != nil {

@@ -179,20 +179,20 @@ func TestCredentialRateLimit(t *testing.T) {
 		cs := &countingStore{Store: h.st}
 		h.withDeps(t, func(d *api.Deps) {
 			d.Store = cs
-			// A rate so slow that no token comes back while the test runs.
-			d.Limits = api.Limits{Rate: 0.0001, Burst: 3}
+			// 1 per second, burst 3, on a clock that stands still.
+			d.Limits = api.Limits{Rate: 1, Burst: 3, Now: func() time.Time { return fixtureNow }}
 		})
 		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
-		for i, remaining := range []string{"2", "1", "0"} {
+		for i, want := range []string{`"credential";r=2;t=1`, `"credential";r=1;t=2`, `"credential";r=0;t=3`} {
 			r := h.get(path, staffKey)
-			if r.Status != http.StatusOK || r.Header.Get("RateLimit-Limit") != "3" || r.Header.Get("RateLimit-Remaining") != remaining {
-				t.Fatalf("request %d: %d, limit %q remaining %q", i+1, r.Status, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
+			if r.Status != http.StatusOK || r.Header.Get("RateLimit-Policy") != `"credential";q=3;w=3` || r.Header.Get("RateLimit") != want {
+				t.Fatalf("request %d: %d, RateLimit-Policy %q RateLimit %q, want %q", i+1, r.Status, r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"), want)
 			}
 		}
 		before := cs.count()
 		r := h.get(path, staffKey)
 		wantError(t, r, http.StatusTooManyRequests, "rate_limited")
-		if r.Header.Get("Retry-After") == "" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Limit") != "3" {
+		if r.Header.Get("Retry-After") != "1" || r.Header.Get("RateLimit") != `"credential";r=0;t=1` || r.Header.Get("RateLimit-Policy") != `"credential";q=3;w=3` {
 			t.Errorf("429 headers: %v", r.Header)
 		}
 		if cs.count() != before {
@@ -203,6 +203,36 @@ func TestCredentialRateLimit(t *testing.T) {
 			t.Errorf("another key: %d", r.Status)
 		}
 		wantError(t, h.get(samPath(leadA.String()), staffKey), http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+// The RateLimit fields state the default token bucket (50 per second, burst 100) truthfully: the
+// whole burst is 100 requests per 2 s; r is what can be sent now, t when all of it is back.
+func TestRateLimitFieldsOfTheDefaultBucket(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		now := fixtureNow
+		h.withDeps(t, func(d *api.Deps) {
+			d.Limits = api.Limits{Rate: 50, Burst: 100, Now: func() time.Time { return now }}
+		})
+		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		var r response
+		for range 43 {
+			r = h.get(path, staffKey)
+		}
+		if got := r.Header.Get("RateLimit-Policy"); got != `"credential";q=100;w=2` {
+			t.Errorf("RateLimit-Policy %q", got)
+		}
+		if got := r.Header.Get("RateLimit"); got != `"credential";r=57;t=1` {
+			t.Errorf("after 43 requests: RateLimit %q", got)
+		}
+		now = now.Add(860 * time.Millisecond) // 43 tokens back: full again
+		if got := h.get(path, staffKey).Header.Get("RateLimit"); got != `"credential";r=99;t=1` {
+			t.Errorf("860 ms later: RateLimit %q", got)
+		}
+		// Errors after authentication carry the fields too.
+		if got := h.get("/v1/crm/leads/"+id(999).String()+"/service-acceptance", staffKey).Header.Get("RateLimit"); got != `"credential";r=98;t=1` {
+			t.Errorf("404: RateLimit %q", got)
+		}
 	})
 }
 
@@ -234,8 +264,10 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 		before := cs.count()
 		r := guess("203.0.113.7", "guess-f")
 		wantError(t, r, http.StatusTooManyRequests, "rate_limited")
-		if r.Header.Get("Retry-After") == "" {
-			t.Error("no Retry-After")
+		// 5 failures per 10^4 s: the window is 5*10^4 s, and the next failure is allowed in 10^4 s.
+		if r.Header.Get("Retry-After") != "10000" || r.Header.Get("RateLimit-Policy") != `"failed-auth";q=5;w=50000` ||
+			r.Header.Get("RateLimit") != `"failed-auth";r=0;t=10000` {
+			t.Errorf("429 headers: %v", r.Header)
 		}
 		// Even a valid key from that address waits: the address is refused before any lookup.
 		wantError(t, guess("203.0.113.7", staffKey), http.StatusTooManyRequests, "rate_limited")

@@ -28,12 +28,23 @@ type bucket struct {
 }
 
 // Decision is the state of a key's bucket after a call: whether the request may go on, the
-// bucket's size, the whole tokens left, and, when refused, how long until a token is back.
+// bucket's size, the whole tokens left, when refused how long until a token is back, and how long
+// until the bucket is full again if nothing is spent.
 type Decision struct {
 	Allowed    bool
 	Limit      int
 	Remaining  int
 	RetryAfter time.Duration
+	Full       time.Duration
+}
+
+// Policy is the bucket stated as a quota over a whole-second window (the form of the IETF
+// RateLimit-Policy field): Quota requests at once, then Quota again every Window seconds, are
+// never refused, and Quota/Window never exceeds the rate. It is the burst over the time the
+// bucket takes to fill, when that is whole seconds (rate 50/s, burst 100: 100 per 2 s).
+type Policy struct {
+	Quota  int
+	Window int // seconds, at least 1
 }
 
 // DefaultMaxKeys bounds the buckets one Limiter holds.
@@ -53,6 +64,20 @@ func New(rate float64, burst int, maxKeys int, now func() time.Time) *Limiter {
 	}
 	return &Limiter{rate: rate, burst: float64(max(burst, 1)), maxKeys: maxKeys, now: now,
 		buckets: map[string]*bucket{}}
+}
+
+// Policy is the quota and window that describe this limiter truthfully (see Policy).
+func (l *Limiter) Policy() Policy {
+	if l.rate <= 0 {
+		return Policy{Quota: int(l.burst), Window: math.MaxInt32} // never refills
+	}
+	// The window is the time to fill the bucket, rounded up to whole seconds; the quota is what
+	// the bucket holds and what refills in that window, whichever is less.
+	// (The epsilon keeps a rate like 10/60 per second from rounding 120 s up to 121.)
+	const eps = 1e-9
+	window := max(1, math.Ceil(l.burst/l.rate-eps))
+	quota := math.Min(l.burst, math.Floor(l.rate*window+eps))
+	return Policy{Quota: int(quota), Window: int(window)}
 }
 
 // Allow takes a token from key's bucket when one is there (making the bucket on first use).
@@ -91,6 +116,7 @@ func (l *Limiter) take(key string, spend bool) Decision {
 	if !d.Allowed {
 		d.RetryAfter = l.wait(tokens)
 	}
+	d.Full = l.fill(tokens)
 	if !spend {
 		return d
 	}
@@ -120,6 +146,17 @@ func (l *Limiter) wait(tokens float64) time.Duration {
 		return 24 * time.Hour // never refills: say "much later"
 	}
 	return time.Duration((1 - tokens) / l.rate * float64(time.Second))
+}
+
+// fill is how long until the bucket holds its whole burst again.
+func (l *Limiter) fill(tokens float64) time.Duration {
+	if tokens >= l.burst {
+		return 0
+	}
+	if l.rate <= 0 {
+		return 24 * time.Hour
+	}
+	return time.Duration((l.burst - tokens) / l.rate * float64(time.Second))
 }
 
 // sweep drops every bucket that has refilled to full: it is the same as none.
