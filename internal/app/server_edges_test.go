@@ -14,7 +14,8 @@ import (
 
 // What the real server answers to requests that no handler of ours would describe: "OPTIONS *"
 // reaches the handler and gets the error body; a request that is not HTTP gets net/http's own
-// plain-text 400, the one answer outside the OpenAPI document (named in the README).
+// own plain-text answers (400, 431, 505, 417): the one exception to the OpenAPI document that
+// the README names.
 func TestServerEdges(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := newServer(api.New(api.Deps{Logger: log}), log)
@@ -32,6 +33,11 @@ func TestServerEdges(t *testing.T) {
 	}{
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound, "application/json"},
 		{"malformed request line", "GET\r\nHost: x\r\n\r\n", http.StatusBadRequest, "text/plain; charset=utf-8"},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", http.StatusBadRequest, "text/plain; charset=utf-8"},
+		{"HTTP version", "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported, "text/plain; charset=utf-8"},
+		{"Expect", "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: nothing\r\n\r\n", http.StatusExpectationFailed, ""},
+		{"headers over 64 KiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: " + strings.Repeat("p", 70<<10) + "\r\n\r\n",
+			http.StatusRequestHeaderFieldsTooLarge, "text/plain; charset=utf-8"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
