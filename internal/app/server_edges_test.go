@@ -13,7 +13,7 @@ import (
 )
 
 // What the real server answers to requests that no handler of ours would describe: "OPTIONS *"
-// reaches the handler and gets the error body; a request that is not HTTP gets net/http's own
+// reaches the handler and gets the error body; a request that is not valid HTTP/1.1 gets net/http's
 // own plain-text answers (400, 431, 505, 417): the one exception to the OpenAPI document that
 // the README names.
 func TestServerEdges(t *testing.T) {
