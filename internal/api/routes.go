@@ -94,7 +94,7 @@ func New(d Deps) http.Handler {
 	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
 	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
 	mux.Handle("GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
-	mux.Handle(decryptRoute, onlyGET(nil))
+	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
 	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /healthz", handleHealthz)
@@ -152,8 +152,13 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	writeErrorBody(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+knownMethod(r.Method)+" is not allowed here; allowed: "+allow)
 }
 
-// onlyGET answers 405 to every method but GET, HEAD included, before next (which may be nil when
-// no GET reaches it) runs.
+// allowOnly answers 405 to every request it gets: a method-less pattern registered beside the
+// patterns of its path's methods gets every other method.
+func allowOnly(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { methodNotAllowed(w, r, allow) })
+}
+
+// onlyGET answers 405 to every method but GET, HEAD included, before next runs.
 func onlyGET(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
