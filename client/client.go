@@ -103,8 +103,8 @@ func (e *Error) Error() string {
 type PushOption func(*http.Request)
 
 // WithIdempotencyKey sends an Idempotency-Key with the push (1 to 255 printable ASCII
-// characters), so that a push repeated with the same key is answered, not run, again by a
-// service that keeps keys.
+// characters): a push repeated with the same key by the same user gets the first one's answer
+// back instead of running again, so a push whose answer was lost can be sent again safely.
 func WithIdempotencyKey(key string) PushOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
 }

@@ -77,10 +77,11 @@ func (s *service) serve(t *testing.T) string {
 
 // recorder is a transport that remembers what was sent and answered.
 type recorder struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	sent []*http.Request
-	got  []int
+	next      http.RoundTripper
+	mu        sync.Mutex
+	sent      []*http.Request
+	got       []int
+	responses []http.Header
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -90,6 +91,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.sent = append(r.sent, req)
 	if err == nil {
 		r.got = append(r.got, res.StatusCode)
+		r.responses = append(r.responses, res.Header)
 	}
 	return res, err
 }
@@ -159,6 +161,14 @@ func TestOperations(t *testing.T) {
 		}
 		if k := rec.sent[len(rec.sent)-1].Header.Get("Idempotency-Key"); k != "push-0001" {
 			t.Errorf("Idempotency-Key %q", k)
+		}
+		// The same key again: the kept answer, not a second push.
+		again, err := c.PushDeviceParameters(ctx, order, lineItem, client.WithIdempotencyKey("push-0001"))
+		if err != nil || again.ID != lineItem {
+			t.Fatalf("repeated push: %+v, %v", again, err)
+		}
+		if r := rec.responses[len(rec.responses)-1]; r.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("the repeated push was not a replay: %v", r)
 		}
 
 		if err := c.DeleteMerchantDocument(ctx, merchant, document); err != nil {
