@@ -27,10 +27,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backoffice")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir)
 	env := append(os.Environ(),
 		"BACKOFFICE_DATABASE_URL=sqlite:"+filepath.Join(dir, "bo.db"),
 		"BACKOFFICE_MASTER_KEY="+secrets.NewKey(),
