@@ -21,8 +21,9 @@ func handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, healthBody{Status: "ok"})
 }
 
-// handleReadyz answers 200 when requests can be served: the database answers and every migration
-// this binary knows is applied. Otherwise 503 not_ready; the cause goes to the log only.
+// handleReadyz answers 200 when requests can be served: the database answers, every migration
+// this binary knows is applied, and a write commits (a database file removed, read-only or on a
+// full disk answers reads but loses or refuses writes). Otherwise 503 not_ready; the cause goes to the log only.
 func handleReadyz(h Health) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
@@ -53,6 +54,9 @@ func notReady(ctx context.Context, h Health) (string, error) {
 	}
 	if n > 0 {
 		return fmt.Sprintf("%d schema migration(s) are not applied", n), nil
+	}
+	if err := h.Writable(ctx); err != nil {
+		return "the database cannot be written", err
 	}
 	return "", nil
 }

@@ -95,10 +95,12 @@ type fakeHealth struct {
 	pingErr    error
 	pending    int
 	pendingErr error
+	writeErr   error
 }
 
 func (f fakeHealth) Ping(context.Context) error           { return f.pingErr }
 func (f fakeHealth) Pending(context.Context) (int, error) { return f.pending, f.pendingErr }
+func (f fakeHealth) Writable(context.Context) error       { return f.writeErr }
 
 func TestNotReady(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
@@ -107,6 +109,7 @@ func TestNotReady(t *testing.T) {
 			"database down":       {pingErr: secret},
 			"migrations pending":  {pending: 2},
 			"schema unreadable":   {pendingErr: secret},
+			"not writable":        {writeErr: secret},
 			"ready (for control)": {},
 		} {
 			h.withDeps(t, func(d *api.Deps) { d.Health = hs })

@@ -110,10 +110,12 @@ func New(d Deps) http.Handler {
 	return observe(d.Logger, d.Metrics, tracer, recoverPanics(limitRequest(maxHeaderBytes, maxBodyBytes, r)))
 }
 
-// Health is what readiness checks: the database answers and its schema is current.
+// Health is what readiness checks: the database answers, its schema is current, and it takes a
+// write.
 type Health interface {
 	Ping(ctx context.Context) error
 	Pending(ctx context.Context) (int, error)
+	Writable(ctx context.Context) error
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

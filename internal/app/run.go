@@ -168,12 +168,24 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// openStore opens the database with the configured pool and applies pending migrations.
+// openStore opens an existing database with the configured pool and applies pending migrations.
+// A SQLite file that does not exist is an error naming it: a mistyped path must not leave an
+// empty database behind.
 func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
+	return openMigrated(ctx, cfg, store.MustExist())
+}
+
+// createStore is openStore for the commands that make a database when there is none: serve and
+// import.
+func createStore(ctx context.Context, cfg Config) (*store.Store, error) {
+	return openMigrated(ctx, cfg)
+}
+
+func openMigrated(ctx context.Context, cfg Config, opts ...store.Option) (*store.Store, error) {
 	if _, err := demoConfig(&cfg, false); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.WithPool(cfg.Pool))
+	st, err := store.Open(ctx, cfg.DatabaseURL, append(opts, store.WithPool(cfg.Pool))...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +254,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", name, err)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := createStore(ctx, cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -48,7 +48,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := createStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

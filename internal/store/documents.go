@@ -34,9 +34,8 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 	return nil
 }
 
-// purgeDeleted makes the engine drop copies of deleted bytes it still keeps. It is best effort:
-// a checkpoint that cannot run now (readers hold old pages) leaves the copies to the next one,
-// and the deletion itself has been committed either way.
+// purgeDeleted has the engine drop copies of deleted bytes it still keeps (SQLite's WAL). It
+// returns at once: the request waits for no reader; the deletion itself is committed either way.
 func (s *Store) purgeDeleted(ctx context.Context) {
 	s.engine.PurgeDeleted(ctx, s.db)
 }

@@ -41,7 +41,14 @@ func (p Pool) apply(db *sql.DB) {
 type Option func(*options)
 
 type options struct {
-	pool Pool
+	pool      Pool
+	mustExist bool
+}
+
+// MustExist makes opening a SQLite file that does not exist an error naming the path, instead of
+// creating it: only the commands that migrate (serve, import) create the database.
+func MustExist() Option {
+	return func(o *options) { o.mustExist = true }
 }
 
 // WithPool sets the connection pool's size and ages.

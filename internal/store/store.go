@@ -60,8 +60,14 @@ type Engine interface {
 	SnapshotIsolation() sql.IsolationLevel
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
-	// PurgeDeleted drops copies of deleted bytes the engine still keeps, best effort.
+	// PurgeDeleted has copies of deleted bytes the engine still keeps dropped, best effort; it
+	// returns at once (SQLite's checkpoint runs in the background, never on a request).
 	PurgeDeleted(ctx context.Context, db *sql.DB)
+	// BeforeWrite fails when a write would be lost (SQLite: the file opened is no longer at its
+	// path); the store answers that as unavailable.
+	BeforeWrite() error
+	// Close stops what the engine runs in the background.
+	Close()
 }
 
 // Open connects to the database named by url ("sqlite:PATH" or "postgres://…") and checks that
@@ -73,7 +79,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	var err error
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
-		db, e, err = sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
+		db, e, err = sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"), !o.mustExist)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		db, e, err = postgres.Open(ctx, url)
 	default:
@@ -93,14 +99,22 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // Engine names the engine: "sqlite" or "postgres".
 func (s *Store) Engine() string { return s.engine.Name() }
 
-// Migrate applies pending schema migrations.
-func (s *Store) Migrate(ctx context.Context) error { return migrate(ctx, s.db, s.engine) }
+// Migrate applies pending schema migrations, then has the engine purge deleted bytes it may still
+// keep from before a crash (SQLite: a WAL left behind).
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := migrate(ctx, s.db, s.engine); err != nil {
+		return err
+	}
+	s.engine.PurgeDeleted(ctx, s.db)
+	return nil
+}
 
 // Close waits for background writes, then releases the database. Callers stop using the store
 // first (serve closes it after the HTTP server has drained).
 func (s *Store) Close() error {
 	s.WaitBackground()
 	s.audits.stop()
+	s.engine.Close()
 	s.stmts.close()
 	return s.db.Close()
 }
@@ -140,6 +154,9 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 	if q.stmts == nil {
 		res, err := q.x.ExecContext(ctx, q.s.sql(query), args...)
 		return res, q.s.classify(err)
+	}
+	if err := q.s.beforeWrite(); err != nil { // on the pool; a transaction checked when it began
+		return nil, err
 	}
 	st, err := q.stmts.get(ctx, q.s.sql(query))
 	if err != nil {
@@ -220,6 +237,9 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 		s.writes.Lock()
 		defer s.writes.Unlock()
 	}
+	if err := s.beforeWrite(); err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
@@ -238,6 +258,14 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", s.classify(err))
+	}
+	return nil
+}
+
+// beforeWrite is the engine's check that a write would not be lost, failing as unavailable.
+func (s *Store) beforeWrite() error {
+	if err := s.engine.BeforeWrite(); err != nil {
+		return &unavailableError{err: err}
 	}
 	return nil
 }

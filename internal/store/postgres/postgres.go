@@ -209,3 +209,9 @@ func (*Engine) SingleWriter() bool { return false }
 
 // PurgeDeleted has nothing to do: deleted rows are PostgreSQL's to vacuum.
 func (*Engine) PurgeDeleted(context.Context, *sql.DB) {}
+
+// BeforeWrite has nothing to check: the server owns its files.
+func (*Engine) BeforeWrite() error { return nil }
+
+// Close has nothing running to stop.
+func (*Engine) Close() {}

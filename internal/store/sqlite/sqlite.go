@@ -19,20 +19,32 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Open opens the SQLite file at path and checks that it answers. WAL lets readers run beside the
-// one writer; the busy timeout makes writers of other processes queue instead of failing;
-// secure_delete overwrites deleted content (a deleted merchant document must not linger in free
-// pages); immediate transactions take the write lock up front, so two writers never deadlock
-// upgrading a read lock.
-func Open(ctx context.Context, path string) (*sql.DB, Engine, error) {
+// Open opens the SQLite file at path and checks that it answers; create makes the file first
+// when there is none (empty and 0600: serve and import), otherwise a missing file is an error
+// naming it. WAL lets readers run beside the one writer; the busy timeout makes writers of other
+// processes queue instead of failing; secure_delete overwrites deleted content (a deleted
+// merchant document must not linger in free pages); immediate transactions take the write lock
+// up front, so two writers never deadlock upgrading a read lock. mode=rw: no connection ever
+// creates the file, so a file removed under a running server is not replaced by an empty one.
+func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error) {
 	if path == "" {
 		return nil, Engine{}, errors.New("sqlite: empty path")
 	}
+	if create {
+		if err := createFile(path); err != nil {
+			return nil, Engine{}, err
+		}
+	}
+	file, err := statDBFile(path)
+	if err != nil {
+		return nil, Engine{}, err
+	}
 	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "secure_delete(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busyTimeout), "secure_delete(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
+	q.Set("mode", "rw")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, Engine{}, fmt.Errorf("sqlite: %w", err)
@@ -41,11 +53,14 @@ func Open(ctx context.Context, path string) (*sql.DB, Engine, error) {
 		db.Close()
 		return nil, Engine{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return db, Engine{}, nil
+	return db, Engine{file: file, purger: newWALPurger(db)}, nil
 }
 
-// Engine is SQLite's side of the store.
-type Engine struct{}
+// Engine is SQLite's side of the store: the file it opened, and the purger of deleted bytes.
+type Engine struct {
+	file   *dbFile
+	purger *walPurger
+}
 
 func (Engine) Name() string { return "sqlite" }
 
@@ -106,9 +121,14 @@ func (Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
 // latency away under load.
 func (Engine) SingleWriter() bool { return true }
 
-// PurgeDeleted truncates the WAL after a deletion: secure_delete zeroes a deleted row's bytes in
-// its page, but the WAL still holds the pages as they were until a checkpoint. Best effort: a
-// checkpoint that cannot run now leaves the copies to the next one.
-func (Engine) PurgeDeleted(ctx context.Context, db *sql.DB) {
-	_, _ = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
-}
+// PurgeDeleted has the WAL truncated in the background and returns at once: secure_delete zeroes
+// a deleted row's bytes in its page, but the WAL still holds the pages as they were until a
+// checkpoint, and one that truncates waits for readers with the write lock held (see walPurger).
+func (e Engine) PurgeDeleted(context.Context, *sql.DB) { e.purger.kick() }
+
+// BeforeWrite fails once the path no longer names the file that was opened (removed or
+// replaced): SQLite would go on writing into the old file, and every such write would be lost.
+func (e Engine) BeforeWrite() error { return e.file.check() }
+
+// Close stops the purger, with a last checkpoint if one was due.
+func (e Engine) Close() { e.purger.stop() }

@@ -9,7 +9,7 @@ import (
 // deleted content overwritten.
 func TestSQLiteSettings(t *testing.T) {
 	ctx := context.Background()
-	db, _, err := Open(ctx, t.TempDir()+"/settings.db")
+	db, _, err := Open(ctx, t.TempDir()+"/settings.db", true)
 	if err != nil {
 		t.Fatal(err)
 	}
