@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"backoffice/internal/domain"
 )
@@ -54,6 +55,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Kind == domain.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", "Bearer, Api-Key")
 	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
+	}
 	writeErrorBody(w, status, e.Code, e.Detail)
 }
 
@@ -71,6 +75,11 @@ func appError(err error) (*domain.Error, bool) {
 		return &e, true
 	}
 	return domain.AsError(err)
+}
+
+// retryAfterSeconds is a Retry-After value: whole seconds rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(max(wholeSeconds(d), 1), 10)
 }
 
 func writeErrorBody(w http.ResponseWriter, status int, code, detail string) {

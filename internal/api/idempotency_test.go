@@ -109,7 +109,11 @@ func TestIdempotencyKeyConflicts(t *testing.T) {
 		if _, err := h.st.ClaimPushKey(t.Context(), staffUser, sha256Of("k2"), itemB, ih.clock, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		wantError(t, ih.pushWithKey(orderB, itemB, staffKey, "k2"), http.StatusConflict, "push_in_progress")
+		r := ih.pushWithKey(orderB, itemB, staffKey, "k2")
+		wantError(t, r, http.StatusConflict, "push_in_progress")
+		if got := r.Header.Get("Retry-After"); got != "60" {
+			t.Errorf("Retry-After %q, want 60 (the claim's remaining minute)", got)
+		}
 		// Once its claim lapses (the replica died), a repeat runs the push.
 		ih.clock = ih.clock.Add(2 * time.Minute)
 		if r := ih.pushWithKey(orderB, itemB, staffKey, "k2"); r.Status != http.StatusOK {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,7 +201,12 @@ func TestPushLease(t *testing.T) {
 		if ok, err := h.st.AcquirePushLease(ctx, itemOK, "other-process", time.Hour); !ok || err != nil {
 			t.Fatalf("acquire: %v %v", ok, err)
 		}
-		wantError(t, h.push(orderA, itemOK, staffKey), http.StatusConflict, "push_in_progress")
+		r := h.push(orderA, itemOK, staffKey)
+		wantError(t, r, http.StatusConflict, "push_in_progress")
+		// When to come back: the lease's remaining time, in whole seconds rounded up.
+		if got := r.Header.Get("Retry-After"); got != "3600" {
+			t.Errorf("Retry-After %q, want 3600", got)
+		}
 		if n := len(h.export(t).MerchantNotes); n != 0 {
 			t.Fatalf("%d notes after a refused push", n)
 		}
@@ -243,6 +249,10 @@ func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 		for _, r := range results {
 			if r.Status == http.StatusConflict {
 				wantError(t, r, http.StatusConflict, "push_in_progress")
+				// The running push's lease: budget 10 s + 30 s, less what has passed.
+				if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n < 1 || n > 40 {
+					t.Errorf("Retry-After %q, want 1 to 40 seconds", r.Header.Get("Retry-After"))
+				}
 			}
 		}
 		if n := len(h.export(t).MerchantNotes); n != 1 {

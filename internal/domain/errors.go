@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind is the closed set of application error kinds. The HTTP layer owns the one table that maps
@@ -27,6 +28,9 @@ type Error struct {
 	Code   string
 	Detail string
 	Err    error
+	// RetryAfter, when positive, is how long until the request can succeed: the answer carries
+	// it as Retry-After, in whole seconds rounded up.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

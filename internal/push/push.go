@@ -22,6 +22,7 @@ import (
 type Store interface {
 	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error)
 	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
+	PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (time.Time, bool, error)
 	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
 	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
 }
@@ -110,7 +111,7 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 		return nil, err
 	}
 	if !ok {
-		return nil, domain.Conflict("push_in_progress", "another push of this line item is running; try again when it has finished")
+		return nil, s.inProgress(ctx, lineItemID)
 	}
 	// The lease and the note must be settled even if the caller goes away mid-push.
 	settle := context.WithoutCancel(ctx)
@@ -165,6 +166,21 @@ func (s *Service) logFailure(ctx context.Context, lineItem domain.ID, terminal s
 		attrs = append(attrs, slog.String("reason", err.Error()))
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "push failed", attrs...)
+}
+
+// inProgress answers a push refused by another's lease, with how long that lease has left: the
+// longest the caller may have to wait (a push that ends sooner releases it sooner).
+func (s *Service) inProgress(ctx context.Context, lineItemID domain.ID) error {
+	e := domain.Conflict("push_in_progress", "another push of this line item is running; try again when it has finished")
+	e.RetryAfter = time.Second // released meanwhile: try again at once
+	expires, ok, err := s.store.PushLeaseExpiry(ctx, lineItemID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		e.RetryAfter = max(expires.Sub(s.now()), time.Second)
+	}
+	return e
 }
 
 // errNoGateway is the outcome of a push when no gateway is configured.

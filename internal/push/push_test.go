@@ -46,10 +46,12 @@ func source() *domain.PushSource {
 
 // fakeStore is a push's database: one line item, the lease and the notes.
 type fakeStore struct {
-	mu      sync.Mutex
-	src     *domain.PushSource
-	leased  bool
-	leases  int
+	mu     sync.Mutex
+	src    *domain.PushSource
+	leased bool
+	leases int
+	// expires is when the held lease expires; zero: it was released after the refusal.
+	expires time.Time
 	notes   []domain.MerchantNote
 	noteCtx context.Context
 }
@@ -70,6 +72,12 @@ func (f *fakeStore) AcquirePushLease(context.Context, domain.ID, string, time.Du
 	f.leased = true
 	f.leases++
 	return true, nil
+}
+
+func (f *fakeStore) PushLeaseExpiry(context.Context, domain.ID) (time.Time, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.expires, !f.expires.IsZero(), nil
 }
 
 func (f *fakeStore) ReleasePushLease(context.Context, domain.ID, string) error {
@@ -110,8 +118,10 @@ func (g *fakeGateway) PushKeyed(ctx context.Context, terminal, key string, paylo
 	return g.result, g.err
 }
 
+var testNow = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+
 func newService(st *fakeStore, gw Gateway) *Service {
-	cfg := Config{Store: st, Budget: time.Second, Now: func() time.Time { return time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC) }}
+	cfg := Config{Store: st, Budget: time.Second, Now: func() time.Time { return testNow }}
 	if gw != nil {
 		cfg.Gateway = gw
 	}
@@ -169,12 +179,22 @@ func TestUnknownLineItemIsNotFound(t *testing.T) {
 	}
 }
 
-// A push while another of the same line item runs answers push_in_progress at once.
+// A push while another of the same line item runs answers push_in_progress at once, with the
+// time the other's lease has left (at least a second: released meanwhile, try again at once).
 func TestPushInProgress(t *testing.T) {
-	st, gw := &fakeStore{src: source(), leased: true}, &fakeGateway{}
-	_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "")
-	if code(err) != "push_in_progress" || gw.calls != 0 || len(st.notes) != 0 {
-		t.Fatalf("got %v, %d gateway calls, %d notes", err, gw.calls, len(st.notes))
+	for expires, want := range map[time.Time]time.Duration{
+		testNow.Add(41500 * time.Millisecond): 41500 * time.Millisecond,
+		testNow.Add(time.Millisecond):         time.Second,
+		{}:                                    time.Second,
+	} {
+		st, gw := &fakeStore{src: source(), leased: true, expires: expires}, &fakeGateway{}
+		_, err := newService(st, gw).Push(context.Background(), pusher, orderID, itemID, "")
+		if code(err) != "push_in_progress" || gw.calls != 0 || len(st.notes) != 0 {
+			t.Fatalf("got %v, %d gateway calls, %d notes", err, gw.calls, len(st.notes))
+		}
+		if e, _ := domain.AsError(err); e.RetryAfter != want {
+			t.Errorf("lease expiring at %v: RetryAfter %v, want %v", expires, e.RetryAfter, want)
+		}
 	}
 }
 

@@ -142,6 +142,20 @@ WHERE push_leases.expires_at <= ?`, lineItemID, holder, micros(now.Add(ttl)), mi
 	return n == 1, nil
 }
 
+// PushLeaseExpiry tells when the line item's push lease expires, for a caller refused by
+// AcquirePushLease; ok is false when there is no lease any more (released meanwhile).
+func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expires time.Time, ok bool, err error) {
+	var us int64
+	err = noRows(s.q().row(ctx, `SELECT expires_at FROM push_leases WHERE line_item_id = ?`, lineItemID).Scan(&us))
+	if err == errNotFound {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("store: push lease %s: %w", lineItemID, err)
+	}
+	return fromMicros(us), true, nil
+}
+
 // ReleasePushLease gives the lease back, if holder still has it.
 func (s *Store) ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error {
 	_, err := s.q().exec(ctx, `DELETE FROM push_leases WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
