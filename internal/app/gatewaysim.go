@@ -30,7 +30,7 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	sim := gateway.NewSimulator(gateway.SimOptions{Token: *token, FailureRate: *failureRate, Latency: *latency})
 	log.Info("gateway simulator serving", slog.String("addr", ln.Addr().String()),
 		slog.Float64("failure_rate", *failureRate), slog.Float64("latency_ms", float64(latency.Microseconds())/1000))
-	return serveUntilDone(ctx, []listener{{ln: ln, handler: sim}}, log)
+	return serveUntilDone(ctx, []listener{{ln: ln, handler: sim}}, log, drain{grace: minShutdownGrace, write: minWriteTimeout})
 }
 
 // startSimulator runs a simulator in-process on a free loopback port, for the demo.
@@ -43,7 +43,7 @@ func startSimulator(ctx context.Context, log *slog.Logger) (url string, stop fun
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = serveUntilDone(sctx, []listener{{ln: ln, handler: gateway.NewSimulator(gateway.SimOptions{})}}, log.With(slog.String("component", "gateway-sim")))
+		_ = serveUntilDone(sctx, []listener{{ln: ln, handler: gateway.NewSimulator(gateway.SimOptions{})}}, log.With(slog.String("component", "gateway-sim")), drain{grace: minShutdownGrace, write: minWriteTimeout})
 	}()
 	stop = func() {
 		cancel()

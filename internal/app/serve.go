@@ -20,9 +20,24 @@ import (
 	"backoffice/internal/tracing"
 )
 
-// shutdownGrace bounds how long a stopping server waits for in-flight requests: a push may run
-// for the whole gateway budget.
-const shutdownGrace = 30 * time.Second
+// A stopping server waits for in-flight requests at least minShutdownGrace, and longer when the
+// gateway budget needs it: a push may run for the whole budget, then writes its merchant note and
+// releases its lease, and drainMargin is time for that. Writing a response is bounded the same way.
+const (
+	minShutdownGrace = 30 * time.Second
+	minWriteTimeout  = 60 * time.Second
+	drainMargin      = 10 * time.Second
+)
+
+// shutdownGrace is how long a stopping server drains in-flight requests, given the gateway budget.
+func shutdownGrace(gatewayBudget time.Duration) time.Duration {
+	return max(minShutdownGrace, gatewayBudget+drainMargin)
+}
+
+// writeTimeout bounds a response, from the end of its request: a push answers after the budget.
+func writeTimeout(gatewayBudget time.Duration) time.Duration {
+	return max(minWriteTimeout, gatewayBudget+drainMargin)
+}
 
 func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("serve")
@@ -80,7 +95,8 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		mux.Handle("GET /metrics", m.Handler())
 		listeners = append(listeners, listener{ln: mln, handler: mux})
 	}
-	listeners[0].handler = newHandler(cfg, st, ring, log, m, tp)
+	handler, pushes := newServing(cfg, st, ring, log, m, tp)
+	listeners[0].handler = handler
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
 		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
 	switch {
@@ -96,13 +112,20 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}
-	return serveUntilDone(ctx, listeners, log)
+	return serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
 }
 
 // newHandler wires the API. m, when not nil, measures it and is served at /metrics on the same
 // listener unless it has one of its own. tp, when not nil, traces it: a span per request, per
 // store call and per gateway attempt.
 func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) http.Handler {
+	h, _ := newServing(cfg, st, ring, log, m, tp)
+	return h
+}
+
+// newServing is newHandler, with the push service it wired: serve waits for its pushes to settle
+// before closing the store.
+func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) (http.Handler, *push.Service) {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
@@ -129,8 +152,9 @@ func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 			deps.Extra = func(mux *http.ServeMux) { mux.Handle("GET /metrics", m.Handler()) }
 		}
 	}
-	deps.Pusher = push.New(pc)
-	return api.New(deps)
+	pushes := push.New(pc)
+	deps.Pusher = pushes
+	return api.New(deps), pushes
 }
 
 // flushTraces sends the spans still buffered when serve stops, within a few seconds: an
@@ -150,23 +174,22 @@ type listener struct {
 }
 
 // Server limits. Reading a request (headers and body) is bounded tightly: no operation takes a
-// body. Writing is bounded loosely: a push may take the whole gateway budget.
+// body. Writing is bounded loosely (writeTimeout): a push may take the whole gateway budget.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 15 * time.Second
-	writeTimeout      = 60 * time.Second
 	idleTimeout       = 2 * time.Minute
 	// serverMaxHeaderBytes is the hard cap net/http enforces before any handler (431 in plain
 	// text); the API's own, smaller cap answers with the error body below it.
 	serverMaxHeaderBytes = 64 << 10
 )
 
-func newServer(h http.Handler, log *slog.Logger) *http.Server {
+func newServer(h http.Handler, log *slog.Logger, write time.Duration) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
+		WriteTimeout:      write,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    serverMaxHeaderBytes,
 		// "OPTIONS *" goes to the handler (a JSON 404), not to net/http's own empty 200.
@@ -175,13 +198,21 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
+// drain is how a server stops: how long it waits for in-flight requests, how long a response may
+// take, and what it waits for even past the grace (pushes in flight, so that every note is
+// written and every lease released before the store closes).
+type drain struct {
+	grace, write time.Duration
+	wait         func()
+}
+
 // serveUntilDone serves every listener until ctx ends or one fails, then stops taking
-// connections and drains in-flight requests within shutdownGrace.
-func serveUntilDone(ctx context.Context, listeners []listener, log *slog.Logger) error {
+// connections and drains in-flight requests within the grace.
+func serveUntilDone(ctx context.Context, listeners []listener, log *slog.Logger, d drain) error {
 	errc := make(chan error, len(listeners))
 	servers := make([]*http.Server, len(listeners))
 	for i, l := range listeners {
-		servers[i] = newServer(l.handler, log)
+		servers[i] = newServer(l.handler, log, d.write)
 		go func() { errc <- servers[i].Serve(l.ln) }()
 	}
 	var failed error
@@ -190,7 +221,7 @@ func serveUntilDone(ctx context.Context, listeners []listener, log *slog.Logger)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.grace)
 	defer cancel()
 	var errs []error
 	if failed != nil && !errors.Is(failed, http.ErrServerClosed) {
@@ -200,6 +231,9 @@ func serveUntilDone(ctx context.Context, listeners []listener, log *slog.Logger)
 		if err := srv.Shutdown(sctx); err != nil {
 			errs = append(errs, fmt.Errorf("shutdown: %w", err))
 		}
+	}
+	if d.wait != nil {
+		d.wait()
 	}
 	remaining := len(servers)
 	if failed != nil {

@@ -1,11 +1,16 @@
 package app
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
+
+	"backoffice/internal/store"
 )
 
 // Stopping serve lets an in-flight request finish before it exits.
@@ -62,13 +67,91 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	}
 }
 
-// A tracing setting serve cannot honour stops it at start, not silently later.
-func TestServeRefusesUnsupportedTracingSettings(t *testing.T) {
+// The drain grace covers the gateway budget and the note after it, however long the budget; so
+// does the time a response may take to be written.
+func TestShutdownGraceCoversTheGatewayBudget(t *testing.T) {
+	for _, budget := range []time.Duration{time.Second, 10 * time.Second, 45 * time.Second, 60 * time.Second, 10 * time.Minute} {
+		if g := shutdownGrace(budget); g < budget+drainMargin || g < minShutdownGrace {
+			t.Errorf("budget %v: grace %v", budget, g)
+		}
+		if w := writeTimeout(budget); w < budget+drainMargin {
+			t.Errorf("budget %v: write timeout %v", budget, w)
+		}
+	}
+	if g := shutdownGrace(10 * time.Second); g != minShutdownGrace {
+		t.Errorf("default budget: grace %v, want %v", g, minShutdownGrace)
+	}
+}
+
+// A push still at the gateway when the drain grace runs out is waited for all the same: its
+// caller gets the answer, its merchant note is written and its lease released before serve
+// returns (and closes the store).
+func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	e := newTestEnv(t)
-	e.vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:4317"
-	e.vars["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
-	_, _, err := e.run("serve", "--addr", freeAddr(t))
-	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL") {
-		t.Fatalf("serve = %v, want an error naming OTEL_EXPORTER_OTLP_PROTOCOL", err)
+	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.Write([]byte(`{"pushId":"p1"}`))
+	}))
+	defer gw.Close()
+	ctx := context.Background()
+	st, err := store.Open(ctx, e.vars["BACKOFFICE_DATABASE_URL"], store.MustExist())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := Config{GatewayURL: gw.URL, GatewayTimeout: time.Minute}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	handler, pushes := newServing(cfg, st, nil, log, nil, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	graceOver := make(chan struct{})
+	d := drain{grace: time.Millisecond, write: time.Minute, wait: func() { close(graceOver); pushes.Wait() }}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		served <- serveUntilDone(sctx, []listener{{ln: ln, handler: handler}}, log, d)
+	}()
+
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/crm/deployment-orders/"+demoOrder.String()+
+			"/line-items/"+demoLineItem.String()+"/device-parameters", nil)
+		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	<-arrived
+	stop()
+	select {
+	case <-graceOver:
+	case err := <-served:
+		t.Fatalf("serve returned (%v) with a push at the gateway", err)
+	}
+	close(release)
+	<-served // the grace ran out: an error, but only after the push settled
+	if got := <-status; got != http.StatusOK {
+		t.Errorf("push caller: status %d, want 200", got)
+	}
+	ds, err := st.Export(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.MerchantNotes) != 1 {
+		t.Errorf("%d merchant notes, want 1", len(ds.MerchantNotes))
+	}
+	if ok, err := st.AcquirePushLease(ctx, demoLineItem, "next", time.Minute); err != nil || !ok {
+		t.Errorf("lease still held after serve returned: %v %v", ok, err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // the README names.
 func TestServerEdges(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := newServer(api.New(api.Deps{Logger: log}), log)
+	srv := newServer(api.New(api.Deps{Logger: log}), log, minWriteTimeout)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"backoffice/internal/deviceparams"
@@ -56,6 +57,10 @@ type Service struct {
 	lease   time.Duration
 	log     *slog.Logger
 	observe Observer
+	// running counts pushes holding a lease, so that a stopping server can wait for their notes.
+	mu      sync.Mutex
+	idle    *sync.Cond
+	running int
 }
 
 // Config configures a Service.
@@ -81,6 +86,7 @@ func (s *Service) Lease() time.Duration { return s.lease }
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer}
+	s.idle = sync.NewCond(&s.mu)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -113,6 +119,8 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	if !ok {
 		return nil, s.inProgress(ctx, lineItemID)
 	}
+	s.started()
+	defer s.finished()
 	// The lease and the note must be settled even if the caller goes away mid-push.
 	settle := context.WithoutCancel(ctx)
 	defer func() {
@@ -166,6 +174,31 @@ func (s *Service) logFailure(ctx context.Context, lineItem domain.ID, terminal s
 		attrs = append(attrs, slog.String("reason", err.Error()))
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "push failed", attrs...)
+}
+
+func (s *Service) started() {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
+}
+
+func (s *Service) finished() {
+	s.mu.Lock()
+	s.running--
+	if s.running == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// Wait returns when no push holds a lease: each has written its note and released its lease. A
+// stopping server calls it before closing the store, whatever became of the HTTP drain.
+func (s *Service) Wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.running > 0 {
+		s.idle.Wait()
+	}
 }
 
 // inProgress answers a push refused by another's lease, with how long that lease has left: the
