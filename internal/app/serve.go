@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -46,6 +47,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
+	applyMemoryLimit(cfg, log)
 	tp, stopTracing, err := tracing.Setup(ctx, env.Getenv)
 	if err != nil {
 		return err
@@ -113,6 +115,17 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}
 	return serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
+}
+
+// applyMemoryLimit bounds the heap by a soft limit rather than by a forced GOGC: the collector
+// runs as usual while the heap is small and harder near the limit, so memory taken in a burst is
+// given back. GOMEMLIMIT, read by the runtime at start, wins.
+func applyMemoryLimit(cfg Config, log *slog.Logger) {
+	if cfg.MemoryLimitFromGo {
+		log.Info("memory limit from GOMEMLIMIT", slog.Int64("bytes", debug.SetMemoryLimit(-1)))
+		return
+	}
+	debug.SetMemoryLimit(cfg.MemoryLimit)
 }
 
 // newHandler wires the API. m, when not nil, measures it and is served at /metrics on the same
