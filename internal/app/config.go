@@ -61,8 +61,8 @@ const (
 	defaultRateBurst        = 100
 	defaultAuthFailureLimit = 10
 	defaultAuthFailureBurst = 20
-	// defaultMemoryLimit lets the heap grow past GOGC's doubling while there is room, and makes
-	// the collector work harder, not the process grow, near it: RSS stays bounded after a burst.
+	// defaultMemoryLimit bounds serve's memory: near it the collector works harder instead of
+	// the process growing, so a burst does not leave RSS high. GOGC stays the runtime's default.
 	defaultMemoryLimit = 512 << 20
 )
 
