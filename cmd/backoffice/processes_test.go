@@ -29,7 +29,7 @@ import (
 )
 
 // loadDuration is how long the server is kept under load while other processes work on its file.
-const loadDuration = 8 * time.Second
+const loadDuration = 7 * time.Second
 
 // Fixed ids of the demo dataset (internal/app/demo.go) this test uses.
 const (
@@ -102,7 +102,7 @@ func TestOtherProcessesNeverHurtTheServer(t *testing.T) {
 		"BACKOFFICE_DATABASE_URL=sqlite:"+dbPath, "BACKOFFICE_MASTER_KEY=", "BACKOFFICE_GATEWAY_URL=",
 		"BACKOFFICE_RATE_LIMIT=off", "BACKOFFICE_AUTH_FAILURE_LIMIT=off", "BACKOFFICE_LOG_LEVEL=warn")}
 
-	const principals, documents = 200, 400
+	const principals, documents = 200, 1000
 	data := writeDatasetFile(t, dir, "data.json", procDataset(principals, documents))
 	if _, errOut, err := p.run(ringOf(keys, "a"), "import", data); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
@@ -146,6 +146,7 @@ func TestOtherProcessesNeverHurtTheServer(t *testing.T) {
 	load(func(int) {
 		c.expect(http.MethodGet, "/v1/crm/leads/"+procLead+"/service-acceptance", staffKey, http.StatusOK)
 	})
+	load(func(int) { c.expect(http.MethodGet, "/readyz", "", http.StatusOK) }) // its write probe too
 	var deleted atomic.Int64
 	for g := range 2 {
 		load(func(i int) {
@@ -238,7 +239,7 @@ func otherProcessesRound(t *testing.T, p procRun, c *procClient, keys map[string
 
 	if shell {
 		out, err := exec.Command(sqliteShell(), "-cmd", ".timeout 10000", dbPath,
-			"SELECT count(*) FROM merchant_documents; SELECT count(*) FROM audit_events; PRAGMA quick_check;").CombinedOutput()
+			"SELECT count(*) FROM merchant_documents; SELECT count(*) FROM audit_events; UPDATE partners SET name = name; PRAGMA quick_check;").CombinedOutput()
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
 			t.Fatalf("sqlite3: %v\n%s", err, out)
 		}
