@@ -232,12 +232,3 @@ func exportPrincipals(ctx context.Context, q querier, ring *secrets.Ring) ([]dom
 		return p, nil
 	})
 }
-
-// IsEmpty reports whether the database holds no partners, the root of every other record.
-func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
-	var n int
-	if err := s.q().row(ctx, `SELECT count(*) FROM partners`).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: %w", err)
-	}
-	return n == 0, nil
-}
