@@ -1,6 +1,8 @@
 // Package dataset is the dataset file of docs/dataset.md: one JSON object whose keys hold the
 // records of the back office. Read decodes and checks a file on its own (syntax, types, enums,
-// uuids, duplicates within the file); references to the database are the importer's to check.
+// uuids, duplicates within the file) and Write encodes one; Import adds a file's records to the
+// store, checking its references and duplicates against the database, and Export reads the store
+// back as a file. Every kind of record is listed once, in kinds.
 package dataset
 
 import (
@@ -186,10 +188,10 @@ func readCareful(b []byte) (*Dataset, error) {
 	sections := ds.sections(nil)
 	for _, key := range slices.Sorted(maps.Keys(top)) { // the same key named every time
 		if _, ok := sections[key]; !ok {
-			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(sectionOrder, ", "))
+			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(keys(), ", "))
 		}
 	}
-	for _, key := range sectionOrder {
+	for _, key := range keys() {
 		raw, ok := top[key]
 		if !ok || string(raw) == "null" {
 			continue
@@ -225,9 +227,14 @@ type section struct {
 // errZeroRecord sends a null or empty record to the careful path, which names it.
 var errZeroRecord = errors.New("dataset: a null or empty record")
 
-var sectionOrder = []string{"partners", "users", "apiKeys", "sessions", "cardPlans", "leads", "principals",
-	"merchants", "merchantDocuments", "pricingModels", "deploymentModels", "deploymentOrders", "inventoryUnits",
-	"equipment", "varsheets", "lineItems", "shipments", "fileBuilds", "samActionLogs", "merchantNotes", "auditEvents"}
+// keys are the file's keys, in the order kinds lists them.
+func keys() []string {
+	var out []string
+	for _, k := range kinds() {
+		out = append(out, k.key)
+	}
+	return out
+}
 
 // prechecked says which of check's rules the fast path saw hold while it decoded (on the other
 // core), so that check need not run them again.
@@ -237,29 +244,11 @@ type prechecked struct {
 
 // sections gives each key's section; pre, when not nil, receives what the fast path prechecked.
 func (ds *Dataset) sections(pre *prechecked) map[string]section {
-	return map[string]section{
-		"partners":          sectionOf(&ds.Partners),
-		"users":             sectionOf(&ds.Users),
-		"apiKeys":           sectionOf(&ds.APIKeys),
-		"sessions":          sectionOf(&ds.Sessions),
-		"cardPlans":         sectionOf(&ds.CardPlans),
-		"leads":             sectionOf(&ds.Leads),
-		"principals":        sectionOf(&ds.Principals),
-		"merchants":         sectionOf(&ds.Merchants),
-		"merchantDocuments": sectionOf(&ds.MerchantDocuments),
-		"pricingModels":     sectionOf(&ds.PricingModels),
-		"deploymentModels":  sectionOf(&ds.DeploymentModels),
-		"deploymentOrders":  sectionOf(&ds.DeploymentOrders),
-		"inventoryUnits":    sectionOf(&ds.InventoryUnits),
-		"equipment":         sectionOf(&ds.Equipment),
-		"varsheets":         sectionOf(&ds.Varsheets),
-		"lineItems":         sectionOf(&ds.LineItems),
-		"shipments":         sectionOf(&ds.Shipments),
-		"fileBuilds":        sectionOf(&ds.FileBuilds),
-		"samActionLogs":     samLogSection(&ds.SAMActionLogs, pre),
-		"merchantNotes":     sectionOf(&ds.MerchantNotes),
-		"auditEvents":       sectionOf(&ds.AuditEvents),
+	m := map[string]section{}
+	for _, k := range kinds() {
+		m[k.key] = k.section(ds, pre)
 	}
+	return m
 }
 
 // fastDecode decodes the JSON value at the start of b into v, unknown fields refused, and says
