@@ -91,9 +91,8 @@ func (c *checker) stamps(path string, s *domain.Stamps) {
 
 var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
-// check validates every record on its own; references are checked on import. What pre says
-// held already is not checked again.
-func (ds *Dataset) check(pre prechecked) error {
+// check validates every record on its own; references are checked on import.
+func (ds *Dataset) check() error {
 	c := &checker{seen: map[string]map[domain.ID]bool{}}
 	at := func(section string, i int, field string) string { return fmt.Sprintf("%s[%d].%s", section, i, field) }
 	for i := range ds.Partners {
@@ -196,7 +195,7 @@ func (ds *Dataset) check(pre prechecked) error {
 			c.fail(at("fileBuilds", i, "settings"), "%v", err)
 		}
 	}
-	if len(ds.SAMActionLogs) > 0 && !pre.samLogs {
+	if len(ds.SAMActionLogs) > 0 {
 		c.seen["samActionLogs"] = make(map[domain.ID]bool, len(ds.SAMActionLogs)) // grown once, not twenty times
 		for i := range ds.SAMActionLogs {
 			r := &ds.SAMActionLogs[i]
@@ -235,12 +234,12 @@ func (ds *Dataset) check(pre prechecked) error {
 // id as seen. It reports false, having recorded nothing, when any rule fails: check then runs the
 // rules again, one by one, to name the first problem.
 func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
-	id, err := domain.ParseID(string(r.ID))
-	if err != nil {
+	id, ok := canonical(r.ID)
+	if !ok {
 		return false
 	}
-	entity, err := domain.ParseID(string(r.EntityID))
-	if err != nil || !samLogFieldsOK(r) {
+	entity, ok := canonical(r.EntityID)
+	if !ok || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
 		return false
 	}
 	seen := c.seen["samActionLogs"]
@@ -256,34 +255,14 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 	return true
 }
 
-// samLogFieldsOK is a SAM action log's rules other than its ids', shared by samLogOK and
-// samLogsPass so that the two cannot drift apart.
-func samLogFieldsOK(r *domain.SAMActionLog) bool {
-	return strings.TrimSpace(r.Action) != "" && !r.ActionDate.IsZero()
-}
-
-// samLogsPass reports whether every log passes samLogOK's rules with nothing to canonicalise (its
-// ids are canonical already) and an id not in seen, where it records each. When it holds for the
-// whole section, check has nothing to do there: the fast path runs it beside the decoder.
-func samLogsPass(logs []domain.SAMActionLog, seen map[domain.ID]bool) bool {
-	var entity domain.ID // the last entity id found canonical: logs of one entity share it
-	for i := range logs {
-		r := &logs[i]
-		if i == 0 || r.EntityID != entity {
-			if !domain.IsCanonical(string(r.EntityID)) {
-				return false
-			}
-			entity = r.EntityID
-		}
-		if !domain.IsCanonical(string(r.ID)) || !samLogFieldsOK(r) {
-			return false
-		}
-		n := len(seen)
-		if seen[r.ID] = true; len(seen) == n {
-			return false // seen before: one hash of the id instead of a lookup and an insert
-		}
+// canonical is id in canonical form, if it is a uuid. An id in that form already, as every file
+// this service writes holds them, is only recognised: that is cheaper than parsing it.
+func canonical(id domain.ID) (domain.ID, bool) {
+	if domain.IsCanonical(string(id)) {
+		return id, true
 	}
-	return true
+	parsed, err := domain.ParseID(string(id))
+	return parsed, err == nil
 }
 
 func permissionNames() []string {

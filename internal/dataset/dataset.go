@@ -82,8 +82,8 @@ func Read(r io.Reader) (*Dataset, error) {
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
 	}
-	if ds, pre, ok := readFast(b); ok {
-		if err := ds.check(pre); err != nil {
+	if ds, ok := readFast(b); ok {
+		if err := ds.check(); err != nil {
 			return nil, err
 		}
 		return ds, nil
@@ -117,20 +117,19 @@ func readAll(r io.Reader) ([]byte, error) {
 
 // readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
 // The object's keys are read here (plain keys only: an escaped one goes the careful way), each
-// key's array by its section, straight from the bytes. pre says which rules of check the
-// decoding saw hold already.
-func readFast(b []byte) (ds *Dataset, pre prechecked, ok bool) {
+// key's array by its section, straight from the bytes.
+func readFast(b []byte) (ds *Dataset, ok bool) {
 	ds = &Dataset{}
-	sections := ds.sections(&pre)
+	sections := ds.sections()
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil, pre, false
+		return nil, false
 	}
 	i = skipSpace(b, i+1)
 	seen := map[string]bool{}
 	for first := true; ; first = false {
 		if i >= len(b) {
-			return nil, pre, false
+			return nil, false
 		}
 		if first && b[i] == '}' {
 			i++
@@ -138,37 +137,37 @@ func readFast(b []byte) (ds *Dataset, pre prechecked, ok bool) {
 		}
 		key, j, ok := plainString(b, i)
 		if !ok || seen[string(key)] {
-			return nil, pre, false
+			return nil, false
 		}
 		sec, known := sections[string(key)]
 		if !known {
-			return nil, pre, false
+			return nil, false
 		}
 		seen[string(key)] = true
 		if i = skipSpace(b, j); i >= len(b) || b[i] != ':' {
-			return nil, pre, false
+			return nil, false
 		}
 		i = skipSpace(b, i+1)
 		n, err := sec.fast(b[i:])
 		if err != nil {
-			return nil, pre, false
+			return nil, false
 		}
 		if i = skipSpace(b, i+n); i >= len(b) {
-			return nil, pre, false
+			return nil, false
 		}
 		if b[i] == '}' {
 			i++
 			break
 		}
 		if b[i] != ',' {
-			return nil, pre, false
+			return nil, false
 		}
 		i = skipSpace(b, i+1)
 	}
 	if skipSpace(b, i) != len(b) {
-		return nil, pre, false
+		return nil, false
 	}
-	return ds, pre, true
+	return ds, true
 }
 
 // readCareful decodes record by record, to name the first problem precisely.
@@ -185,7 +184,7 @@ func readCareful(b []byte) (*Dataset, error) {
 		return nil, &Error{Problem: "not a JSON object"}
 	}
 	var ds Dataset
-	sections := ds.sections(nil)
+	sections := ds.sections()
 	for _, key := range slices.Sorted(maps.Keys(top)) { // the same key named every time
 		if _, ok := sections[key]; !ok {
 			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(keys(), ", "))
@@ -200,7 +199,7 @@ func readCareful(b []byte) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if err := ds.check(prechecked{}); err != nil {
+	if err := ds.check(); err != nil {
 		return nil, err
 	}
 	return &ds, nil
@@ -236,17 +235,11 @@ func keys() []string {
 	return out
 }
 
-// prechecked says which of check's rules the fast path saw hold while it decoded (on the other
-// core), so that check need not run them again.
-type prechecked struct {
-	samLogs bool // every SAM action log passes check's rules as it stands (samLogsPass)
-}
-
-// sections gives each key's section; pre, when not nil, receives what the fast path prechecked.
-func (ds *Dataset) sections(pre *prechecked) map[string]section {
+// sections gives each key's section.
+func (ds *Dataset) sections() map[string]section {
 	m := map[string]section{}
 	for _, k := range kinds() {
-		m[k.key] = k.section(ds, pre)
+		m[k.key] = k.section(ds)
 	}
 	return m
 }

@@ -18,7 +18,7 @@ type kind struct {
 	key, table, what string
 	// refs are the keys of the kinds its records reference: they are imported first.
 	refs    []string
-	section func(ds *Dataset, pre *prechecked) section
+	section func(ds *Dataset) section
 	// ids lists the records' ids, for references from elsewhere in the file.
 	ids   func(ds *Dataset) []domain.ID
 	write func(im *importer) error
@@ -50,7 +50,7 @@ type spec[T any] struct {
 	// read, instead of reading table with scan, reads the records for the export.
 	read func(x *exporter) ([]T, error)
 	// decode, instead of the generic decoder, reads the key's array from the file.
-	decode func(dst *[]T, pre *prechecked) section
+	decode func(dst *[]T) section
 }
 
 // ref is a field of a record that names a record of another kind (of one of several).
@@ -65,9 +65,9 @@ func (s spec[T]) kind() kind {
 	for _, r := range s.refs {
 		k.refs = append(k.refs, r.to...)
 	}
-	k.section = func(ds *Dataset, pre *prechecked) section {
+	k.section = func(ds *Dataset) section {
 		if s.decode != nil {
-			return s.decode(s.records(ds), pre)
+			return s.decode(s.records(ds))
 		}
 		return sectionOf(s.records(ds))
 	}

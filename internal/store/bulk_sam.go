@@ -100,12 +100,22 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		return err
 	}
 	defer rows.close()
-	stop := make(chan struct{})
-	defer close(stop)
-	for args := range samBatches(logs, plan, base, stop) {
-		if err := rows.run(args); err != nil {
-			return err
+	args := make([]any, 0, 6*samBatchRows)
+	for k, idx := range plan.order {
+		entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
+		for r, i := range idx {
+			l := &logs[i]
+			args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
+			if len(args) == cap(args) {
+				if err := rows.run(args); err != nil {
+					return err
+				}
+				args = args[:0]
+			}
 		}
+	}
+	if err := rows.run(args); err != nil {
+		return err
 	}
 
 	keys, err := b.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, len(logs), ErrSAMLogTaken)
@@ -115,7 +125,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	defer keys.close()
 	sorted := slices.Clone(plan.ids)
 	slices.SortFunc(sorted, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	args := make([]any, 0, samIDBatchRows)
+	args = make([]any, 0, samIDBatchRows)
 	for k := range sorted {
 		if args = append(args, sorted[k][:]); len(args) == cap(args) {
 			if err := keys.run(args); err != nil {
@@ -125,38 +135,6 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		}
 	}
 	return keys.run(args)
-}
-
-// samBatches builds the arguments of each insert of rows, in the plan's order, on a goroutine of
-// its own, until the last or until stop closes.
-func samBatches(logs []domain.SAMActionLog, plan *samPlan, base []int64, stop <-chan struct{}) <-chan []any {
-	batches := make(chan []any, 32)
-	go func() {
-		defer close(batches)
-		args := make([]any, 0, 6*samBatchRows)
-		for k, idx := range plan.order {
-			entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
-			for r, i := range idx {
-				l := &logs[i]
-				args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
-				if len(args) == cap(args) {
-					select {
-					case batches <- args:
-					case <-stop:
-						return
-					}
-					args = make([]any, 0, 6*samBatchRows)
-				}
-			}
-		}
-		if len(args) > 0 {
-			select {
-			case batches <- args:
-			case <-stop:
-			}
-		}
-	}()
-	return batches
 }
 
 // oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
