@@ -11,15 +11,17 @@ import (
 )
 
 // kinds lists every kind of record the file holds, once, in the order of the file's keys: its
-// key, where its records are in a Dataset, its table with the row mapping, and its references.
-// The file's keys, the import's order, the reference and duplicate checks and the export all come
-// from here, so adding a kind is an entry here, its type (a field of Dataset) and its migrations.
+// key, where its records are in a Dataset, the rules its records keep, its table with the row
+// mapping, and its references. The file's keys, its checks, the import's order, the reference and
+// duplicate checks and the export all come from here, so adding a kind is an entry here (with its
+// rules in check.go), its type (a field of Dataset) and its migrations.
 func kinds() []kind {
 	return []kind{
 		spec[domain.Partner]{
 			key: "partners", table: "partners", what: "partner",
 			records: func(ds *Dataset) *[]domain.Partner { return &ds.Partners },
-			id:      func(r *domain.Partner) domain.ID { return r.ID },
+			id:      func(r *domain.Partner) *domain.ID { return &r.ID },
+			check:   (*checker).partner,
 			columns: "id, name",
 			args:    func(r *domain.Partner) []any { return []any{r.ID, r.Name} },
 			scan: func(sc store.Scanner) (r domain.Partner, err error) {
@@ -29,7 +31,8 @@ func kinds() []kind {
 		spec[domain.User]{
 			key: "users", table: "users", what: "user",
 			records: func(ds *Dataset) *[]domain.User { return &ds.Users },
-			id:      func(r *domain.User) domain.ID { return r.ID },
+			id:      func(r *domain.User) *domain.ID { return &r.ID },
+			check:   (*checker).user,
 			refs:    []ref[domain.User]{{"partnerId", func(r *domain.User) *domain.ID { return r.PartnerID }, []string{"partners"}}},
 			columns: "id, partner_id, email, permissions",
 			args: func(r *domain.User) []any {
@@ -50,7 +53,8 @@ func kinds() []kind {
 		spec[domain.APIKey]{
 			key: "apiKeys", table: "api_keys", what: "API key",
 			records: func(ds *Dataset) *[]domain.APIKey { return &ds.APIKeys },
-			id:      func(r *domain.APIKey) domain.ID { return r.ID },
+			id:      func(r *domain.APIKey) *domain.ID { return &r.ID },
+			check:   (*checker).apiKey,
 			refs:    []ref[domain.APIKey]{{"userId", func(r *domain.APIKey) *domain.ID { return &r.UserID }, []string{"users"}}},
 			columns: "id, user_id, key_hash, expires_at",
 			args: func(r *domain.APIKey) []any {
@@ -60,7 +64,8 @@ func kinds() []kind {
 		spec[domain.Session]{
 			key: "sessions", table: "sessions", what: "session",
 			records: func(ds *Dataset) *[]domain.Session { return &ds.Sessions },
-			id:      func(r *domain.Session) domain.ID { return r.ID },
+			id:      func(r *domain.Session) *domain.ID { return &r.ID },
+			check:   (*checker).session,
 			refs:    []ref[domain.Session]{{"userId", func(r *domain.Session) *domain.ID { return &r.UserID }, []string{"users"}}},
 			columns: "id, user_id, token_hash, expires_at",
 			args: func(r *domain.Session) []any {
@@ -70,7 +75,8 @@ func kinds() []kind {
 		spec[domain.CardPlan]{
 			key: "cardPlans", table: "card_plans", what: "card plan",
 			records: func(ds *Dataset) *[]domain.CardPlan { return &ds.CardPlans },
-			id:      func(r *domain.CardPlan) domain.ID { return r.ID },
+			id:      func(r *domain.CardPlan) *domain.ID { return &r.ID },
+			check:   (*checker).cardPlan,
 			columns: "id, code, display_name, sort_order",
 			args:    func(r *domain.CardPlan) []any { return []any{r.ID, r.Code, r.DisplayName, r.SortOrder} },
 			scan: func(sc store.Scanner) (r domain.CardPlan, err error) {
@@ -80,7 +86,8 @@ func kinds() []kind {
 		spec[domain.Lead]{
 			key: "leads", table: "leads", what: "lead",
 			records: func(ds *Dataset) *[]domain.Lead { return &ds.Leads },
-			id:      func(r *domain.Lead) domain.ID { return r.ID },
+			id:      func(r *domain.Lead) *domain.ID { return &r.ID },
+			check:   (*checker).lead,
 			refs:    []ref[domain.Lead]{{"partnerId", func(r *domain.Lead) *domain.ID { return &r.PartnerID }, []string{"partners"}}},
 			// A stored acceptance's selected card plans are rows of lead_card_plans.
 			after:   importLeadCardPlans,
@@ -91,7 +98,8 @@ func kinds() []kind {
 		spec[domain.Principal]{
 			key: "principals", table: "principals", what: "principal",
 			records: func(ds *Dataset) *[]domain.Principal { return &ds.Principals },
-			id:      func(r *domain.Principal) domain.ID { return r.ID },
+			id:      func(r *domain.Principal) *domain.ID { return &r.ID },
+			check:   (*checker).principal,
 			refs:    []ref[domain.Principal]{{"leadId", func(r *domain.Principal) *domain.ID { return &r.LeadID }, []string{"leads"}}},
 			// The SSN is sealed on import and opened on export only with a ring.
 			columns: "id, lead_id, first_name, last_name, ssn_key_id, ssn_sealed",
@@ -101,7 +109,8 @@ func kinds() []kind {
 		spec[domain.Merchant]{
 			key: "merchants", table: "merchants", what: "merchant",
 			records: func(ds *Dataset) *[]domain.Merchant { return &ds.Merchants },
-			id:      func(r *domain.Merchant) domain.ID { return r.ID },
+			id:      func(r *domain.Merchant) *domain.ID { return &r.ID },
+			check:   (*checker).merchant,
 			refs: []ref[domain.Merchant]{
 				{"partnerId", func(r *domain.Merchant) *domain.ID { return &r.PartnerID }, []string{"partners"}},
 				{"leadId", func(r *domain.Merchant) *domain.ID { return r.LeadID }, []string{"leads"}},
@@ -120,7 +129,8 @@ func kinds() []kind {
 		spec[domain.MerchantDocument]{
 			key: "merchantDocuments", table: "merchant_documents", what: "merchant document",
 			records: func(ds *Dataset) *[]domain.MerchantDocument { return &ds.MerchantDocuments },
-			id:      func(r *domain.MerchantDocument) domain.ID { return r.ID },
+			id:      func(r *domain.MerchantDocument) *domain.ID { return &r.ID },
+			check:   (*checker).merchantDocument,
 			refs: []ref[domain.MerchantDocument]{
 				{"merchantId", func(r *domain.MerchantDocument) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
@@ -138,8 +148,9 @@ func kinds() []kind {
 		}.kind(),
 		spec[domain.PricingModel]{
 			key: "pricingModels", table: "pricing_models", what: "pricing model",
-			records: func(ds *Dataset) *[]domain.PricingModel { return &ds.PricingModels },
-			id:      func(r *domain.PricingModel) domain.ID { return r.ID },
+			records:  func(ds *Dataset) *[]domain.PricingModel { return &ds.PricingModels },
+			id:       func(r *domain.PricingModel) *domain.ID { return &r.ID },
+			checkAll: (*checker).pricingModels,
 			refs: []ref[domain.PricingModel]{
 				{"merchantId", func(r *domain.PricingModel) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
@@ -155,7 +166,8 @@ func kinds() []kind {
 		spec[domain.DeploymentModel]{
 			key: "deploymentModels", table: "deployment_models", what: "deployment model",
 			records: func(ds *Dataset) *[]domain.DeploymentModel { return &ds.DeploymentModels },
-			id:      func(r *domain.DeploymentModel) domain.ID { return r.ID },
+			id:      func(r *domain.DeploymentModel) *domain.ID { return &r.ID },
+			check:   (*checker).deploymentModel,
 			columns: "id, name, equipment_type, workflow",
 			args: func(r *domain.DeploymentModel) []any {
 				return []any{r.ID, r.Name, r.EquipmentType, r.Workflow}
@@ -167,7 +179,8 @@ func kinds() []kind {
 		spec[domain.DeploymentOrder]{
 			key: "deploymentOrders", table: "deployment_orders", what: "deployment order",
 			records: func(ds *Dataset) *[]domain.DeploymentOrder { return &ds.DeploymentOrders },
-			id:      func(r *domain.DeploymentOrder) domain.ID { return r.ID },
+			id:      func(r *domain.DeploymentOrder) *domain.ID { return &r.ID },
+			check:   (*checker).deploymentOrder,
 			refs: []ref[domain.DeploymentOrder]{
 				{"merchantId", func(r *domain.DeploymentOrder) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
@@ -180,7 +193,8 @@ func kinds() []kind {
 		spec[domain.InventoryUnit]{
 			key: "inventoryUnits", table: "inventory_units", what: "inventory unit",
 			records: func(ds *Dataset) *[]domain.InventoryUnit { return &ds.InventoryUnits },
-			id:      func(r *domain.InventoryUnit) domain.ID { return r.ID },
+			id:      func(r *domain.InventoryUnit) *domain.ID { return &r.ID },
+			check:   (*checker).inventoryUnit,
 			refs: []ref[domain.InventoryUnit]{
 				{"deploymentModelId", func(r *domain.InventoryUnit) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
 			},
@@ -191,7 +205,8 @@ func kinds() []kind {
 		spec[domain.Equipment]{
 			key: "equipment", table: "equipment", what: "equipment",
 			records: func(ds *Dataset) *[]domain.Equipment { return &ds.Equipment },
-			id:      func(r *domain.Equipment) domain.ID { return r.ID },
+			id:      func(r *domain.Equipment) *domain.ID { return &r.ID },
+			check:   (*checker).equipment,
 			refs: []ref[domain.Equipment]{
 				{"deploymentModelId", func(r *domain.Equipment) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
 				{"inventoryUnitId", func(r *domain.Equipment) *domain.ID { return r.InventoryUnitID }, []string{"inventoryUnits"}},
@@ -204,7 +219,8 @@ func kinds() []kind {
 		spec[domain.Varsheet]{
 			key: "varsheets", table: "varsheets", what: "VAR sheet",
 			records: func(ds *Dataset) *[]domain.Varsheet { return &ds.Varsheets },
-			id:      func(r *domain.Varsheet) domain.ID { return r.ID },
+			id:      func(r *domain.Varsheet) *domain.ID { return &r.ID },
+			check:   (*checker).varsheet,
 			columns: store.VarsheetColumns,
 			args:    store.VarsheetArgs,
 			scan:    store.ScanVarsheet,
@@ -212,7 +228,8 @@ func kinds() []kind {
 		spec[domain.LineItem]{
 			key: "lineItems", table: "line_items", what: "line item",
 			records: func(ds *Dataset) *[]domain.LineItem { return &ds.LineItems },
-			id:      func(r *domain.LineItem) domain.ID { return r.ID },
+			id:      func(r *domain.LineItem) *domain.ID { return &r.ID },
+			check:   (*checker).lineItem,
 			refs: []ref[domain.LineItem]{
 				{"orderId", func(r *domain.LineItem) *domain.ID { return &r.OrderID }, []string{"deploymentOrders"}},
 				{"deploymentModelId", func(r *domain.LineItem) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
@@ -227,7 +244,8 @@ func kinds() []kind {
 		spec[Shipment]{
 			key: "shipments", table: "shipments", what: "shipment",
 			records: func(ds *Dataset) *[]Shipment { return &ds.Shipments },
-			id:      func(r *Shipment) domain.ID { return r.ID },
+			id:      func(r *Shipment) *domain.ID { return &r.ID },
+			check:   (*checker).shipment,
 			refs:    []ref[Shipment]{{"lineItemId", func(r *Shipment) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
 			columns: store.ShipmentColumns + ", line_item_id",
 			args:    func(r *Shipment) []any { return append(store.ShipmentArgs(&r.Shipment), r.LineItemID) },
@@ -239,7 +257,8 @@ func kinds() []kind {
 		spec[domain.FileBuild]{
 			key: "fileBuilds", table: "file_builds", what: "file build",
 			records: func(ds *Dataset) *[]domain.FileBuild { return &ds.FileBuilds },
-			id:      func(r *domain.FileBuild) domain.ID { return r.ID },
+			id:      func(r *domain.FileBuild) *domain.ID { return &r.ID },
+			check:   (*checker).fileBuild,
 			refs:    []ref[domain.FileBuild]{{"lineItemId", func(r *domain.FileBuild) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
 			columns: "id, line_item_id, settings",
 			args:    func(r *domain.FileBuild) []any { return []any{r.ID, r.LineItemID, string(r.Settings)} },
@@ -254,8 +273,9 @@ func kinds() []kind {
 		// store moves them (Bulk.AddSAMLogs, Snapshot.SAMActionLogs).
 		spec[domain.SAMActionLog]{
 			key: "samActionLogs", table: "sam_action_logs", what: "SAM action log",
-			records: func(ds *Dataset) *[]domain.SAMActionLog { return &ds.SAMActionLogs },
-			id:      func(r *domain.SAMActionLog) domain.ID { return r.ID },
+			records:  func(ds *Dataset) *[]domain.SAMActionLog { return &ds.SAMActionLogs },
+			id:       func(r *domain.SAMActionLog) *domain.ID { return &r.ID },
+			checkAll: (*checker).samActionLogs,
 			refs: []ref[domain.SAMActionLog]{{"entityId", func(r *domain.SAMActionLog) *domain.ID { return &r.EntityID },
 				[]string{"leads", "merchants", "deploymentOrders", "lineItems", "equipment"}}},
 			decode: samLogSection,
@@ -265,7 +285,8 @@ func kinds() []kind {
 		spec[domain.MerchantNote]{
 			key: "merchantNotes", table: "merchant_notes", what: "merchant note",
 			records: func(ds *Dataset) *[]domain.MerchantNote { return &ds.MerchantNotes },
-			id:      func(r *domain.MerchantNote) domain.ID { return r.ID },
+			id:      func(r *domain.MerchantNote) *domain.ID { return &r.ID },
+			check:   (*checker).merchantNote,
 			refs: []ref[domain.MerchantNote]{
 				{"merchantId", func(r *domain.MerchantNote) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
@@ -284,7 +305,8 @@ func kinds() []kind {
 		spec[domain.AuditEvent]{
 			key: "auditEvents", table: "audit_events", what: "audit event",
 			records: func(ds *Dataset) *[]domain.AuditEvent { return &ds.AuditEvents },
-			id:      func(r *domain.AuditEvent) domain.ID { return r.ID },
+			id:      func(r *domain.AuditEvent) *domain.ID { return &r.ID },
+			check:   (*checker).auditEvent,
 			columns: "id, at, actor_user_id, action, target_id, outcome, detail",
 			order:   "at, id",
 			args: func(r *domain.AuditEvent) []any {

@@ -19,7 +19,9 @@ type kind struct {
 	// refs are the keys of the kinds its records reference: they are imported first.
 	refs    []string
 	section func(ds *Dataset) section
-	// ids lists the records' ids, for references from elsewhere in the file.
+	// check holds the records to the file's rules; ids lists their ids, for references from
+	// elsewhere in the file.
+	check func(c *checker, ds *Dataset)
 	ids   func(ds *Dataset) []domain.ID
 	write func(im *importer) error
 	read  func(x *exporter) error // nil: never exported
@@ -33,8 +35,14 @@ type spec[T any] struct {
 	what  string // a record, as a reference error names it ("no <what> with this id")
 
 	records func(ds *Dataset) *[]T
-	id      func(r *T) domain.ID
+	id      func(r *T) *domain.ID
 	refs    []ref[T]
+
+	// check holds a record to the file's rules, once its own id has been checked (and made
+	// canonical) and found once in the key; checkAll, instead, checks the whole key, for rules
+	// across records.
+	check    func(c *checker, path string, r *T)
+	checkAll func(c *checker, records []T)
 
 	columns string           // of table, in the order of args and scan
 	order   string           // the export's ORDER BY; "id" when empty
@@ -71,11 +79,24 @@ func (s spec[T]) kind() kind {
 		}
 		return sectionOf(s.records(ds))
 	}
+	k.check = func(c *checker, ds *Dataset) {
+		records := *s.records(ds)
+		if s.checkAll != nil {
+			s.checkAll(c, records)
+			return
+		}
+		for i := range records {
+			c.key(s.key, i, s.id(&records[i]))
+			if s.check != nil {
+				s.check(c, at(s.key, i), &records[i])
+			}
+		}
+	}
 	k.ids = func(ds *Dataset) []domain.ID {
 		records := *s.records(ds)
 		ids := make([]domain.ID, len(records))
 		for i := range records {
-			ids[i] = s.id(&records[i])
+			ids[i] = *s.id(&records[i])
 		}
 		return ids
 	}
@@ -139,7 +160,7 @@ func (s spec[T]) importAll(im *importer) error {
 			return err
 		}
 		if !added {
-			return im.conflict(path, s.key, s.id(r))
+			return im.conflict(path, s.key, *s.id(r))
 		}
 		im.count++
 	}
