@@ -211,7 +211,8 @@ func TestLeanSAMLogsAgreeWithEncodingJSON(t *testing.T) {
 }
 
 // Read gives what the careful path gives for an array of logs the lean decoder takes, whatever
-// is wrong with its last log, in a short array and in a long one.
+// is wrong with its last log, in an array that fits one of the decoder's chunks and in one that
+// spans several.
 func TestSAMLogsReadAgreesWithCarefulPath(t *testing.T) {
 	logAt := func(k int) string {
 		return fmt.Sprintf(`{"id": "00000000-0000-4000-8000-%012d", "entityId": "%s", "action": "a", "actionDate": "2024-01-02T03:04:05Z", "samId": %d}`, k, l1, k)
@@ -229,7 +230,7 @@ func TestSAMLogsReadAgreesWithCarefulPath(t *testing.T) {
 		return func(log string) string { return strings.Replace(log, old, new, 1) }
 	}
 	upperEntity := strings.ToUpper(strings.Replace(l1, "0301", "030a", 1))
-	for _, size := range []int{3, 40_000} {
+	for _, size := range []int{3, 2*samChunk + 5} {
 		for _, c := range []struct {
 			name string
 			edit func(string) string
