@@ -15,6 +15,7 @@ import (
 	"backoffice/client"
 	"backoffice/internal/api"
 	"backoffice/internal/app"
+	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/gateway"
 	"backoffice/internal/push"
@@ -56,7 +57,7 @@ func newService(t *testing.T, st *store.Store, limits api.Limits) *service {
 		Token: sessionToken, ExpiresAt: now.AddDate(10, 0, 0)})
 	ds.SAMActionLogs = append(ds.SAMActionLogs, domain.SAMActionLog{ID: "00000000-0000-4000-8000-000000009999",
 		EntityID: merchant, Action: "board_merchant", ActionDate: now, SamID: bigSamID})
-	if _, err := st.Import(context.Background(), ds, ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	sim := gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/dataset"
 	"backoffice/internal/push"
 	"backoffice/internal/testdb"
 )
@@ -20,7 +21,7 @@ func BenchmarkOperations(b *testing.B) {
 	st := testdb.Open(b, "sqlite")
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(b)
-	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/dataset"
 	"backoffice/internal/push"
 	"backoffice/internal/testdb"
 )
@@ -22,7 +23,7 @@ func FuzzHandler(f *testing.F) {
 	st := testdb.Open(f, "sqlite")
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(f)
-	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
 		f.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"backoffice/internal/api"
+	"backoffice/internal/dataset"
 	"backoffice/internal/gateway"
 	"backoffice/internal/push"
 	"backoffice/internal/store"
@@ -60,7 +61,7 @@ func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
 	t.Helper()
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(t)
-	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
 		t.Fatalf("import fixture: %v", err)
 	}
 	h := &harness{t: t, st: st, logs: &syncBuffer{}, sim: gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"backoffice/internal/api"
+	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/testdb"
 )
@@ -300,7 +301,7 @@ func TestRepeatedDecryptsAreEachAudited(t *testing.T) {
 // audit returns the audit events of an action, oldest first, read through export.
 func (h *harness) audit(t *testing.T, action string) []domain.AuditEvent {
 	t.Helper()
-	ds, err := h.st.Export(context.Background(), nil)
+	ds, err := dataset.Export(context.Background(), h.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestDeleteDocument(t *testing.T) {
 			t.Fatalf("delete: %d %q", r.Status, r.Body)
 		}
 		wantError(t, del(merchantA, docA1, partnerAKey), http.StatusNotFound, "not_found") // second delete
-		ds, err := h.st.Export(context.Background(), nil)
+		ds, err := dataset.Export(context.Background(), h.st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func (h *harness) push(order, item domain.ID, key string) response {
 
 func (h *harness) export(t *testing.T) *dataset.Dataset {
 	t.Helper()
-	ds, err := h.st.Export(context.Background(), nil)
+	ds, err := dataset.Export(context.Background(), h.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func (d *demoSetup) load(ctx context.Context, st *store.Store, ring *secrets.Rin
 	if err != nil || !empty {
 		return err
 	}
-	_, err = st.Import(ctx, demoDataset(time.Now().UTC()), ring)
+	_, err = dataset.Import(ctx, st, demoDataset(time.Now().UTC()), ring)
 	return err
 }
 

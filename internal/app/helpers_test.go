@@ -89,7 +89,7 @@ func testDataset(n int) *dataset.Dataset {
 
 func importDataset(t testing.TB, st *store.Store, ds *dataset.Dataset, ring *secrets.Ring) {
 	t.Helper()
-	if _, err := st.Import(context.Background(), ds, ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
 		t.Fatal(err)
 	}
 }

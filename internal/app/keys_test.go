@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -36,7 +37,7 @@ func assertKeyCounts(t *testing.T, st *store.Store, want []store.KeyCount) {
 // value, without any other key.
 func assertAllOpenUnder(t *testing.T, st *store.Store, n int, ids ...string) {
 	t.Helper()
-	ds, err := st.Export(context.Background(), testdb.Ring(t, ids...))
+	ds, err := dataset.Export(context.Background(), st, testdb.Ring(t, ids...))
 	if err != nil {
 		t.Fatalf("export with only keys %v: %v", ids, err)
 	}

@@ -259,11 +259,11 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 		return 0, err
 	}
 	defer st.Close()
-	stats, err := st.Import(ctx, ds, ring)
+	n, err := dataset.Import(ctx, st, ds, ring)
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w (nothing was imported)", name, err)
 	}
-	return stats.Records, nil
+	return n, nil
 }
 
 func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
@@ -299,7 +299,7 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	defer st.Close()
-	ds, err := st.Export(ctx, ring)
+	ds, err := dataset.Export(ctx, st, ring)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		ds.APIKeys = append(ds.APIKeys, domain.APIKey{ID: domain.ID(fmt.Sprintf("00000000-0000-4000-9000-%012d", i)), UserID: user,
 			Key: fmt.Sprintf("benchmark-key-%06d-xxxxxxxx", i)})
 	}
-	if _, err := st.Import(context.Background(), ds, nil); err != nil {
+	if _, err := dataset.Import(context.Background(), st, ds, nil); err != nil {
 		b.Fatal(err)
 	}
 	a := auth.New(st, nil)

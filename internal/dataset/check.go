@@ -91,139 +91,12 @@ func (c *checker) stamps(path string, s *domain.Stamps) {
 
 var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
-// check validates every record on its own; references are checked on import. What pre says
-// held already is not checked again.
-func (ds *Dataset) check(pre prechecked) error {
+// check validates every record on its own, kind by kind, as kinds lists them; references are
+// checked on import.
+func (ds *Dataset) check() error {
 	c := &checker{seen: map[string]map[domain.ID]bool{}}
-	at := func(section string, i int, field string) string { return fmt.Sprintf("%s[%d].%s", section, i, field) }
-	for i := range ds.Partners {
-		r := &ds.Partners[i]
-		c.key("partners", i, &r.ID)
-		c.text(at("partners", i, "name"), r.Name)
-	}
-	for i := range ds.Users {
-		r := &ds.Users[i]
-		c.key("users", i, &r.ID)
-		c.optID(at("users", i, "partnerId"), r.PartnerID)
-		if !emailish.MatchString(r.Email) {
-			c.fail(at("users", i, "email"), "not an email address")
-		}
-		for j, p := range r.Permissions {
-			if !domain.OneOf(string(p), permissionNames()) {
-				c.fail(fmt.Sprintf("users[%d].permissions[%d]", i, j), "unknown permission %q", p)
-			}
-		}
-	}
-	for i := range ds.APIKeys {
-		r := &ds.APIKeys[i]
-		c.key("apiKeys", i, &r.ID)
-		c.id(at("apiKeys", i, "userId"), &r.UserID)
-		c.secret(at("apiKeys", i, "key"), r.Key)
-	}
-	for i := range ds.Sessions {
-		r := &ds.Sessions[i]
-		c.key("sessions", i, &r.ID)
-		c.id(at("sessions", i, "userId"), &r.UserID)
-		c.secret(at("sessions", i, "token"), r.Token)
-		c.time(at("sessions", i, "expiresAt"), r.ExpiresAt)
-	}
-	for i := range ds.CardPlans {
-		r := &ds.CardPlans[i]
-		c.key("cardPlans", i, &r.ID)
-		c.text(at("cardPlans", i, "code"), r.Code)
-		c.text(at("cardPlans", i, "displayName"), r.DisplayName)
-	}
-	for i := range ds.Leads {
-		c.lead(i, &ds.Leads[i])
-	}
-	for i := range ds.Principals {
-		r := &ds.Principals[i]
-		c.key("principals", i, &r.ID)
-		c.id(at("principals", i, "leadId"), &r.LeadID)
-		c.text(at("principals", i, "firstName"), r.FirstName)
-		c.text(at("principals", i, "lastName"), r.LastName)
-	}
-	for i := range ds.Merchants {
-		r := &ds.Merchants[i]
-		c.key("merchants", i, &r.ID)
-		c.id(at("merchants", i, "partnerId"), &r.PartnerID)
-		c.optID(at("merchants", i, "leadId"), r.LeadID)
-		c.text(at("merchants", i, "name"), r.Name)
-	}
-	for i := range ds.MerchantDocuments {
-		r := &ds.MerchantDocuments[i]
-		c.key("merchantDocuments", i, &r.ID)
-		c.id(at("merchantDocuments", i, "merchantId"), &r.MerchantID)
-		c.text(at("merchantDocuments", i, "fileName"), r.FileName)
-		c.text(at("merchantDocuments", i, "contentType"), r.ContentType)
-	}
-	c.pricingModels(ds.PricingModels)
-	for i := range ds.DeploymentModels {
-		r := &ds.DeploymentModels[i]
-		c.key("deploymentModels", i, &r.ID)
-		c.text(at("deploymentModels", i, "name"), r.Name)
-		c.enum(at("deploymentModels", i, "equipmentType"), r.EquipmentType, domain.EquipmentTypes)
-		c.enum(at("deploymentModels", i, "workflow"), r.Workflow, domain.Workflows)
-	}
-	for i := range ds.DeploymentOrders {
-		r := &ds.DeploymentOrders[i]
-		c.key("deploymentOrders", i, &r.ID)
-		c.id(at("deploymentOrders", i, "merchantId"), &r.MerchantID)
-	}
-	for i := range ds.InventoryUnits {
-		c.inventoryUnit(i, &ds.InventoryUnits[i])
-	}
-	for i := range ds.Equipment {
-		c.equipment(i, &ds.Equipment[i])
-	}
-	for i := range ds.Varsheets {
-		c.varsheet(i, &ds.Varsheets[i])
-	}
-	for i := range ds.LineItems {
-		c.lineItem(i, &ds.LineItems[i])
-	}
-	for i := range ds.Shipments {
-		r := &ds.Shipments[i]
-		c.key("shipments", i, &r.ID)
-		c.id(at("shipments", i, "lineItemId"), &r.LineItemID)
-		c.enum(at("shipments", i, "status"), r.Status, domain.ShipmentStatuses)
-	}
-	for i := range ds.FileBuilds {
-		r := &ds.FileBuilds[i]
-		c.key("fileBuilds", i, &r.ID)
-		c.id(at("fileBuilds", i, "lineItemId"), &r.LineItemID)
-		if _, err := deviceparams.ParseSettings(r.Settings); err != nil {
-			c.fail(at("fileBuilds", i, "settings"), "%v", err)
-		}
-	}
-	if len(ds.SAMActionLogs) > 0 && !pre.samLogs {
-		c.seen["samActionLogs"] = make(map[domain.ID]bool, len(ds.SAMActionLogs)) // grown once, not twenty times
-		for i := range ds.SAMActionLogs {
-			r := &ds.SAMActionLogs[i]
-			if c.err == nil && c.samLogOK(r) {
-				continue // a million logs: the rules below, without building a path for each
-			}
-			c.key("samActionLogs", i, &r.ID)
-			c.id(at("samActionLogs", i, "entityId"), &r.EntityID)
-			c.text(at("samActionLogs", i, "action"), r.Action)
-			c.time(at("samActionLogs", i, "actionDate"), r.ActionDate)
-		}
-	}
-	for i := range ds.MerchantNotes {
-		r := &ds.MerchantNotes[i]
-		c.key("merchantNotes", i, &r.ID)
-		c.id(at("merchantNotes", i, "merchantId"), &r.MerchantID)
-		c.text(at("merchantNotes", i, "body"), r.Body)
-		c.time(at("merchantNotes", i, "createdAt"), r.CreatedAt)
-		c.id(at("merchantNotes", i, "createdBy"), &r.CreatedBy)
-	}
-	for i := range ds.AuditEvents {
-		r := &ds.AuditEvents[i]
-		c.key("auditEvents", i, &r.ID)
-		c.time(at("auditEvents", i, "at"), r.At)
-		c.id(at("auditEvents", i, "actorUserId"), &r.ActorUserID)
-		c.text(at("auditEvents", i, "action"), r.Action)
-		c.enum(at("auditEvents", i, "outcome"), r.Outcome, domain.AuditOutcomes)
+	for _, k := range kinds() {
+		k.check(c, ds)
 	}
 	if c.err != nil {
 		return c.err
@@ -231,16 +104,125 @@ func (ds *Dataset) check(pre prechecked) error {
 	return nil
 }
 
+// The rules of each kind's records, beyond its own id (checker.key). Each takes the record's path
+// ("partners[3]") and checks its fields in order: the first problem is the one reported.
+
+func (c *checker) partner(p string, r *domain.Partner) {
+	c.text(p+".name", r.Name)
+}
+
+func (c *checker) user(p string, r *domain.User) {
+	c.optID(p+".partnerId", r.PartnerID)
+	if !emailish.MatchString(r.Email) {
+		c.fail(p+".email", "not an email address")
+	}
+	for j, perm := range r.Permissions {
+		if !domain.OneOf(string(perm), permissionNames()) {
+			c.fail(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q", perm)
+		}
+	}
+}
+
+func (c *checker) apiKey(p string, r *domain.APIKey) {
+	c.id(p+".userId", &r.UserID)
+	c.secret(p+".key", r.Key)
+}
+
+func (c *checker) session(p string, r *domain.Session) {
+	c.id(p+".userId", &r.UserID)
+	c.secret(p+".token", r.Token)
+	c.time(p+".expiresAt", r.ExpiresAt)
+}
+
+func (c *checker) cardPlan(p string, r *domain.CardPlan) {
+	c.text(p+".code", r.Code)
+	c.text(p+".displayName", r.DisplayName)
+}
+
+func (c *checker) principal(p string, r *domain.Principal) {
+	c.id(p+".leadId", &r.LeadID)
+	c.text(p+".firstName", r.FirstName)
+	c.text(p+".lastName", r.LastName)
+}
+
+func (c *checker) merchant(p string, r *domain.Merchant) {
+	c.id(p+".partnerId", &r.PartnerID)
+	c.optID(p+".leadId", r.LeadID)
+	c.text(p+".name", r.Name)
+}
+
+func (c *checker) merchantDocument(p string, r *domain.MerchantDocument) {
+	c.id(p+".merchantId", &r.MerchantID)
+	c.text(p+".fileName", r.FileName)
+	c.text(p+".contentType", r.ContentType)
+}
+
+func (c *checker) deploymentModel(p string, r *domain.DeploymentModel) {
+	c.text(p+".name", r.Name)
+	c.enum(p+".equipmentType", r.EquipmentType, domain.EquipmentTypes)
+	c.enum(p+".workflow", r.Workflow, domain.Workflows)
+}
+
+func (c *checker) deploymentOrder(p string, r *domain.DeploymentOrder) {
+	c.id(p+".merchantId", &r.MerchantID)
+}
+
+func (c *checker) shipment(p string, r *Shipment) {
+	c.id(p+".lineItemId", &r.LineItemID)
+	c.enum(p+".status", r.Status, domain.ShipmentStatuses)
+}
+
+func (c *checker) fileBuild(p string, r *domain.FileBuild) {
+	c.id(p+".lineItemId", &r.LineItemID)
+	if _, err := deviceparams.ParseSettings(r.Settings); err != nil {
+		c.fail(p+".settings", "%v", err)
+	}
+}
+
+func (c *checker) merchantNote(p string, r *domain.MerchantNote) {
+	c.id(p+".merchantId", &r.MerchantID)
+	c.text(p+".body", r.Body)
+	c.time(p+".createdAt", r.CreatedAt)
+	c.id(p+".createdBy", &r.CreatedBy)
+}
+
+func (c *checker) auditEvent(p string, r *domain.AuditEvent) {
+	c.time(p+".at", r.At)
+	c.id(p+".actorUserId", &r.ActorUserID)
+	c.text(p+".action", r.Action)
+	c.enum(p+".outcome", r.Outcome, domain.AuditOutcomes)
+}
+
+// samActionLogs checks the logs, a million of them in a big file, without building a path for
+// each that passes.
+func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
+	if len(logs) == 0 {
+		return
+	}
+	at := func(i int, field string) string { return fmt.Sprintf("samActionLogs[%d].%s", i, field) }
+	c.seen["samActionLogs"] = make(map[domain.ID]bool, len(logs)) // grown once, not twenty times
+	for i := range logs {
+		r := &logs[i]
+		if c.err == nil && c.samLogOK(r) {
+			continue
+		}
+		c.key("samActionLogs", i, &r.ID)
+		c.id(at(i, "entityId"), &r.EntityID)
+		c.text(at(i, "action"), r.Action)
+		c.time(at(i, "actionDate"), r.ActionDate)
+	}
+}
+
 // samLogOK checks a SAM action log by the rules of check, canonicalising its ids, and records its
 // id as seen. It reports false, having recorded nothing, when any rule fails: check then runs the
 // rules again, one by one, to name the first problem.
 func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
-	id, err := domain.ParseID(string(r.ID))
-	if err != nil {
+	id, ok := canonical(r.ID)
+	if !ok {
 		return false
 	}
-	entity, err := domain.ParseID(string(r.EntityID))
-	if err != nil || !samLogFieldsOK(r) {
+	entity, ok := canonical(r.EntityID)
+	if !ok || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
 		return false
 	}
 	seen := c.seen["samActionLogs"]
@@ -256,34 +238,14 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 	return true
 }
 
-// samLogFieldsOK is a SAM action log's rules other than its ids', shared by samLogOK and
-// samLogsPass so that the two cannot drift apart.
-func samLogFieldsOK(r *domain.SAMActionLog) bool {
-	return strings.TrimSpace(r.Action) != "" && !r.ActionDate.IsZero()
-}
-
-// samLogsPass reports whether every log passes samLogOK's rules with nothing to canonicalise (its
-// ids are canonical already) and an id not in seen, where it records each. When it holds for the
-// whole section, check has nothing to do there: the fast path runs it beside the decoder.
-func samLogsPass(logs []domain.SAMActionLog, seen map[domain.ID]bool) bool {
-	var entity domain.ID // the last entity id found canonical: logs of one entity share it
-	for i := range logs {
-		r := &logs[i]
-		if i == 0 || r.EntityID != entity {
-			if !domain.IsCanonical(string(r.EntityID)) {
-				return false
-			}
-			entity = r.EntityID
-		}
-		if !domain.IsCanonical(string(r.ID)) || !samLogFieldsOK(r) {
-			return false
-		}
-		n := len(seen)
-		if seen[r.ID] = true; len(seen) == n {
-			return false // seen before: one hash of the id instead of a lookup and an insert
-		}
+// canonical is id in canonical form, if it is a uuid. An id in that form already, as every file
+// this service writes holds them, is only recognised: that is cheaper than parsing it.
+func canonical(id domain.ID) (domain.ID, bool) {
+	if domain.IsCanonical(string(id)) {
+		return id, true
 	}
-	return true
+	parsed, err := domain.ParseID(string(id))
+	return parsed, err == nil
 }
 
 func permissionNames() []string {
@@ -301,9 +263,7 @@ func (c *checker) secret(path, s string) {
 	}
 }
 
-func (c *checker) lead(i int, r *domain.Lead) {
-	p := fmt.Sprintf("leads[%d]", i)
-	c.key("leads", i, &r.ID)
+func (c *checker) lead(p string, r *domain.Lead) {
 	c.id(p+".partnerId", &r.PartnerID)
 	c.text(p+".businessName", r.BusinessName)
 	c.optID(p+".midId", r.MidID)
@@ -341,9 +301,7 @@ func (c *checker) pricingModels(models []domain.PricingModel) {
 	}
 }
 
-func (c *checker) inventoryUnit(i int, r *domain.InventoryUnit) {
-	p := fmt.Sprintf("inventoryUnits[%d]", i)
-	c.key("inventoryUnits", i, &r.ID)
+func (c *checker) inventoryUnit(p string, r *domain.InventoryUnit) {
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)
 	c.text(p+".serialNumber", r.SerialNumber)
 	c.enum(p+".condition", r.Condition, domain.UnitConditions)
@@ -352,9 +310,7 @@ func (c *checker) inventoryUnit(i int, r *domain.InventoryUnit) {
 	c.stamps(p, &r.Stamps)
 }
 
-func (c *checker) equipment(i int, r *domain.Equipment) {
-	p := fmt.Sprintf("equipment[%d]", i)
-	c.key("equipment", i, &r.ID)
+func (c *checker) equipment(p string, r *domain.Equipment) {
 	c.id(p+".entityId", &r.EntityID)
 	c.enum(p+".entityType", r.EntityType, domain.EntityTypes)
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)
@@ -367,9 +323,7 @@ func (c *checker) equipment(i int, r *domain.Equipment) {
 	c.stamps(p, &r.Stamps)
 }
 
-func (c *checker) varsheet(i int, r *domain.Varsheet) {
-	p := fmt.Sprintf("varsheets[%d]", i)
-	c.key("varsheets", i, &r.ID)
+func (c *checker) varsheet(p string, r *domain.Varsheet) {
 	c.id(p+".entityId", &r.EntityID)
 	c.enum(p+".entityType", r.EntityType, domain.EntityTypes)
 	c.id(p+".midId", &r.MidID)
@@ -377,9 +331,7 @@ func (c *checker) varsheet(i int, r *domain.Varsheet) {
 	c.stamps(p, &r.Stamps)
 }
 
-func (c *checker) lineItem(i int, r *domain.LineItem) {
-	p := fmt.Sprintf("lineItems[%d]", i)
-	c.key("lineItems", i, &r.ID)
+func (c *checker) lineItem(p string, r *domain.LineItem) {
 	c.id(p+".orderId", &r.OrderID)
 	c.enum(p+".orderType", r.OrderType, domain.OrderTypes)
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)

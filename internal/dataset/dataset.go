@@ -1,6 +1,8 @@
 // Package dataset is the dataset file of docs/dataset.md: one JSON object whose keys hold the
 // records of the back office. Read decodes and checks a file on its own (syntax, types, enums,
-// uuids, duplicates within the file); references to the database are the importer's to check.
+// uuids, duplicates within the file) and Write encodes one; Import adds a file's records to the
+// store, checking its references and duplicates against the database, and Export reads the store
+// back as a file. Every kind of record is listed once, in kinds.
 package dataset
 
 import (
@@ -80,8 +82,8 @@ func Read(r io.Reader) (*Dataset, error) {
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
 	}
-	if ds, pre, ok := readFast(b); ok {
-		if err := ds.check(pre); err != nil {
+	if ds, ok := readFast(b); ok {
+		if err := ds.check(); err != nil {
 			return nil, err
 		}
 		return ds, nil
@@ -115,20 +117,19 @@ func readAll(r io.Reader) ([]byte, error) {
 
 // readFast decodes a well-formed file in one pass; ok is false when the careful path must run.
 // The object's keys are read here (plain keys only: an escaped one goes the careful way), each
-// key's array by its section, straight from the bytes. pre says which rules of check the
-// decoding saw hold already.
-func readFast(b []byte) (ds *Dataset, pre prechecked, ok bool) {
+// key's array by its section, straight from the bytes.
+func readFast(b []byte) (ds *Dataset, ok bool) {
 	ds = &Dataset{}
-	sections := ds.sections(&pre)
+	sections := ds.sections()
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil, pre, false
+		return nil, false
 	}
 	i = skipSpace(b, i+1)
 	seen := map[string]bool{}
 	for first := true; ; first = false {
 		if i >= len(b) {
-			return nil, pre, false
+			return nil, false
 		}
 		if first && b[i] == '}' {
 			i++
@@ -136,37 +137,37 @@ func readFast(b []byte) (ds *Dataset, pre prechecked, ok bool) {
 		}
 		key, j, ok := plainString(b, i)
 		if !ok || seen[string(key)] {
-			return nil, pre, false
+			return nil, false
 		}
 		sec, known := sections[string(key)]
 		if !known {
-			return nil, pre, false
+			return nil, false
 		}
 		seen[string(key)] = true
 		if i = skipSpace(b, j); i >= len(b) || b[i] != ':' {
-			return nil, pre, false
+			return nil, false
 		}
 		i = skipSpace(b, i+1)
 		n, err := sec.fast(b[i:])
 		if err != nil {
-			return nil, pre, false
+			return nil, false
 		}
 		if i = skipSpace(b, i+n); i >= len(b) {
-			return nil, pre, false
+			return nil, false
 		}
 		if b[i] == '}' {
 			i++
 			break
 		}
 		if b[i] != ',' {
-			return nil, pre, false
+			return nil, false
 		}
 		i = skipSpace(b, i+1)
 	}
 	if skipSpace(b, i) != len(b) {
-		return nil, pre, false
+		return nil, false
 	}
-	return ds, pre, true
+	return ds, true
 }
 
 // readCareful decodes record by record, to name the first problem precisely.
@@ -183,13 +184,13 @@ func readCareful(b []byte) (*Dataset, error) {
 		return nil, &Error{Problem: "not a JSON object"}
 	}
 	var ds Dataset
-	sections := ds.sections(nil)
+	sections := ds.sections()
 	for _, key := range slices.Sorted(maps.Keys(top)) { // the same key named every time
 		if _, ok := sections[key]; !ok {
-			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(sectionOrder, ", "))
+			return nil, Errorf(key, "unknown key (known keys: %s)", strings.Join(keys(), ", "))
 		}
 	}
-	for _, key := range sectionOrder {
+	for _, key := range keys() {
 		raw, ok := top[key]
 		if !ok || string(raw) == "null" {
 			continue
@@ -198,7 +199,7 @@ func readCareful(b []byte) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if err := ds.check(prechecked{}); err != nil {
+	if err := ds.check(); err != nil {
 		return nil, err
 	}
 	return &ds, nil
@@ -225,41 +226,22 @@ type section struct {
 // errZeroRecord sends a null or empty record to the careful path, which names it.
 var errZeroRecord = errors.New("dataset: a null or empty record")
 
-var sectionOrder = []string{"partners", "users", "apiKeys", "sessions", "cardPlans", "leads", "principals",
-	"merchants", "merchantDocuments", "pricingModels", "deploymentModels", "deploymentOrders", "inventoryUnits",
-	"equipment", "varsheets", "lineItems", "shipments", "fileBuilds", "samActionLogs", "merchantNotes", "auditEvents"}
-
-// prechecked says which of check's rules the fast path saw hold while it decoded (on the other
-// core), so that check need not run them again.
-type prechecked struct {
-	samLogs bool // every SAM action log passes check's rules as it stands (samLogsPass)
+// keys are the file's keys, in the order kinds lists them.
+func keys() []string {
+	var out []string
+	for _, k := range kinds() {
+		out = append(out, k.key)
+	}
+	return out
 }
 
-// sections gives each key's section; pre, when not nil, receives what the fast path prechecked.
-func (ds *Dataset) sections(pre *prechecked) map[string]section {
-	return map[string]section{
-		"partners":          sectionOf(&ds.Partners),
-		"users":             sectionOf(&ds.Users),
-		"apiKeys":           sectionOf(&ds.APIKeys),
-		"sessions":          sectionOf(&ds.Sessions),
-		"cardPlans":         sectionOf(&ds.CardPlans),
-		"leads":             sectionOf(&ds.Leads),
-		"principals":        sectionOf(&ds.Principals),
-		"merchants":         sectionOf(&ds.Merchants),
-		"merchantDocuments": sectionOf(&ds.MerchantDocuments),
-		"pricingModels":     sectionOf(&ds.PricingModels),
-		"deploymentModels":  sectionOf(&ds.DeploymentModels),
-		"deploymentOrders":  sectionOf(&ds.DeploymentOrders),
-		"inventoryUnits":    sectionOf(&ds.InventoryUnits),
-		"equipment":         sectionOf(&ds.Equipment),
-		"varsheets":         sectionOf(&ds.Varsheets),
-		"lineItems":         sectionOf(&ds.LineItems),
-		"shipments":         sectionOf(&ds.Shipments),
-		"fileBuilds":        sectionOf(&ds.FileBuilds),
-		"samActionLogs":     samLogSection(&ds.SAMActionLogs, pre),
-		"merchantNotes":     sectionOf(&ds.MerchantNotes),
-		"auditEvents":       sectionOf(&ds.AuditEvents),
+// sections gives each key's section.
+func (ds *Dataset) sections() map[string]section {
+	m := map[string]section{}
+	for _, k := range kinds() {
+		m[k.key] = k.section(ds)
 	}
+	return m
 }
 
 // fastDecode decodes the JSON value at the start of b into v, unknown fields refused, and says

@@ -19,13 +19,10 @@ import (
 //   - JSON white space between tokens; no null anywhere.
 //
 // Whatever falls outside (and every error) goes to encoding/json, as before.
-//
-// Beside the decoder, on the other core, samLogsPass runs check's rules over the logs decoded so
-// far; when every log passes, check skips them (pre.samLogs).
-func samLogSection(dst *[]domain.SAMActionLog, pre *prechecked) section {
+func samLogSection(dst *[]domain.SAMActionLog) section {
 	generic := sectionOf(dst)
 	return section{fast: func(b []byte) (int, error) {
-		logs, n, pass, ok := leanSAMLogs(b)
+		logs, n, ok := leanSAMLogs(b)
 		if !ok {
 			return generic.fast(b)
 		}
@@ -35,108 +32,52 @@ func samLogSection(dst *[]domain.SAMActionLog, pre *prechecked) section {
 			}
 		}
 		*dst = logs
-		if pre != nil {
-			pre.samLogs = pass
-		}
 		return n, nil
 	}, decode: generic.decode}
 }
 
-// samChunk is how many logs the lean decoder gathers before handing them to the check beside it.
-const samChunk = 1 << 14
-
 // leanSAMLogs decodes the array at the start of b; ok is false when it is not of the plain shape.
-// pass says whether every log passed samLogsPass.
-func leanSAMLogs(b []byte) (logs []domain.SAMActionLog, n int, pass, ok bool) {
+func leanSAMLogs(b []byte) (logs []domain.SAMActionLog, n int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
-		return nil, 0, false, false
+		return nil, 0, false
 	}
 	i := skipSpace(b, 1)
 	if i < len(b) && b[i] == ']' {
-		return []domain.SAMActionLog{}, i + 1, true, true
+		return []domain.SAMActionLog{}, i + 1, true
 	}
 	var in interner
-	// Logs go in chunks, each handed to the check once full, and are copied once into a slice of
-	// the right size at the end (appending to one slice copies a million logs a dozen times).
+	// The logs gather in chunks, copied once into a slice of the right size at the end: a slice
+	// that grows by appending copies a million logs several times over (about 7 % of an import).
 	var chunks [][]domain.SAMActionLog
 	chunk := make([]domain.SAMActionLog, 0, samChunk)
-	var checking *samLogCheck
-	defer func() {
-		if !ok && checking != nil {
-			checking.wait()
-		}
-	}()
 	for {
 		var r domain.SAMActionLog
 		if i, ok = leanSAMLog(b, i, &r, &in); !ok {
-			return nil, 0, false, false
+			return nil, 0, false
 		}
-		chunk = append(chunk, r)
+		if chunk = append(chunk, r); len(chunk) == cap(chunk) {
+			chunks, chunk = append(chunks, chunk), make([]domain.SAMActionLog, 0, samChunk)
+		}
 		if i = skipSpace(b, i); i >= len(b) {
-			return nil, 0, false, false
+			return nil, 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
-			if len(chunk) == samChunk {
-				if checking == nil {
-					// As many logs as the rest of b holds at this chunk's bytes per log, at most:
-					// the duplicate check's set is sized once. Capped: b also holds the sections
-					// after this one (an export's audit events), which may be far larger.
-					checking = startSAMLogCheck(min(len(b)/max(i/samChunk, 1), maxSAMSizeHint))
-				}
-				checking.add(chunk)
-				chunks = append(chunks, chunk)
-				chunk = make([]domain.SAMActionLog, 0, samChunk)
-			}
 		case ']':
-			if checking == nil {
-				pass = samLogsPass(chunk, make(map[domain.ID]bool, len(chunk)))
-			} else {
-				checking.add(chunk)
-				pass = checking.wait()
-			}
 			logs = make([]domain.SAMActionLog, 0, len(chunks)*samChunk+len(chunk))
 			for _, c := range chunks {
 				logs = append(logs, c...)
 			}
-			return append(logs, chunk...), i + 1, pass, true
+			return append(logs, chunk...), i + 1, true
 		default:
-			return nil, 0, false, false
+			return nil, 0, false
 		}
 	}
 }
 
-// samLogCheck runs samLogsPass over the chunks of logs it is handed, on a goroutine of its own.
-type samLogCheck struct {
-	chunks chan []domain.SAMActionLog
-	pass   chan bool
-}
-
-// maxSAMSizeHint caps the duplicate check's presized set; past it the set grows as maps do.
-const maxSAMSizeHint = 1 << 20
-
-func startSAMLogCheck(sizeHint int) *samLogCheck {
-	c := &samLogCheck{chunks: make(chan []domain.SAMActionLog, 8), pass: make(chan bool, 1)}
-	go func() {
-		seen := make(map[domain.ID]bool, sizeHint)
-		pass := true
-		for chunk := range c.chunks {
-			pass = pass && samLogsPass(chunk, seen)
-		}
-		c.pass <- pass
-	}()
-	return c
-}
-
-// add hands over a chunk, which the decoder no longer writes to.
-func (c *samLogCheck) add(chunk []domain.SAMActionLog) { c.chunks <- chunk }
-
-// wait says whether every log handed over passed, once the goroutine is done.
-func (c *samLogCheck) wait() bool {
-	close(c.chunks)
-	return <-c.pass
-}
+// samChunk is how many logs leanSAMLogs gathers before it starts another chunk.
+const samChunk = 1 << 14
 
 // leanSAMLog decodes the object at b[i] into r and returns the index just past it.
 func leanSAMLog(b []byte, i int, r *domain.SAMActionLog, in *interner) (int, bool) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -32,7 +33,7 @@ func TestRecordAuditConcurrently(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ds, err := st.Export(ctx, nil)
+		ds, err := dataset.Export(ctx, st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

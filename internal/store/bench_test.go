@@ -42,7 +42,7 @@ func BenchmarkListSAMActionLogs(b *testing.B) {
 func millionLogStore(b *testing.B, engine string) *store.Store {
 	b.Helper()
 	st := testdb.Open(b, engine)
-	if _, err := st.Import(ctx, fixture(), testdb.Ring(b)); err != nil {
+	if _, err := dataset.Import(ctx, st, fixture(), testdb.Ring(b)); err != nil {
 		b.Fatal(err)
 	}
 	ds := &dataset.Dataset{SAMActionLogs: make([]domain.SAMActionLog, benchLogs)}
@@ -53,24 +53,9 @@ func millionLogStore(b *testing.B, engine string) *store.Store {
 		ds.SAMActionLogs[i] = samLog(10_000_000+i, merchantB, at)
 	}
 	start := time.Now()
-	if _, err := st.Import(ctx, ds, nil); err != nil {
+	if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%s: imported %d SAM action logs in %v", engine, benchLogs, time.Since(start).Round(time.Millisecond))
 	return st
-}
-
-// BenchmarkImportSAMLogs imports 100,000 logs into a fresh entity.
-func BenchmarkImportSAMLogs(b *testing.B) {
-	for b.Loop() {
-		b.StopTimer()
-		st := testdb.Open(b, "sqlite")
-		ds := samBase()
-		ds.SAMActionLogs = logs(ds.Leads[0].ID, 0, 100_000)
-		b.StartTimer()
-		if _, err := st.Import(ctx, ds, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(100_000*b.N)/b.Elapsed().Seconds(), "logs/s")
 }

@@ -43,7 +43,7 @@ func seed(t *testing.T, st *store.Store, ring *secrets.Ring, n int) {
 		ssn := ssnOf(i)
 		ds.Principals = append(ds.Principals, domain.Principal{ID: principalID(i), LeadID: leadID, FirstName: "F", LastName: "L", SSN: &ssn})
 	}
-	if _, err := st.Import(context.Background(), ds, ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -125,7 +125,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 
 func assertAudit(t *testing.T, st *store.Store, want []string) {
 	t.Helper()
-	ds, err := st.Export(context.Background(), nil)
+	ds, err := dataset.Export(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestListSessions(t *testing.T) {
 			Users:    []domain.User{{ID: staffID, Email: "ops@example.com"}, {ID: other, Email: "other@example.com"}},
 			Sessions: []domain.Session{{ID: imported, UserID: other, Token: "an-imported-session-token", ExpiresAt: expires}},
 		}
-		if _, err := st.Import(ctx, ds, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 			t.Fatal(err)
 		}
 		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -334,7 +334,7 @@ func TestRewrapSSNsBatches(t *testing.T) {
 		if diff := cmp.Diff([]store.KeyCount{{KeyID: "new", Values: 25}}, counts); err != nil || diff != "" {
 			t.Errorf("SSNKeyCounts (-want +got), %v:\n%s", err, diff)
 		}
-		ds, err := st.Export(ctx, testdb.Ring(t, "new"))
+		ds, err := dataset.Export(ctx, st, testdb.Ring(t, "new"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func TestRewrapSSNsReportsValuesThatDoNotOpen(t *testing.T) {
 		ctx := context.Background()
 		seed(t, st, testdb.Ring(t, "lost"), 1)
 		ds := &dataset.Dataset{Principals: []domain.Principal{{ID: principalID(1), LeadID: leadID, FirstName: "F", LastName: "L", SSN: ptr(ssnOf(1))}}}
-		if _, err := st.Import(ctx, ds, testdb.Ring(t, "old")); err != nil {
+		if _, err := dataset.Import(ctx, st, ds, testdb.Ring(t, "old")); err != nil {
 			t.Fatal(err)
 		}
 		b, err := st.RewrapSSNs(ctx, testdb.Ring(t, "new", "old"), "", 100)

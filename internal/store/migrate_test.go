@@ -87,7 +87,7 @@ func TestMigrationKeepsSAMLogs(t *testing.T) {
 			// An id of the old rows is taken...
 			dup := logs(l2, 5000, 3)
 			dup[1].ID = old[l1][17].ID
-			_, err = st.Import(ctx, &dataset.Dataset{SAMActionLogs: dup}, nil)
+			_, err = dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: dup}, nil)
 			var de *dataset.Error
 			if !errors.As(err, &de) || de.Path != "samActionLogs[1].id" || !strings.Contains(de.Problem, "already in the database") {
 				t.Fatalf("import of an upgraded log's id: %v", err)
@@ -99,7 +99,7 @@ func TestMigrationKeepsSAMLogs(t *testing.T) {
 				l.ActionDate = old[l1][k*4].ActionDate // the same dates as old logs: ties broken by id
 				more = append(more, l)
 			}
-			if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
+			if _, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
 				t.Fatal(err)
 			}
 			all := append(slices.Clone(old[l1]), more...)

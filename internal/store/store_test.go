@@ -27,14 +27,14 @@ var ctx = context.Background()
 
 func mustImport(t *testing.T, st *store.Store, ds *dataset.Dataset) {
 	t.Helper()
-	if _, err := st.Import(ctx, ds, testdb.Ring(t)); err != nil {
+	if _, err := dataset.Import(ctx, st, ds, testdb.Ring(t)); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 }
 
 func mustExport(t *testing.T, st *store.Store, ring *secrets.Ring) *dataset.Dataset {
 	t.Helper()
-	ds, err := st.Export(ctx, ring)
+	ds, err := dataset.Export(ctx, st, ring)
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
@@ -107,157 +107,6 @@ func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
 	}
 }
 
-// TestImportExportRoundTrip imports a record of every kind, exports it back as it went in, and
-// moves it to a fresh store through the export: the second export is identical to the first.
-func TestImportExportRoundTrip(t *testing.T) {
-	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		in := fixture()
-		stats, err := st.Import(ctx, in, testdb.Ring(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats.Records < 40 {
-			t.Errorf("imported %d records, want every record of the fixture", stats.Records)
-		}
-		ring := testdb.Ring(t)
-		first := mustExport(t, st, ring)
-		if diff := cmp.Diff(asExported(in, true), first, cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("export after import (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(asExported(in, false), mustExport(t, st, nil), cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("export without secrets (-want +got):\n%s", diff)
-		}
-
-		fresh := testdb.Open(t, st.Engine())
-		mustImport(t, fresh, first)
-		if diff := cmp.Diff(first, mustExport(t, fresh, ring)); diff != "" {
-			t.Errorf("export of the re-imported export (-first +second):\n%s", diff)
-		}
-	})
-}
-
-// TestImportIsAllOrNothing fails on the very last record of a file: nothing of it may remain.
-func TestImportIsAllOrNothing(t *testing.T) {
-	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		base := &dataset.Dataset{AuditEvents: []domain.AuditEvent{{ID: id(9001), At: fixtureNow, ActorUserID: staffUser,
-			Action: "merchant_document.delete", TargetID: string(docA1), Outcome: domain.OutcomeNotFound, Detail: "before"}}}
-		mustImport(t, st, base)
-		before := mustExport(t, st, nil)
-
-		ds := fixture()
-		ds.AuditEvents = append(ds.AuditEvents, base.AuditEvents[0]) // the last record: a duplicate
-		_, err := st.Import(ctx, ds, testdb.Ring(t))
-		de := datasetError(t, err)
-		if want := "auditEvents[1].id"; de.Path != want {
-			t.Errorf("error path = %q, want %q (%v)", de.Path, want, err)
-		}
-		if diff := cmp.Diff(before, mustExport(t, st, nil)); diff != "" {
-			t.Errorf("the failed import changed the database (-before +after):\n%s", diff)
-		}
-		if _, err := actor(st, domain.CredentialAPIKey, staffKey); !errors.Is(err, domain.ErrNotFound) {
-			t.Errorf("a credential of the failed import authenticates: %v", err)
-		}
-	})
-}
-
-func TestImportRejectsDuplicates(t *testing.T) {
-	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		t.Run("in the file", func(t *testing.T) {
-			_, err := dataset.Read(strings.NewReader(`{"partners": [
-				{"id": "` + string(partnerA) + `", "name": "A"},
-				{"id": "` + strings.ToUpper(string(partnerA)) + `", "name": "A again, in capitals"}]}`))
-			if de := datasetError(t, err); de.Path != "partners[1].id" || !strings.Contains(de.Problem, "duplicate") {
-				t.Errorf("error = %v, want partners[1].id: duplicate …", err)
-			}
-		})
-		t.Run("already in the database", func(t *testing.T) {
-			mustImport(t, st, fixture())
-			again := &dataset.Dataset{Merchants: []domain.Merchant{
-				{ID: id(599), PartnerID: partnerA, Name: "new"},
-				{ID: merchantB, PartnerID: partnerB, Name: "Merchant B again"},
-			}}
-			_, err := st.Import(ctx, again, testdb.Ring(t))
-			de := datasetError(t, err)
-			if de.Path != "merchants[1].id" || !strings.Contains(de.Problem, "already in the database") {
-				t.Errorf("error = %v, want merchants[1].id: duplicate … already in the database", err)
-			}
-			if _, _, visible, _ := st.ListVisibleSAMActionLogs(ctx, domain.Scope{}, id(599), 1, 1); visible {
-				t.Error("the record before the duplicate was kept")
-			}
-		})
-		// SAM action logs go in batches; a duplicate is still named by its own path.
-		t.Run("a SAM action log already in the database", func(t *testing.T) {
-			ds := &dataset.Dataset{}
-			for i := range 600 {
-				ds.SAMActionLogs = append(ds.SAMActionLogs, samLog(30000+i, merchantB, fixtureNow))
-			}
-			ds.SAMActionLogs[550].ID = id(5003)
-			_, err := st.Import(ctx, ds, nil)
-			if de := datasetError(t, err); de.Path != "samActionLogs[550].id" || !strings.Contains(de.Problem, "already in the database") {
-				t.Errorf("error = %v, want samActionLogs[550].id: duplicate … already in the database", err)
-			}
-			if _, total, _ := store.ListSAMActionLogs(ctx, st, merchantB, 1, 1); total != 0 {
-				t.Errorf("%d logs of the failed import were kept", total)
-			}
-		})
-		t.Run("a SAM action log twice in one file", func(t *testing.T) {
-			ds := &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{
-				samLog(31000, merchantB, fixtureNow), samLog(31001, merchantB, fixtureNow), samLog(31000, merchantB, fixtureNow)}}
-			_, err := st.Import(ctx, ds, nil)
-			if de := datasetError(t, err); de.Path != "samActionLogs[2].id" {
-				t.Errorf("error = %v, want samActionLogs[2].id: duplicate …", err)
-			}
-		})
-	})
-}
-
-// TestImportReferences: a reference may point forward in the file, or to a record an earlier
-// import added; one that points nowhere is named by its path.
-func TestImportReferences(t *testing.T) {
-	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		// Every section in reverse: each merchant's lead, each line item's order, comes later.
-		ds := fixture()
-		reverseAll(ds)
-		mustImport(t, st, ds)
-
-		later := &dataset.Dataset{
-			DeploymentOrders: []domain.DeploymentOrder{{ID: id(899), MerchantID: merchantA}},
-			SAMActionLogs:    []domain.SAMActionLog{samLog(5900, itemB, fixtureNow), samLog(5901, id(899), fixtureNow)},
-			MerchantNotes:    []domain.MerchantNote{{ID: id(1599), MerchantID: merchantB, Body: "later", CreatedAt: fixtureNow, CreatedBy: staffUser}},
-		}
-		mustImport(t, st, later)
-		if logs, total, err := store.ListSAMActionLogs(ctx, st, id(899), 1, 10); err != nil || total != 1 || len(logs) != 1 {
-			t.Errorf("logs of the new order = %v, %d, %v", logs, total, err)
-		}
-
-		dangling := []struct {
-			ds   *dataset.Dataset
-			path string
-		}{
-			{&dataset.Dataset{DeploymentOrders: []domain.DeploymentOrder{{ID: id(898), MerchantID: id(598)}}}, "deploymentOrders[0].merchantId"},
-			{&dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{samLog(5902, leadA, fixtureNow), samLog(5903, id(597), fixtureNow)}}, "samActionLogs[1].entityId"},
-			{&dataset.Dataset{Leads: []domain.Lead{{ID: id(398), PartnerID: partnerA, BusinessName: "x",
-				ServiceAcceptance: &domain.StoredAcceptance{SelectedCardPlanIDs: []domain.ID{planMC, id(298)}}}}}, "leads[0].serviceAcceptance.selectedCardPlanIds[1]"},
-		}
-		for _, c := range dangling {
-			_, err := st.Import(ctx, c.ds, testdb.Ring(t))
-			if de := datasetError(t, err); de.Path != c.path {
-				t.Errorf("error = %v, want one at %s", err, c.path)
-			}
-		}
-	})
-}
-
-func reverseAll(ds *dataset.Dataset) {
-	slices.Reverse(ds.Leads)
-	slices.Reverse(ds.Merchants)
-	slices.Reverse(ds.DeploymentOrders)
-	slices.Reverse(ds.Equipment)
-	slices.Reverse(ds.LineItems)
-	slices.Reverse(ds.SAMActionLogs)
-	slices.Reverse(ds.Principals)
-}
-
 // TestSAMLogPages walks an entity's logs page by page after two imports whose dates interleave,
 // and checks every page against the contract's order computed here.
 func TestSAMLogPages(t *testing.T) {
@@ -302,41 +151,6 @@ func TestSAMLogPages(t *testing.T) {
 		if logs, total, err := store.ListSAMActionLogs(ctx, st, id(777), 1, 10); err != nil || len(logs) != 0 || total != 0 {
 			t.Errorf("entity without logs: %v, %d, %v", logs, total, err)
 		}
-	})
-}
-
-// TestConcurrentImportsKeepPositions runs two imports of logs of one entity at once: they must
-// not both number the entity's logs from its state before either (positions given twice).
-func TestConcurrentImportsKeepPositions(t *testing.T) {
-	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
-		files := make([]*dataset.Dataset, 2)
-		var all []domain.SAMActionLog
-		for f := range files {
-			files[f] = &dataset.Dataset{}
-			for i := range 300 {
-				l := samLog(40000+f*1000+i, merchantB, fixtureNow.Add(-time.Duration(i*2+f)*time.Minute))
-				files[f].SAMActionLogs = append(files[f].SAMActionLogs, l)
-				all = append(all, l)
-			}
-		}
-		errs := make([]error, len(files))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for f, ds := range files {
-			wg.Go(func() {
-				<-start
-				_, errs[f] = st.Import(ctx, ds, nil)
-			})
-		}
-		close(start)
-		wg.Wait()
-		for f, err := range errs {
-			if err != nil {
-				t.Fatalf("import %d: %v", f, err)
-			}
-		}
-		checkPages(t, st, merchantB, all, 50)
 	})
 }
 

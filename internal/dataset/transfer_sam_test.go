@@ -1,4 +1,4 @@
-package store_test
+package dataset_test
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain
 	var ids []domain.ID
 	var total int64
 	for page := int64(1); ; page++ {
-		got, tot, err := store.ListSAMActionLogs(context.Background(), st, entity, page, size)
+		got, tot, err := listSAMActionLogs(st, entity, page, size)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestImportSAMLogsPositions(t *testing.T) {
 		first := append(logs(l1, 0, 700), logs(l2, 5000, 300)...)
 		slices.Reverse(first[:350])
 		ds.SAMActionLogs = first
-		if _, err := st.Import(ctx, ds, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -107,7 +107,7 @@ func TestImportSAMLogsPositions(t *testing.T) {
 			more = append(more, domain.SAMActionLog{ID: samID(10000 + k), EntityID: l1, Action: "board_merchant",
 				ActionDate: samT0.Add(time.Duration(k*2) * time.Minute), SamID: int64(k)})
 		}
-		if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
 			t.Fatal(err)
 		}
 		all := append(slices.Clone(first[:700]), more...)
@@ -125,7 +125,7 @@ func TestImportSAMLogsDuplicate(t *testing.T) {
 		ds := samBase()
 		l1, l2 := ds.Leads[0].ID, ds.Leads[1].ID
 		ds.SAMActionLogs = logs(l1, 0, 10)
-		if _, err := st.Import(ctx, ds, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -136,7 +136,7 @@ func TestImportSAMLogsDuplicate(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				file := logs(c.entity, 20000, 600)
 				file[c.at].ID = samID(3) // stored under l1
-				_, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil)
+				_, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: file}, nil)
 				var de *dataset.Error
 				if !errors.As(err, &de) || de.Path != fmt.Sprintf("samActionLogs[%d].id", c.at) || !strings.Contains(de.Problem, "already in the database") {
 					t.Fatalf("error %v", err)
@@ -191,11 +191,11 @@ func TestImportSAMLogsAmongStoredOnes(t *testing.T) {
 				l1 := ds.Leads[0].ID
 				stored := logs(l1, 1000, 100)
 				ds.SAMActionLogs = stored
-				if _, err := st.Import(ctx, ds, nil); err != nil {
+				if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 					t.Fatal(err)
 				}
 				more := c.more(l1)
-				if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
+				if _, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: more}, nil); err != nil {
 					t.Fatal(err)
 				}
 				all := append(slices.Clone(stored), more...)
@@ -218,7 +218,7 @@ func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 		ds := samBase()
 		l1, l2 := ds.Leads[0].ID, ds.Leads[1].ID
 		ds.SAMActionLogs = logs(l1, 0, 300)
-		if _, err := st.Import(ctx, ds, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
 			t.Fatal(err)
 		}
 		before, _ := walk(t, st, l1, 50)
@@ -230,7 +230,7 @@ func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 		}
 		taken := 4321
 		file[taken].ID = samID(150) // stored under l1
-		_, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil)
+		_, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: file}, nil)
 		var de *dataset.Error
 		if !errors.As(err, &de) || de.Path != fmt.Sprintf("samActionLogs[%d].id", taken) || !strings.Contains(de.Problem, "already in the database") {
 			t.Fatalf("error %v", err)
@@ -243,7 +243,7 @@ func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 		}
 
 		file = slices.Delete(file, taken, taken+1)
-		if _, err := st.Import(ctx, &dataset.Dataset{SAMActionLogs: file}, nil); err != nil {
+		if _, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: file}, nil); err != nil {
 			t.Fatalf("the file without the taken id: %v", err)
 		}
 		all := append(logs(l1, 0, 300), file[:2000]...)
@@ -254,4 +254,25 @@ func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 			t.Fatalf("l2: %d logs, total %d", len(got), total)
 		}
 	})
+}
+
+// BenchmarkImportSAMLogs imports 100,000 logs into a fresh entity.
+func BenchmarkImportSAMLogs(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		st := testdb.Open(b, "sqlite")
+		ds := samBase()
+		ds.SAMActionLogs = logs(ds.Leads[0].ID, 0, 100_000)
+		b.StartTimer()
+		if _, err := dataset.Import(ctx, st, ds, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(100_000*b.N)/b.Elapsed().Seconds(), "logs/s")
+}
+
+// listSAMActionLogs is a page of the entity's logs as staff see them.
+func listSAMActionLogs(st *store.Store, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, error) {
+	logs, total, _, err := st.ListVisibleSAMActionLogs(context.Background(), domain.Scope{}, entity, page, size)
+	return logs, total, err
 }

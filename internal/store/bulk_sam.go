@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 )
 
@@ -21,91 +20,64 @@ import (
 // position) in that order: no renumbering pass runs. The ids go to sam_action_log_ids in id order:
 // an append as well, where inserting them in the file's order would be a random insert per log
 // (most of the import's time, before migration 0003).
-//
-// The transaction's goroutine only runs statements. The Go work (grouping the logs by entity,
-// ordering them, sorting the ids, building each batch's arguments) runs on the other core: the
-// plan while the records before the logs go in, the batches while the previous ones do.
 
-// samEntityTables are the tables a SAM action log may belong to.
-var samEntityTables = []string{"leads", "merchants", "deployment_orders", "line_items", "equipment"}
+// ErrSAMLogTaken says that a SAM action log's id was already taken, by a stored log or by another
+// log of the same import. Inside the import the ids of its logs are all stored already, so which
+// one it was is asked after the rollback (StoredSAMLogIDs).
+var ErrSAMLogTaken = errors.New("store: import: a SAM action log's id is taken")
 
-// errSAMTaken says that a SAM action log's id was already taken. Import names the log once the
-// transaction has rolled back (samTaken): inside it, the ids of the file are all stored already.
-var errSAMTaken = errors.New("store: import: a SAM action log's id is taken")
-
-// samPlan is what the import of a file's SAM logs needs that no database query tells.
+// samPlan is what the import of SAM logs needs that no database query tells.
 type samPlan struct {
-	entities []domain.ID // in the order of their first log in the file
-	first    []int       // the index of each entity's first log
+	entities []domain.ID // in the order of their first log
 	order    [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
 	ids      [][16]byte  // each log's id as its 16 bytes
-	badID    int         // the first log whose id is no uuid, or -1
-	// sorted delivers ids in byte order, for sam_action_log_ids, some time after the plan.
-	sorted <-chan [][16]byte
 }
 
-// planSAMLogs makes the plan of logs on a goroutine of its own. logs must not change meanwhile.
-func planSAMLogs(logs []domain.SAMActionLog) <-chan *samPlan {
-	// Buffered, as is sorted: when the import fails first, the goroutine finishes its work
-	// (seconds at most) and ends; it never waits for a receiver that is gone.
-	plans := make(chan *samPlan, 1)
-	go func() {
-		sorted := make(chan [][16]byte, 1)
-		p := &samPlan{ids: make([][16]byte, len(logs)), badID: -1, sorted: sorted}
-		byEntity := map[domain.ID]int{}
-		for i := range logs {
-			e := logs[i].EntityID
-			k, seen := byEntity[e]
-			if !seen {
-				k = len(p.entities)
-				byEntity[e] = k
-				p.entities, p.first, p.order = append(p.entities, e), append(p.first, i), append(p.order, nil)
-			}
-			p.order[k] = append(p.order[k], i)
-			var ok bool
-			if p.ids[i], ok = logs[i].ID.Bytes(); !ok && p.badID < 0 {
-				p.badID = i
-			}
+// planSAMLogs groups the logs by entity, orders each entity's logs, and reads each id's bytes.
+func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
+	p := &samPlan{ids: make([][16]byte, len(logs))}
+	byEntity := map[domain.ID]int{}
+	for i := range logs {
+		e := logs[i].EntityID
+		k, seen := byEntity[e]
+		if !seen {
+			k = len(p.entities)
+			byEntity[e] = k
+			p.entities, p.order = append(p.entities, e), append(p.order, nil)
 		}
-		for k := range p.order {
-			p.order[k] = oldestFirst(logs, p.ids, p.order[k])
+		p.order[k] = append(p.order[k], i)
+		var ok bool
+		if p.ids[i], ok = logs[i].ID.Bytes(); !ok {
+			return nil, fmt.Errorf("store: import: SAM action log %d: id %q is no uuid", i, logs[i].ID)
 		}
-		plans <- p
-		if p.badID >= 0 {
-			sorted <- nil // the import stops at the bad id
-			return
-		}
-		s := slices.Clone(p.ids)
-		slices.SortFunc(s, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-		sorted <- s
-	}()
-	return plans
+	}
+	for k := range p.order {
+		p.order[k] = oldestFirst(logs, p.ids, p.order[k])
+	}
+	return p, nil
 }
 
-// samActionLogs inserts the logs entity by entity, then their ids. An entity with no logs in the
+// AddSAMLogs inserts logs, entity by entity, then their ids. An entity with no logs in the
 // database yet, or whose new logs are all newer than its newest stored one, gets its final
 // positions, and its rows go in in that order. Otherwise its new rows go in at positions below
-// zero, out of the way of the stored ones, and the entity is renumbered whole at the end of the
-// import (renumberSAMLogs): its new logs interleave with stored ones.
-func (im *importer) samActionLogs() error {
-	logs := im.ds.SAMActionLogs
-	im.renumber = map[domain.ID]int{}
-	plan := <-im.samPlan
+// zero, out of the way of the stored ones, and the entity is renumbered whole before the import
+// commits (renumberSAMLogs): its new logs interleave with stored ones.
+//
+// Every log's id must be a uuid, and every entity must exist: the caller checks both, to name
+// the log at fault. A log whose id is taken (stored already, or given twice) fails the import with
+// ErrSAMLogTaken; StoredSAMLogIDs tells which, once the import has rolled back.
+func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	for k, e := range plan.entities {
-		if err := im.samEntity(at("samActionLogs", plan.first[k])+".entityId", e); err != nil {
-			return err
-		}
-	}
-	if plan.badID >= 0 {
-		return dataset.Errorf(at("samActionLogs", plan.badID)+".id", "not a uuid: %q", string(logs[plan.badID].ID))
+	plan, err := planSAMLogs(logs)
+	if err != nil {
+		return err
 	}
 	// base is the position of each entity's oldest new log: the others follow it.
 	base := make([]int64, len(plan.entities))
 	for k, e := range plan.entities {
-		newest, err := im.newestSAMLog(e)
+		newest, err := b.newestSAMLog(e)
 		if err != nil {
 			return err
 		}
@@ -117,32 +89,43 @@ func (im *importer) samActionLogs() error {
 			base[k] = newest.pos + 1
 		default:
 			base[k] = -int64(n)
-			im.renumber[e] = n
+			b.renumber[e] = n
 		}
 	}
 
 	// Positions are the import's own doing: one taken twice is a fault of ours, not of the file.
-	rows, err := im.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows,
+	rows, err := b.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows, len(logs),
 		errors.New("store: import SAM action logs: a position was given twice"))
 	if err != nil {
 		return err
 	}
 	defer rows.close()
-	stop := make(chan struct{})
-	defer close(stop)
-	for args := range samBatches(logs, plan, base, stop) {
-		if err := rows.run(args); err != nil {
-			return err
+	args := make([]any, 0, 6*samBatchRows)
+	for k, idx := range plan.order {
+		entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
+		for r, i := range idx {
+			l := &logs[i]
+			args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
+			if len(args) == cap(args) {
+				if err := rows.run(args); err != nil {
+					return err
+				}
+				args = args[:0]
+			}
 		}
 	}
+	if err := rows.run(args); err != nil {
+		return err
+	}
 
-	keys, err := im.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, errSAMTaken)
+	keys, err := b.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, len(logs), ErrSAMLogTaken)
 	if err != nil {
 		return err
 	}
 	defer keys.close()
-	sorted := <-plan.sorted
-	args := make([]any, 0, samIDBatchRows)
+	sorted := slices.Clone(plan.ids)
+	slices.SortFunc(sorted, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	args = make([]any, 0, samIDBatchRows)
 	for k := range sorted {
 		if args = append(args, sorted[k][:]); len(args) == cap(args) {
 			if err := keys.run(args); err != nil {
@@ -151,43 +134,7 @@ func (im *importer) samActionLogs() error {
 			args = args[:0]
 		}
 	}
-	if err := keys.run(args); err != nil {
-		return err
-	}
-	im.count += len(logs)
-	return nil
-}
-
-// samBatches builds the arguments of each insert of rows, in the plan's order, on a goroutine of
-// its own, until the last or until stop closes.
-func samBatches(logs []domain.SAMActionLog, plan *samPlan, base []int64, stop <-chan struct{}) <-chan []any {
-	batches := make(chan []any, 32)
-	go func() {
-		defer close(batches)
-		args := make([]any, 0, 6*samBatchRows)
-		for k, idx := range plan.order {
-			entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
-			for r, i := range idx {
-				l := &logs[i]
-				args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
-				if len(args) == cap(args) {
-					select {
-					case batches <- args:
-					case <-stop:
-						return
-					}
-					args = make([]any, 0, 6*samBatchRows)
-				}
-			}
-		}
-		if len(args) > 0 {
-			select {
-			case batches <- args:
-			case <-stop:
-			}
-		}
-	}()
-	return batches
+	return keys.run(args)
 }
 
 // oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
@@ -224,9 +171,9 @@ type storedSAMLog struct {
 }
 
 // newestSAMLog is the entity's newest stored log, or nil when it has none.
-func (im *importer) newestSAMLog(entity domain.ID) (*storedSAMLog, error) {
+func (b *Bulk) newestSAMLog(entity domain.ID) (*storedSAMLog, error) {
 	var l storedSAMLog
-	err := im.q.row(im.ctx, `SELECT pos, action_date, id FROM sam_action_logs WHERE entity_id = ? ORDER BY pos DESC LIMIT 1`, uuidArg(entity)).
+	err := b.q.row(b.ctx, `SELECT pos, action_date, id FROM sam_action_logs WHERE entity_id = ? ORDER BY pos DESC LIMIT 1`, uuidArg(entity)).
 		Scan(&l.pos, &l.date, &l.id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -253,7 +200,7 @@ const (
 // abort a PostgreSQL transaction); a skipped row fails the import with errSAMTaken. A full batch
 // runs as one prepared statement.
 type rowBatch struct {
-	im          *importer
+	b           *Bulk
 	into        string // table (columns)
 	width, rows int    // values per row, rows per full batch
 	full        *sql.Stmt
@@ -261,21 +208,22 @@ type rowBatch struct {
 	skipped error
 }
 
-func (im *importer) newRowBatch(into string, width, rows int, skipped error) (*rowBatch, error) {
-	b := &rowBatch{im: im, into: into, width: width, rows: rows, skipped: skipped}
-	if len(im.ds.SAMActionLogs) >= rows {
-		st, err := im.q.prepare(im.ctx, b.insertOf(rows))
+// newRowBatch prepares the full batch when total rows fill one at least.
+func (b *Bulk) newRowBatch(into string, width, rows, total int, skipped error) (*rowBatch, error) {
+	rb := &rowBatch{b: b, into: into, width: width, rows: rows, skipped: skipped}
+	if total >= rows {
+		st, err := b.q.prepare(b.ctx, rb.insertOf(rows))
 		if err != nil {
 			return nil, fmt.Errorf("store: import: prepare: %w", err)
 		}
-		b.full = st
+		rb.full = st
 	}
-	return b, nil
+	return rb, nil
 }
 
 // insertOf is an insert of n rows that skips a row whose key is taken.
 func (b *rowBatch) insertOf(n int) string {
-	head, tail := b.im.q.s.engine.InsertOrSkip()
+	head, tail := b.b.q.s.engine.InsertOrSkip()
 	row := "(" + strings.Repeat("?, ", b.width-1) + "?)"
 	var sb strings.Builder
 	sb.WriteString(head)
@@ -305,9 +253,9 @@ func (b *rowBatch) run(args []any) error {
 	var res sql.Result
 	var err error
 	if n == b.rows && b.full != nil {
-		res, err = b.full.ExecContext(b.im.ctx, args...)
+		res, err = b.full.ExecContext(b.b.ctx, args...)
 	} else {
-		res, err = b.im.q.exec(b.im.ctx, b.insertOf(n), args...)
+		res, err = b.b.q.exec(b.b.ctx, b.insertOf(n), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("store: import SAM action logs: %w", err)
@@ -322,33 +270,30 @@ func (b *rowBatch) run(args []any) error {
 	return nil
 }
 
-// samIDChunk is how many ids samTaken looks up per query.
+// samIDChunk is how many ids StoredSAMLogIDs looks up per query.
 const samIDChunk = 256
 
-// samTaken names the log whose id was taken, after the import has rolled back: the first log of
-// the file, in file order, whose id is stored already or repeats an earlier log's.
-func (s *Store) samTaken(ctx context.Context, logs []domain.SAMActionLog) error {
+// StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it. An id that is no
+// uuid is not stored.
+func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
 	query := `SELECT id FROM sam_action_log_ids WHERE id IN (?` + strings.Repeat(", ?", samIDChunk-1) + `)`
-	seen := make(map[[16]byte]bool, len(logs))
+	out := make([]bool, len(ids))
 	args := make([]any, samIDChunk)
-	for start := 0; start < len(logs); start += samIDChunk {
-		end := min(start+samIDChunk, len(logs))
+	for start := 0; start < len(ids); start += samIDChunk {
+		end := min(start+samIDChunk, len(ids))
 		for k := range args {
-			args[k] = uuidArg(logs[min(start+k, end-1)].ID) // the last chunk repeats its last id
+			args[k] = uuidArg(ids[min(start+k, end-1)]) // the last chunk repeats its last id
 		}
 		stored, err := s.storedSAMIDs(ctx, query, args)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i := start; i < end; i++ {
-			u, _ := logs[i].ID.Bytes()
-			if seen[u] || stored[u] {
-				return dataset.Errorf(at("samActionLogs", i)+".id", "duplicate id %s: already in the database", logs[i].ID)
-			}
-			seen[u] = true
+			u, ok := ids[i].Bytes()
+			out[i] = ok && stored[u]
 		}
 	}
-	return dataset.Errorf("samActionLogs", "conflicts with a record already in the database or the file")
+	return out, nil
 }
 
 func (s *Store) storedSAMIDs(ctx context.Context, query string, args []any) (map[[16]byte]bool, error) {
@@ -374,17 +319,28 @@ func (s *Store) storedSAMIDs(ctx context.Context, query string, args []any) (map
 	return stored, nil
 }
 
-func (im *importer) samEntity(path string, id domain.ID) error {
-	for _, table := range samEntityTables {
-		if im.inFile[table][id] {
-			return nil
-		}
-		ok, err := im.exists(table, id)
-		if err != nil || ok {
+// SAMActionLogs reads every SAM action log, entity by entity, newest first.
+func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
+	var logs []domain.SAMActionLog
+	err := sn.ReadAll("sam_action_logs", "id, entity_id, action, action_date, sam_id", "entity_id, pos DESC", func(r Scanner) error {
+		var l domain.SAMActionLog
+		var id, entity sql.RawBytes // read before the next row
+		var date int64
+		if err := r.Scan(&id, &entity, &l.Action, &date, &l.SamID); err != nil {
 			return err
 		}
-	}
-	return dataset.Errorf(path, "no lead, merchant, deployment order, line item or equipment with this id")
+		var err error
+		if l.ID, err = idOfUUID(id); err != nil {
+			return err
+		}
+		if l.EntityID, err = idOfUUID(entity); err != nil {
+			return err
+		}
+		l.ActionDate = fromMicros(date)
+		logs = append(logs, l)
+		return nil
+	})
+	return logs, err
 }
 
 // renumberSAMLogs gives every log of the entities an import added logs to (n of them each, at

@@ -1,0 +1,444 @@
+package dataset
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+)
+
+// kinds lists every kind of record the file holds, once, in the order of the file's keys: its
+// key, where its records are in a Dataset, the rules its records keep, its table with the row
+// mapping, and its references. The file's keys, its checks, the import's order, the reference and
+// duplicate checks and the export all come from here, so adding a kind is an entry here (with its
+// rules in check.go), its type (a field of Dataset) and its migrations.
+func kinds() []kind {
+	return []kind{
+		spec[domain.Partner]{
+			key: "partners", table: "partners", what: "partner",
+			records: func(ds *Dataset) *[]domain.Partner { return &ds.Partners },
+			id:      func(r *domain.Partner) *domain.ID { return &r.ID },
+			check:   (*checker).partner,
+			columns: "id, name",
+			args:    func(r *domain.Partner) []any { return []any{r.ID, r.Name} },
+			scan: func(sc store.Scanner) (r domain.Partner, err error) {
+				return r, sc.Scan(&r.ID, &r.Name)
+			},
+		}.kind(),
+		spec[domain.User]{
+			key: "users", table: "users", what: "user",
+			records: func(ds *Dataset) *[]domain.User { return &ds.Users },
+			id:      func(r *domain.User) *domain.ID { return &r.ID },
+			check:   (*checker).user,
+			refs:    []ref[domain.User]{{"partnerId", func(r *domain.User) *domain.ID { return r.PartnerID }, []string{"partners"}}},
+			columns: "id, partner_id, email, permissions",
+			args: func(r *domain.User) []any {
+				return []any{r.ID, store.NullID(r.PartnerID), r.Email, domain.FormatPermissions(r.Permissions)}
+			},
+			scan: func(sc store.Scanner) (r domain.User, err error) {
+				var partner sql.NullString
+				var perms string
+				err = sc.Scan(&r.ID, &partner, &r.Email, &perms)
+				r.PartnerID, r.Permissions = store.IDPtr(partner), domain.ParsePermissions(perms)
+				if r.Permissions == nil {
+					r.Permissions = []domain.Permission{}
+				}
+				return r, err
+			},
+		}.kind(),
+		// Credentials go in as hashes and never come out: no scan.
+		spec[domain.APIKey]{
+			key: "apiKeys", table: "api_keys", what: "API key",
+			records: func(ds *Dataset) *[]domain.APIKey { return &ds.APIKeys },
+			id:      func(r *domain.APIKey) *domain.ID { return &r.ID },
+			check:   (*checker).apiKey,
+			refs:    []ref[domain.APIKey]{{"userId", func(r *domain.APIKey) *domain.ID { return &r.UserID }, []string{"users"}}},
+			columns: "id, user_id, key_hash, expires_at",
+			args: func(r *domain.APIKey) []any {
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), store.NullMicros(r.ExpiresAt)}
+			},
+		}.kind(),
+		spec[domain.Session]{
+			key: "sessions", table: "sessions", what: "session",
+			records: func(ds *Dataset) *[]domain.Session { return &ds.Sessions },
+			id:      func(r *domain.Session) *domain.ID { return &r.ID },
+			check:   (*checker).session,
+			refs:    []ref[domain.Session]{{"userId", func(r *domain.Session) *domain.ID { return &r.UserID }, []string{"users"}}},
+			columns: "id, user_id, token_hash, expires_at",
+			args: func(r *domain.Session) []any {
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), store.Micros(r.ExpiresAt)}
+			},
+		}.kind(),
+		spec[domain.CardPlan]{
+			key: "cardPlans", table: "card_plans", what: "card plan",
+			records: func(ds *Dataset) *[]domain.CardPlan { return &ds.CardPlans },
+			id:      func(r *domain.CardPlan) *domain.ID { return &r.ID },
+			check:   (*checker).cardPlan,
+			columns: "id, code, display_name, sort_order",
+			args:    func(r *domain.CardPlan) []any { return []any{r.ID, r.Code, r.DisplayName, r.SortOrder} },
+			scan: func(sc store.Scanner) (r domain.CardPlan, err error) {
+				return r, sc.Scan(&r.ID, &r.Code, &r.DisplayName, &r.SortOrder)
+			},
+		}.kind(),
+		spec[domain.Lead]{
+			key: "leads", table: "leads", what: "lead",
+			records: func(ds *Dataset) *[]domain.Lead { return &ds.Leads },
+			id:      func(r *domain.Lead) *domain.ID { return &r.ID },
+			check:   (*checker).lead,
+			refs:    []ref[domain.Lead]{{"partnerId", func(r *domain.Lead) *domain.ID { return &r.PartnerID }, []string{"partners"}}},
+			// A stored acceptance's selected card plans are rows of lead_card_plans.
+			after:   importLeadCardPlans,
+			read:    exportLeads,
+			columns: leadColumns,
+			args:    leadArgs,
+		}.kind(),
+		spec[domain.Principal]{
+			key: "principals", table: "principals", what: "principal",
+			records: func(ds *Dataset) *[]domain.Principal { return &ds.Principals },
+			id:      func(r *domain.Principal) *domain.ID { return &r.ID },
+			check:   (*checker).principal,
+			refs:    []ref[domain.Principal]{{"leadId", func(r *domain.Principal) *domain.ID { return &r.LeadID }, []string{"leads"}}},
+			// The SSN is sealed on import and opened on export only with a ring.
+			columns: "id, lead_id, first_name, last_name, ssn_key_id, ssn_sealed",
+			row:     principalRow,
+			read:    exportPrincipals,
+		}.kind(),
+		spec[domain.Merchant]{
+			key: "merchants", table: "merchants", what: "merchant",
+			records: func(ds *Dataset) *[]domain.Merchant { return &ds.Merchants },
+			id:      func(r *domain.Merchant) *domain.ID { return &r.ID },
+			check:   (*checker).merchant,
+			refs: []ref[domain.Merchant]{
+				{"partnerId", func(r *domain.Merchant) *domain.ID { return &r.PartnerID }, []string{"partners"}},
+				{"leadId", func(r *domain.Merchant) *domain.ID { return r.LeadID }, []string{"leads"}},
+			},
+			columns: "id, partner_id, lead_id, name",
+			args: func(r *domain.Merchant) []any {
+				return []any{r.ID, r.PartnerID, store.NullID(r.LeadID), r.Name}
+			},
+			scan: func(sc store.Scanner) (r domain.Merchant, err error) {
+				var lead sql.NullString
+				err = sc.Scan(&r.ID, &r.PartnerID, &lead, &r.Name)
+				r.LeadID = store.IDPtr(lead)
+				return r, err
+			},
+		}.kind(),
+		spec[domain.MerchantDocument]{
+			key: "merchantDocuments", table: "merchant_documents", what: "merchant document",
+			records: func(ds *Dataset) *[]domain.MerchantDocument { return &ds.MerchantDocuments },
+			id:      func(r *domain.MerchantDocument) *domain.ID { return &r.ID },
+			check:   (*checker).merchantDocument,
+			refs: []ref[domain.MerchantDocument]{
+				{"merchantId", func(r *domain.MerchantDocument) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
+			},
+			columns: "id, merchant_id, file_name, content_type, content",
+			args: func(r *domain.MerchantDocument) []any {
+				content := r.ContentBase64
+				if content == nil {
+					content = []byte{}
+				}
+				return []any{r.ID, r.MerchantID, r.FileName, r.ContentType, content}
+			},
+			scan: func(sc store.Scanner) (r domain.MerchantDocument, err error) {
+				return r, sc.Scan(&r.ID, &r.MerchantID, &r.FileName, &r.ContentType, &r.ContentBase64)
+			},
+		}.kind(),
+		spec[domain.PricingModel]{
+			key: "pricingModels", table: "pricing_models", what: "pricing model",
+			records:  func(ds *Dataset) *[]domain.PricingModel { return &ds.PricingModels },
+			id:       func(r *domain.PricingModel) *domain.ID { return &r.ID },
+			checkAll: (*checker).pricingModels,
+			refs: []ref[domain.PricingModel]{
+				{"merchantId", func(r *domain.PricingModel) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
+			},
+			columns: "id, merchant_id, active, type, adjustment_percent",
+			row:     pricingModelRow,
+			scan: func(sc store.Scanner) (r domain.PricingModel, err error) {
+				var adj sql.NullString
+				err = sc.Scan(&r.ID, &r.MerchantID, &r.Active, &r.Type, &adj)
+				r.AdjustmentPercent = store.StrPtr(adj)
+				return r, err
+			},
+		}.kind(),
+		spec[domain.DeploymentModel]{
+			key: "deploymentModels", table: "deployment_models", what: "deployment model",
+			records: func(ds *Dataset) *[]domain.DeploymentModel { return &ds.DeploymentModels },
+			id:      func(r *domain.DeploymentModel) *domain.ID { return &r.ID },
+			check:   (*checker).deploymentModel,
+			columns: "id, name, equipment_type, workflow",
+			args: func(r *domain.DeploymentModel) []any {
+				return []any{r.ID, r.Name, r.EquipmentType, r.Workflow}
+			},
+			scan: func(sc store.Scanner) (r domain.DeploymentModel, err error) {
+				return r, sc.Scan(&r.ID, &r.Name, &r.EquipmentType, &r.Workflow)
+			},
+		}.kind(),
+		spec[domain.DeploymentOrder]{
+			key: "deploymentOrders", table: "deployment_orders", what: "deployment order",
+			records: func(ds *Dataset) *[]domain.DeploymentOrder { return &ds.DeploymentOrders },
+			id:      func(r *domain.DeploymentOrder) *domain.ID { return &r.ID },
+			check:   (*checker).deploymentOrder,
+			refs: []ref[domain.DeploymentOrder]{
+				{"merchantId", func(r *domain.DeploymentOrder) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
+			},
+			columns: "id, merchant_id",
+			args:    func(r *domain.DeploymentOrder) []any { return []any{r.ID, r.MerchantID} },
+			scan: func(sc store.Scanner) (r domain.DeploymentOrder, err error) {
+				return r, sc.Scan(&r.ID, &r.MerchantID)
+			},
+		}.kind(),
+		spec[domain.InventoryUnit]{
+			key: "inventoryUnits", table: "inventory_units", what: "inventory unit",
+			records: func(ds *Dataset) *[]domain.InventoryUnit { return &ds.InventoryUnits },
+			id:      func(r *domain.InventoryUnit) *domain.ID { return &r.ID },
+			check:   (*checker).inventoryUnit,
+			refs: []ref[domain.InventoryUnit]{
+				{"deploymentModelId", func(r *domain.InventoryUnit) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
+			},
+			columns: store.InventoryUnitColumns,
+			args:    store.InventoryUnitArgs,
+			scan:    store.ScanInventoryUnit,
+		}.kind(),
+		spec[domain.Equipment]{
+			key: "equipment", table: "equipment", what: "equipment",
+			records: func(ds *Dataset) *[]domain.Equipment { return &ds.Equipment },
+			id:      func(r *domain.Equipment) *domain.ID { return &r.ID },
+			check:   (*checker).equipment,
+			refs: []ref[domain.Equipment]{
+				{"deploymentModelId", func(r *domain.Equipment) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
+				{"inventoryUnitId", func(r *domain.Equipment) *domain.ID { return r.InventoryUnitID }, []string{"inventoryUnits"}},
+				{"varsheetId", func(r *domain.Equipment) *domain.ID { return r.VarsheetID }, []string{"varsheets"}},
+			},
+			columns: store.EquipmentColumns,
+			args:    store.EquipmentArgs,
+			scan:    store.ScanEquipment,
+		}.kind(),
+		spec[domain.Varsheet]{
+			key: "varsheets", table: "varsheets", what: "VAR sheet",
+			records: func(ds *Dataset) *[]domain.Varsheet { return &ds.Varsheets },
+			id:      func(r *domain.Varsheet) *domain.ID { return &r.ID },
+			check:   (*checker).varsheet,
+			columns: store.VarsheetColumns,
+			args:    store.VarsheetArgs,
+			scan:    store.ScanVarsheet,
+		}.kind(),
+		spec[domain.LineItem]{
+			key: "lineItems", table: "line_items", what: "line item",
+			records: func(ds *Dataset) *[]domain.LineItem { return &ds.LineItems },
+			id:      func(r *domain.LineItem) *domain.ID { return &r.ID },
+			check:   (*checker).lineItem,
+			refs: []ref[domain.LineItem]{
+				{"orderId", func(r *domain.LineItem) *domain.ID { return &r.OrderID }, []string{"deploymentOrders"}},
+				{"deploymentModelId", func(r *domain.LineItem) *domain.ID { return &r.DeploymentModelID }, []string{"deploymentModels"}},
+				{"inventoryUnitId", func(r *domain.LineItem) *domain.ID { return r.InventoryUnitID }, []string{"inventoryUnits"}},
+				{"equipmentId", func(r *domain.LineItem) *domain.ID { return r.EquipmentID }, []string{"equipment"}},
+				{"varsheetId", func(r *domain.LineItem) *domain.ID { return r.VarsheetID }, []string{"varsheets"}},
+			},
+			columns: store.LineItemColumns,
+			args:    store.LineItemArgs,
+			scan:    store.ScanLineItem,
+		}.kind(),
+		spec[Shipment]{
+			key: "shipments", table: "shipments", what: "shipment",
+			records: func(ds *Dataset) *[]Shipment { return &ds.Shipments },
+			id:      func(r *Shipment) *domain.ID { return &r.ID },
+			check:   (*checker).shipment,
+			refs:    []ref[Shipment]{{"lineItemId", func(r *Shipment) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
+			columns: store.ShipmentColumns + ", line_item_id",
+			args:    func(r *Shipment) []any { return append(store.ShipmentArgs(&r.Shipment), r.LineItemID) },
+			scan: func(sc store.Scanner) (r Shipment, err error) {
+				r.Shipment, err = store.ScanShipment(sc, &r.LineItemID)
+				return r, err
+			},
+		}.kind(),
+		spec[domain.FileBuild]{
+			key: "fileBuilds", table: "file_builds", what: "file build",
+			records: func(ds *Dataset) *[]domain.FileBuild { return &ds.FileBuilds },
+			id:      func(r *domain.FileBuild) *domain.ID { return &r.ID },
+			check:   (*checker).fileBuild,
+			refs:    []ref[domain.FileBuild]{{"lineItemId", func(r *domain.FileBuild) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
+			columns: "id, line_item_id, settings",
+			args:    func(r *domain.FileBuild) []any { return []any{r.ID, r.LineItemID, string(r.Settings)} },
+			scan: func(sc store.Scanner) (r domain.FileBuild, err error) {
+				var settings string
+				err = sc.Scan(&r.ID, &r.LineItemID, &settings)
+				r.Settings = json.RawMessage(settings)
+				return r, err
+			},
+		}.kind(),
+		// SAM action logs come by the million, are kept in positions and under 16-byte ids: the
+		// store moves them (Bulk.AddSAMLogs, Snapshot.SAMActionLogs).
+		spec[domain.SAMActionLog]{
+			key: "samActionLogs", table: "sam_action_logs", what: "SAM action log",
+			records:  func(ds *Dataset) *[]domain.SAMActionLog { return &ds.SAMActionLogs },
+			id:       func(r *domain.SAMActionLog) *domain.ID { return &r.ID },
+			checkAll: (*checker).samActionLogs,
+			refs: []ref[domain.SAMActionLog]{{"entityId", func(r *domain.SAMActionLog) *domain.ID { return &r.EntityID },
+				[]string{"leads", "merchants", "deploymentOrders", "lineItems", "equipment"}}},
+			decode: samLogSection,
+			write:  importSAMLogs,
+			read:   func(x *exporter) ([]domain.SAMActionLog, error) { return x.sn.SAMActionLogs() },
+		}.kind(),
+		spec[domain.MerchantNote]{
+			key: "merchantNotes", table: "merchant_notes", what: "merchant note",
+			records: func(ds *Dataset) *[]domain.MerchantNote { return &ds.MerchantNotes },
+			id:      func(r *domain.MerchantNote) *domain.ID { return &r.ID },
+			check:   (*checker).merchantNote,
+			refs: []ref[domain.MerchantNote]{
+				{"merchantId", func(r *domain.MerchantNote) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
+			},
+			columns: "id, merchant_id, body, created_at, created_by",
+			order:   "created_at, id",
+			args: func(r *domain.MerchantNote) []any {
+				return []any{r.ID, r.MerchantID, r.Body, store.Micros(r.CreatedAt), r.CreatedBy}
+			},
+			scan: func(sc store.Scanner) (r domain.MerchantNote, err error) {
+				var at int64
+				err = sc.Scan(&r.ID, &r.MerchantID, &r.Body, &at, &r.CreatedBy)
+				r.CreatedAt = store.FromMicros(at)
+				return r, err
+			},
+		}.kind(),
+		spec[domain.AuditEvent]{
+			key: "auditEvents", table: "audit_events", what: "audit event",
+			records: func(ds *Dataset) *[]domain.AuditEvent { return &ds.AuditEvents },
+			id:      func(r *domain.AuditEvent) *domain.ID { return &r.ID },
+			check:   (*checker).auditEvent,
+			columns: "id, at, actor_user_id, action, target_id, outcome, detail",
+			order:   "at, id",
+			args: func(r *domain.AuditEvent) []any {
+				return []any{r.ID, store.Micros(r.At), r.ActorUserID, r.Action, r.TargetID, r.Outcome, r.Detail}
+			},
+			scan: func(sc store.Scanner) (r domain.AuditEvent, err error) {
+				var at int64
+				err = sc.Scan(&r.ID, &at, &r.ActorUserID, &r.Action, &r.TargetID, &r.Outcome, &r.Detail)
+				r.At = store.FromMicros(at)
+				return r, err
+			},
+		}.kind(),
+	}
+}
+
+const leadColumns = "id, partner_id, business_name, mid_id, sa_configured, sa_ebt_fcs_number, sa_amex_program, sa_amex_esa_number, sa_ebt_benefit_mode"
+
+func leadArgs(r *domain.Lead) []any {
+	var configured sql.NullBool
+	var fcs, amex, esa, ebt *string
+	if sa := r.ServiceAcceptance; sa != nil {
+		configured = sql.NullBool{Bool: sa.Configured, Valid: true}
+		fcs, amex, esa, ebt = sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode
+	}
+	return []any{r.ID, r.PartnerID, r.BusinessName, store.NullID(r.MidID), configured,
+		store.NullString(fcs), store.NullString(amex), store.NullString(esa), store.NullString(ebt)}
+}
+
+// importLeadCardPlans stores each lead's selected card plans, once every lead is in.
+func importLeadCardPlans(im *importer, leads []domain.Lead) error {
+	ins, err := im.b.Inserter("lead_card_plans", "lead_id, card_plan_id")
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for i := range leads {
+		r := &leads[i]
+		if r.ServiceAcceptance == nil {
+			continue
+		}
+		for j, plan := range r.ServiceAcceptance.SelectedCardPlanIDs {
+			path := fmt.Sprintf("%s.serviceAcceptance.selectedCardPlanIds[%d]", at("leads", i), j)
+			if err := im.ref(path, []string{"cardPlans"}, plan); err != nil {
+				return err
+			}
+			if _, err := ins.Insert(r.ID, plan); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func exportLeads(x *exporter) ([]domain.Lead, error) {
+	selected := map[domain.ID][]domain.ID{}
+	err := x.sn.ReadAll("lead_card_plans", "lead_id, card_plan_id", "lead_id, card_plan_id", func(sc store.Scanner) error {
+		var lead, plan domain.ID
+		err := sc.Scan(&lead, &plan)
+		selected[lead] = append(selected[lead], plan)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return readTable(x, "leads", leadColumns, "id", func(sc store.Scanner) (l domain.Lead, err error) {
+		var mid, fcs, amex, esa, ebt sql.NullString
+		var configured sql.NullBool
+		err = sc.Scan(&l.ID, &l.PartnerID, &l.BusinessName, &mid, &configured, &fcs, &amex, &esa, &ebt)
+		l.MidID = store.IDPtr(mid)
+		if configured.Valid {
+			plans := selected[l.ID]
+			if plans == nil {
+				plans = []domain.ID{}
+			}
+			l.ServiceAcceptance = &domain.StoredAcceptance{Configured: configured.Bool, SelectedCardPlanIDs: plans,
+				EBTFcsNumber: store.StrPtr(fcs), AmexProgram: store.StrPtr(amex), AmexEsaNumber: store.StrPtr(esa),
+				EBTBenefitMode: store.StrPtr(ebt)}
+		}
+		return l, err
+	})
+}
+
+// principalRow seals the SSN by the SSN rule (secrets.SealSSN).
+func principalRow(im *importer, path string, r *domain.Principal) ([]any, error) {
+	var keyID sql.NullString
+	var sealed []byte
+	if r.SSN != nil {
+		if im.ring == nil {
+			return nil, Errorf(path+".ssn", "importing an SSN needs the master key")
+		}
+		id, ct := secrets.SealSSN(im.ring, r.ID, *r.SSN)
+		keyID, sealed = sql.NullString{String: id, Valid: true}, ct
+	}
+	return []any{r.ID, r.LeadID, r.FirstName, r.LastName, keyID, sealed}, nil
+}
+
+// exportPrincipals opens SSNs only when a ring is given (the --include-secrets export).
+func exportPrincipals(x *exporter) ([]domain.Principal, error) {
+	return readTable(x, "principals", "id, lead_id, first_name, last_name, ssn_key_id, ssn_sealed", "id", func(sc store.Scanner) (p domain.Principal, err error) {
+		var keyID sql.NullString
+		var sealed []byte
+		if err = sc.Scan(&p.ID, &p.LeadID, &p.FirstName, &p.LastName, &keyID, &sealed); err != nil {
+			return p, err
+		}
+		if x.ring == nil || !keyID.Valid {
+			return p, nil
+		}
+		ssn, err := secrets.OpenSSN(x.ring, p.ID, keyID.String, sealed)
+		if err != nil {
+			return p, fmt.Errorf("principal %s: %w", p.ID, err)
+		}
+		plain := ssn.Reveal()
+		p.SSN = &plain
+		return p, nil
+	})
+}
+
+// pricingModelRow refuses a second active pricing model of a merchant that has one stored, and
+// keeps no adjustment for a standard model.
+func pricingModelRow(im *importer, path string, r *domain.PricingModel) ([]any, error) {
+	if r.Active {
+		active, err := im.b.HasActivePricingModel(r.MerchantID)
+		if err != nil {
+			return nil, err
+		}
+		if active {
+			return nil, Errorf(path+".active", "merchant %s already has an active pricing model", r.MerchantID)
+		}
+	}
+	adj := r.AdjustmentPercent
+	if r.Type == "standard" {
+		adj = nil
+	}
+	return []any{r.ID, r.MerchantID, r.Active, r.Type, store.NullString(adj)}, nil
+}

@@ -1,0 +1,411 @@
+package dataset
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
+	"backoffice/internal/store"
+)
+
+// kind is an entry of kinds with its record type erased: what the file's decoding, the import
+// and the export do with one key.
+type kind struct {
+	key, table, what string
+	// refs are the keys of the kinds its records reference: they are imported first.
+	refs    []string
+	section func(ds *Dataset) section
+	// check holds the records to the file's rules; ids lists their ids, for references from
+	// elsewhere in the file.
+	check func(c *checker, ds *Dataset)
+	ids   func(ds *Dataset) []domain.ID
+	write func(im *importer) error
+	read  func(x *exporter) error // nil: never exported
+}
+
+// spec is an entry of kinds: a key of the file and the records of type T under it. A kind that
+// needs more than one row per record says so with the hooks row, after, write and read.
+type spec[T any] struct {
+	key   string // the file's key
+	table string // the SQL table of its records
+	what  string // a record, as a reference error names it ("no <what> with this id")
+
+	records func(ds *Dataset) *[]T
+	id      func(r *T) *domain.ID
+	refs    []ref[T]
+
+	// check holds a record to the file's rules, once its own id has been checked (and made
+	// canonical) and found once in the key; checkAll, instead, checks the whole key, for rules
+	// across records.
+	check    func(c *checker, path string, r *T)
+	checkAll func(c *checker, records []T)
+
+	columns string           // of table, in the order of args and scan
+	order   string           // the export's ORDER BY; "id" when empty
+	args    func(r *T) []any // a record's row
+	scan    func(sc store.Scanner) (T, error)
+
+	// row, instead of args, makes a row that needs the import (to seal, or to look in the
+	// database); after runs once every record's row is in.
+	row   func(im *importer, path string, r *T) ([]any, error)
+	after func(im *importer, records []T) error
+	// write, instead of a row per record, adds the records once their references are checked.
+	write func(im *importer, records []T) error
+	// read, instead of reading table with scan, reads the records for the export.
+	read func(x *exporter) ([]T, error)
+	// decode, instead of the generic decoder, reads the key's array from the file.
+	decode func(dst *[]T) section
+}
+
+// ref is a field of a record that names a record of another kind (of one of several).
+type ref[T any] struct {
+	field string                // as the file names it
+	id    func(r *T) *domain.ID // nil when the record names none
+	to    []string              // the keys of the kinds it may name
+}
+
+func (s spec[T]) kind() kind {
+	k := kind{key: s.key, table: s.table, what: s.what}
+	for _, r := range s.refs {
+		k.refs = append(k.refs, r.to...)
+	}
+	k.section = func(ds *Dataset) section {
+		if s.decode != nil {
+			return s.decode(s.records(ds))
+		}
+		return sectionOf(s.records(ds))
+	}
+	k.check = func(c *checker, ds *Dataset) {
+		records := *s.records(ds)
+		if s.checkAll != nil {
+			s.checkAll(c, records)
+			return
+		}
+		for i := range records {
+			c.key(s.key, i, s.id(&records[i]))
+			if s.check != nil {
+				s.check(c, at(s.key, i), &records[i])
+			}
+		}
+	}
+	k.ids = func(ds *Dataset) []domain.ID {
+		records := *s.records(ds)
+		ids := make([]domain.ID, len(records))
+		for i := range records {
+			ids[i] = *s.id(&records[i])
+		}
+		return ids
+	}
+	k.write = func(im *importer) error { return s.importAll(im) }
+	if s.scan != nil || s.read != nil {
+		k.read = func(x *exporter) error {
+			records, err := s.readAll(x)
+			*s.records(x.ds) = records
+			return err
+		}
+	}
+	return k
+}
+
+// importAll checks each record's references and inserts its row; a row refused for its id names
+// the record as a duplicate.
+func (s spec[T]) importAll(im *importer) error {
+	records := *s.records(im.ds)
+	if len(records) == 0 {
+		return nil
+	}
+	last := make([]domain.ID, len(s.refs)) // the last id each reference found
+	refs := func(i int, r *T) error {
+		for k, ref := range s.refs {
+			id := ref.id(r)
+			if id == nil || *id == last[k] && *id != "" {
+				continue // records in a row often name the same one: the logs of one entity
+			}
+			if err := im.ref(at(s.key, i)+"."+ref.field, ref.to, *id); err != nil {
+				return err
+			}
+			last[k] = *id
+		}
+		return nil
+	}
+	if s.write != nil {
+		for i := range records {
+			if err := refs(i, &records[i]); err != nil {
+				return err
+			}
+		}
+		return s.write(im, records)
+	}
+	ins, err := im.b.Inserter(s.table, s.columns)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for i := range records {
+		r := &records[i]
+		if err := refs(i, r); err != nil {
+			return err
+		}
+		path := at(s.key, i)
+		args, err := s.rowOf(im, path, r)
+		if err != nil {
+			return err
+		}
+		added, err := ins.Insert(args...)
+		if err != nil {
+			return err
+		}
+		if !added {
+			return im.conflict(path, s.key, *s.id(r))
+		}
+		im.count++
+	}
+	if s.after != nil {
+		return s.after(im, records)
+	}
+	return nil
+}
+
+func (s spec[T]) rowOf(im *importer, path string, r *T) ([]any, error) {
+	if s.row != nil {
+		return s.row(im, path, r)
+	}
+	return s.args(r), nil
+}
+
+func (s spec[T]) readAll(x *exporter) ([]T, error) {
+	if s.read != nil {
+		return s.read(x)
+	}
+	return readTable(x, s.table, s.columns, cmp.Or(s.order, "id"), s.scan)
+}
+
+// readTable reads every row of table as a record.
+func readTable[T any](x *exporter, table, columns, orderBy string, scan func(store.Scanner) (T, error)) ([]T, error) {
+	var out []T
+	err := x.sn.ReadAll(table, columns, orderBy, func(sc store.Scanner) error {
+		r, err := scan(sc)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+func at(key string, i int) string { return fmt.Sprintf("%s[%d]", key, i) }
+
+// importOrder is kinds in an order in which every kind comes after the kinds it references: the
+// file's order, each kind moved only as far as it must.
+func importOrder(all []kind) []kind {
+	placed := map[string]bool{}
+	var out []kind
+	for len(out) < len(all) {
+		n := len(out)
+		for _, k := range all {
+			if placed[k.key] || !allPlaced(k.refs, placed) {
+				continue
+			}
+			placed[k.key] = true
+			out = append(out, k)
+			break
+		}
+		if len(out) == n {
+			panic("dataset: the kinds' references form a cycle") // the table is wrong, not the file
+		}
+	}
+	return out
+}
+
+func allPlaced(keys []string, placed map[string]bool) bool {
+	for _, key := range keys {
+		if !placed[key] {
+			return false
+		}
+	}
+	return true
+}
+
+// Import adds every record of ds to the store in one transaction: all of it, or nothing. A
+// reference may name a record of the file, anywhere in it, or one in the database; an id that is
+// in the database already is a duplicate. A problem with the file comes back as an *Error naming
+// the record and field. It returns how many records it added.
+func Import(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring) (int, error) {
+	all := kinds()
+	im := &importer{ds: ds, ring: ring, kinds: map[string]*kind{}, inFile: map[string]map[domain.ID]bool{},
+		known: map[string]map[domain.ID]bool{}}
+	for i := range all {
+		im.kinds[all[i].key] = &all[i]
+	}
+	for _, k := range all {
+		for _, key := range k.refs {
+			if im.inFile[key] == nil {
+				im.inFile[key] = idSet(im.kinds[key].ids(ds))
+			}
+		}
+	}
+	err := st.Load(ctx, func(b *store.Bulk) error {
+		im.b = b
+		for _, k := range importOrder(all) {
+			if err := k.write(im); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrSAMLogTaken) {
+		return 0, samLogTaken(ctx, st, ds.SAMActionLogs)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return im.count, nil
+}
+
+func idSet(ids []domain.ID) map[domain.ID]bool {
+	m := make(map[domain.ID]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+type importer struct {
+	b     *store.Bulk
+	ds    *Dataset
+	ring  *secrets.Ring
+	kinds map[string]*kind
+	// inFile holds the ids in the file of each kind that something references; known those
+	// found in the database.
+	inFile, known map[string]map[domain.ID]bool
+	count         int
+}
+
+// ref checks that id names a record of one of the kinds to, in the file or in the database.
+func (im *importer) ref(path string, to []string, id domain.ID) error {
+	for _, key := range to {
+		if im.inFile[key][id] {
+			return nil
+		}
+		ok, err := im.exists(key, id)
+		if err != nil || ok {
+			return err
+		}
+	}
+	whats := make([]string, len(to))
+	for i, key := range to {
+		whats[i] = im.kinds[key].what
+	}
+	return Errorf(path, "no %s with this id", orList(whats))
+}
+
+// orList joins "a", "b" and "c" as "a, b or c".
+func orList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+func (im *importer) exists(key string, id domain.ID) (bool, error) {
+	if im.known[key][id] {
+		return true, nil
+	}
+	ok, err := im.b.Exists(im.kinds[key].table, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	if im.known[key] == nil {
+		im.known[key] = map[domain.ID]bool{}
+	}
+	im.known[key][id] = true
+	return true, nil
+}
+
+// conflict names why a record's row was refused by a unique constraint.
+func (im *importer) conflict(path, key string, id domain.ID) error {
+	dup, err := im.exists(key, id)
+	if err != nil {
+		return err
+	}
+	if dup {
+		return Errorf(path+".id", "duplicate id %s: already in the database", id)
+	}
+	return Errorf(path, "conflicts with a record already in the database or the file")
+}
+
+// importSAMLogs hands the logs to the store once every id is known to be a uuid (the store keeps
+// them as 16 bytes).
+func importSAMLogs(im *importer, logs []domain.SAMActionLog) error {
+	for i := range logs {
+		if _, ok := logs[i].ID.Bytes(); !ok {
+			return Errorf(at("samActionLogs", i)+".id", "not a uuid: %q", string(logs[i].ID))
+		}
+	}
+	if err := im.b.AddSAMLogs(logs); err != nil {
+		return err
+	}
+	im.count += len(logs)
+	return nil
+}
+
+// samLogIDChunk is how many SAM log ids samLogTaken asks the store about at a time.
+const samLogIDChunk = 256
+
+// samLogTaken names the log whose id was taken, after the import has rolled back: the first log of
+// the file, in file order, whose id is stored already or repeats an earlier log's.
+func samLogTaken(ctx context.Context, st *store.Store, logs []domain.SAMActionLog) error {
+	seen := make(map[[16]byte]bool, len(logs))
+	ids := make([]domain.ID, 0, samLogIDChunk)
+	for start := 0; start < len(logs); start += samLogIDChunk {
+		end := min(start+samLogIDChunk, len(logs))
+		ids = ids[:0]
+		for i := start; i < end; i++ {
+			ids = append(ids, logs[i].ID)
+		}
+		stored, err := st.StoredSAMLogIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i := start; i < end; i++ {
+			u, _ := logs[i].ID.Bytes()
+			if seen[u] || stored[i-start] {
+				return Errorf(at("samActionLogs", i)+".id", "duplicate id %s: already in the database", logs[i].ID)
+			}
+			seen[u] = true
+		}
+	}
+	return Errorf("samActionLogs", "conflicts with a record already in the database or the file")
+}
+
+// Export reads the whole database as a dataset, including what the service produced (merchant
+// notes, audit events). Credentials are never exported. SSNs are left out unless ring is given,
+// in which case they are opened and exported in plaintext. It reads one consistent snapshot, and
+// serving goes on meanwhile.
+func Export(ctx context.Context, st *store.Store, ring *secrets.Ring) (*Dataset, error) {
+	x := &exporter{ds: &Dataset{}, ring: ring}
+	err := st.Dump(ctx, func(sn *store.Snapshot) error {
+		x.sn = sn
+		for _, k := range kinds() {
+			if k.read == nil {
+				continue
+			}
+			if err := k.read(x); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	return x.ds, nil
+}
+
+type exporter struct {
+	sn   *store.Snapshot
+	ds   *Dataset
+	ring *secrets.Ring
+}

@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"backoffice/internal/domain"
+)
+
+// Primitives for moving records in bulk (the dataset file's import and export). They know tables
+// and rows, never the file: which records go where, and what a problem is called in the file, is
+// the caller's. Table and column names come from the caller's own constants, never from input.
+
+// Bulk is an import's transaction.
+type Bulk struct {
+	ctx context.Context
+	q   querier
+	// renumber holds the entities whose SAM action logs need their positions recomputed before
+	// commit, each with how many logs this import adds to it (see AddSAMLogs).
+	renumber map[domain.ID]int
+}
+
+// Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It
+// holds the engine's import lock (two imports numbering one entity's SAM logs at once would give
+// positions twice) and runs under the engine's bulk-load settings.
+func (s *Store) Load(ctx context.Context, fn func(b *Bulk) error) error {
+	return s.tx(ctx, func(q querier) error {
+		end, err := s.engine.BeginImport(ctx, q.x.(*sql.Tx))
+		if err != nil {
+			return fmt.Errorf("store: import: %w", s.classify(err))
+		}
+		defer end()
+		b := &Bulk{ctx: ctx, q: q, renumber: map[domain.ID]int{}}
+		if err := fn(b); err != nil {
+			return err
+		}
+		return renumberSAMLogs(ctx, q, b.renumber)
+	})
+}
+
+// Exists reports whether table holds a row whose id is id.
+func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
+	var n int
+	if err := b.q.row(b.ctx, `SELECT count(*) FROM `+table+` WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: import: %w", err)
+	}
+	return n > 0, nil
+}
+
+// HasActivePricingModel reports whether the merchant has an active pricing model already.
+func (b *Bulk) HasActivePricingModel(merchant domain.ID) (bool, error) {
+	var n int
+	if err := b.q.row(b.ctx, `SELECT count(*) FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, merchant).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: import: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Inserter inserts rows into one table, skipping a row that a unique constraint refuses rather
+// than failing on it: a failed statement aborts a PostgreSQL transaction, and the query that tells
+// a duplicate id from another conflict could not run after it.
+type Inserter struct {
+	ctx   context.Context
+	stmt  *sql.Stmt
+	table string
+}
+
+// Inserter prepares the insert of rows of columns (a comma-separated list) into table.
+func (b *Bulk) Inserter(table, columns string) (*Inserter, error) {
+	n := strings.Count(columns, ",") + 1
+	query := `INSERT INTO ` + table + ` (` + columns + `) VALUES (?` + strings.Repeat(", ?", n-1) + `) ON CONFLICT DO NOTHING`
+	stmt, err := b.q.prepare(b.ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("store: import: prepare %s: %w", table, err)
+	}
+	return &Inserter{ctx: b.ctx, stmt: stmt, table: table}, nil
+}
+
+// Insert inserts one row, its values in the columns' order, and reports whether it went in.
+func (in *Inserter) Insert(args ...any) (bool, error) {
+	res, err := in.stmt.ExecContext(in.ctx, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: import %s: %w", in.table, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: import %s: %w", in.table, err)
+	}
+	return n > 0, nil
+}
+
+// Close releases the prepared insert.
+func (in *Inserter) Close() { in.stmt.Close() }
+
+// Snapshot is a read-only view of the whole database at one moment (an export).
+type Snapshot struct {
+	ctx context.Context
+	q   querier
+}
+
+// Dump runs fn on one consistent snapshot of the database, without blocking writers.
+func (s *Store) Dump(ctx context.Context, fn func(sn *Snapshot) error) error {
+	return s.snapshot(ctx, func(q querier) error { return fn(&Snapshot{ctx: ctx, q: q}) })
+}
+
+// Scanner reads one row's columns.
+type Scanner interface{ Scan(dest ...any) error }
+
+// ReadAll reads every row of table, columns (a comma-separated list) ordered by orderBy, handing
+// each row to scan.
+func (sn *Snapshot) ReadAll(table, columns, orderBy string, scan func(Scanner) error) error {
+	rows, err := sn.q.query(sn.ctx, `SELECT `+columns+` FROM `+table+` ORDER BY `+orderBy)
+	if err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	return nil
+}
+
+// IsEmpty reports whether the database holds no partners, the root of every other record.
+func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
+	var n int
+	if err := s.q().row(ctx, `SELECT count(*) FROM partners`).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: %w", err)
+	}
+	return n == 0, nil
+}
+
+// Row mapping: how the store keeps values in columns, for callers that map rows of their own.
+
+// Micros is a time as stored: microseconds since the epoch, UTC.
+func Micros(t time.Time) int64 { return micros(t) }
+
+// FromMicros is the time a stored value of Micros names.
+func FromMicros(us int64) time.Time { return fromMicros(us) }
+
+// NullMicros and TimePtr map a nullable time.
+func NullMicros(t *time.Time) sql.NullInt64 { return nullMicros(t) }
+func TimePtr(n sql.NullInt64) *time.Time    { return timePtr(n) }
+
+// NullID and IDPtr map a nullable id.
+func NullID(id *domain.ID) sql.NullString { return nullID(id) }
+func IDPtr(n sql.NullString) *domain.ID   { return idPtr(n) }
+
+// NullString and StrPtr map a nullable string.
+func NullString(s *string) sql.NullString { return nullString(s) }
+func StrPtr(n sql.NullString) *string     { return strPtr(n) }
+
+// The columns and mapping of the records the store also reads itself (the push loader), shared so
+// that the two cannot disagree.
+const (
+	InventoryUnitColumns = inventoryUnitCols
+	EquipmentColumns     = equipmentCols
+	VarsheetColumns      = varsheetCols
+	LineItemColumns      = lineItemCols
+	ShipmentColumns      = shipmentCols
+)
+
+func ScanInventoryUnit(s Scanner) (domain.InventoryUnit, error) { return scanInventoryUnit(s) }
+func ScanEquipment(s Scanner) (domain.Equipment, error)         { return scanEquipment(s) }
+func ScanVarsheet(s Scanner) (domain.Varsheet, error)           { return scanVarsheet(s) }
+func ScanLineItem(s Scanner) (domain.LineItem, error)           { return scanLineItem(s) }
+
+// ScanShipment scans a shipment's columns and then extra, columns the query added after them.
+func ScanShipment(s Scanner, extra ...any) (domain.Shipment, error) { return scanShipment(s, extra...) }
+
+// InventoryUnitArgs and the others are a record's values in the order of its columns.
+func InventoryUnitArgs(u *domain.InventoryUnit) []any {
+	return []any{u.ID, u.DeploymentModelID, u.SerialNumber, u.Condition, u.Status,
+		micros(u.ReceivedDate), micros(u.CreatedAt), u.CreatedBy, micros(u.UpdatedAt), u.UpdatedBy}
+}
+
+func EquipmentArgs(e *domain.Equipment) []any {
+	return []any{e.ID, e.EntityID, e.EntityType, e.DeploymentModelID, nullID(e.InventoryUnitID),
+		nullString(e.VendorTerminalID), nullID(e.VarsheetID), e.Status, nullMicros(e.DeployedDate),
+		micros(e.CreatedAt), e.CreatedBy, micros(e.UpdatedAt), e.UpdatedBy}
+}
+
+func VarsheetArgs(v *domain.Varsheet) []any { return varsheetArgs(v) }
+
+func LineItemArgs(li *domain.LineItem) []any {
+	return []any{li.ID, li.OrderID, li.OrderType, li.DeploymentModelID, connectionTypeArg(li.ConnectionType),
+		li.Status, nullID(li.InventoryUnitID), nullID(li.EquipmentID), nullID(li.VarsheetID),
+		micros(li.CreatedAt), li.CreatedBy, micros(li.UpdatedAt), li.UpdatedBy}
+}
+
+func ShipmentArgs(sh *domain.Shipment) []any {
+	return []any{sh.ID, sh.Status, nullString(sh.CarrierCode), nullString(sh.TrackingNumber), nullMicros(sh.ShippedDate)}
+}
