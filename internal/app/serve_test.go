@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/dataset"
 	"backoffice/internal/store"
 )
 
@@ -144,7 +145,7 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	if got := <-status; got != http.StatusOK {
 		t.Errorf("push caller: status %d, want 200", got)
 	}
-	ds, err := st.Export(ctx, nil)
+	ds, err := dataset.Export(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
