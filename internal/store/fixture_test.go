@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"backoffice/internal/dataset"
@@ -143,32 +142,6 @@ func fixture() *dataset.Dataset {
 
 func samLog(n int, entity domain.ID, at time.Time) domain.SAMActionLog {
 	return domain.SAMActionLog{ID: id(n), EntityID: entity, Action: "update_mid", ActionDate: at, SamID: int64(n)}
-}
-
-// asExported is what an export of ds alone gives back: no credentials, SSNs only with a ring,
-// SAM logs by entity and list order, notes and audit events by time then id.
-func asExported(ds *dataset.Dataset, withSSNs bool) *dataset.Dataset {
-	out := *ds
-	out.APIKeys, out.Sessions = nil, nil
-	out.Principals = slices.Clone(ds.Principals)
-	if !withSSNs {
-		for i := range out.Principals {
-			out.Principals[i].SSN = nil
-		}
-	}
-	out.SAMActionLogs = slices.Clone(ds.SAMActionLogs)
-	slices.SortFunc(out.SAMActionLogs, func(a, b domain.SAMActionLog) int {
-		return cmp.Or(cmp.Compare(a.EntityID, b.EntityID), listOrder(a, b))
-	})
-	out.MerchantNotes = slices.Clone(ds.MerchantNotes)
-	slices.SortFunc(out.MerchantNotes, func(a, b domain.MerchantNote) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	out.AuditEvents = slices.Clone(ds.AuditEvents)
-	slices.SortFunc(out.AuditEvents, func(a, b domain.AuditEvent) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID))
-	})
-	return &out
 }
 
 // listOrder is the contract's order of SAM action logs: actionDate descending, then id

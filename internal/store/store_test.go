@@ -41,16 +41,6 @@ func mustExport(t *testing.T, st *store.Store, ring *secrets.Ring) *dataset.Data
 	return ds
 }
 
-// datasetError returns the *dataset.Error that err must be.
-func datasetError(t *testing.T, err error) *dataset.Error {
-	t.Helper()
-	var de *dataset.Error
-	if !errors.As(err, &de) {
-		t.Fatalf("error = %v, want a *dataset.Error naming the record", err)
-	}
-	return de
-}
-
 func TestMigrationsAreIdempotent(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		for range 2 {
