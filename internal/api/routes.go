@@ -27,6 +27,7 @@ type Store interface {
 	DecryptStore
 	DocumentStore
 	PushKeyStore
+	AuditStore
 }
 
 // Deps are the handlers' dependencies.
@@ -96,6 +97,7 @@ func New(d Deps) http.Handler {
 	mux.Handle("GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
 	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
+	mux.Handle("GET /v1/audit-events", authenticated(a, g, handleListAuditEvents(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("GET /readyz", handleReadyz(d.Health))

@@ -21,6 +21,7 @@ func TestLostDatabaseIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	st.SetChainSigner(testdb.Ring(t))
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}

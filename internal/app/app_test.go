@@ -290,6 +290,15 @@ func TestDeletedDocumentLeavesNoBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, err := secrets.ParseMasterKey(e.vars["BACKOFFICE_MASTER_KEY"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secrets.NewRing(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetChainSigner(ring)
 	event := domain.AuditEvent{At: time.Now(), ActorUserID: demoID(101), Action: "merchant_document.delete", TargetID: string(demoDocument)}
 	if err := st.DeleteMerchantDocument(context.Background(), domain.Scope{}, demoMerchant, demoDocument, event); err != nil {
 		t.Fatal(err)

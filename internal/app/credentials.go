@@ -69,6 +69,9 @@ func resolveActor(ctx context.Context, st *store.Store, flagValue string) (domai
 // openStoreAs opens the store for a command that writes audit events, and resolves its --actor
 // there; the store is closed again if the actor is refused.
 func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Store, domain.ID, error) {
+	if _, err := masterRing(cfg); err != nil {
+		return nil, "", fmt.Errorf("audit events are chained under the master key ring: %w", err)
+	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, "", err

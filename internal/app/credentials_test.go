@@ -31,6 +31,7 @@ func newCredentialEnv(t *testing.T) *credentialEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	st.SetChainSigner(testdb.Ring(t, "k1"))
 	srv, _ := serveAPI(t, st, testdb.Ring(t, "k1"))
 	probe := func(authorization string) int {
 		t.Helper()

@@ -64,6 +64,17 @@ var commandDocs = []commandDoc{
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
 		details: "Safe while serving and resumable: each batch is one transaction.",
 		example: "backoffice keys rewrap --demo --batch 1000\nBACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
+	{name: "audit", synopsis: "COMMAND [flags]", summary: "read and verify the audit trail",
+		example: "backoffice audit list --demo"},
+	{name: "audit list", synopsis: "[--actor-user-id ID] [--target-id ID] [--action A] [--outcome O] [--from T] [--to T] [--format table|json] [--limit N] [flags]",
+		summary: "list audit events, newest first",
+		details: "The filters of GET /v1/audit-events, with the same rules. --format json writes one event per line.",
+		example: "backoffice audit list --demo --action principal.decrypt --outcome granted --format json"},
+	{name: "audit verify", synopsis: "[--head HASH] [flags]", summary: "check the audit trail's hash chain",
+		details: "Exits 0 and prints the newest event's link when the chain is whole; exits 1 naming the first bad event\n" +
+			"when a row was altered, removed or inserted. --head, a link printed earlier, must still be in the chain:\n" +
+			"that catches a cut-off tail. Needs the master key ring. See docs/compliance.md.",
+		example: "backoffice audit verify --demo"},
 	{name: "help", synopsis: "[COMMAND]", summary: "print help about a command",
 		example: "backoffice help apikey create"},
 }

@@ -96,6 +96,8 @@ func dispatch(ctx context.Context, env Env, cfg Config, args []string) error {
 		return runSession(ctx, env, cfg, rest)
 	case "keys":
 		return runKeys(ctx, env, cfg, rest)
+	case "audit":
+		return runAudit(ctx, env, cfg, rest)
 	}
 	return usagef("unknown command %q", cmd)
 }
@@ -193,6 +195,7 @@ func openMigrated(ctx context.Context, cfg Config, opts ...store.Option) (*store
 		st.Close()
 		return nil, err
 	}
+	signAuditChain(st, cfg)
 	return st, nil
 }
 

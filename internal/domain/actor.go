@@ -14,13 +14,15 @@ const (
 	PermReadServiceAcceptance   Permission = "service_acceptance.read"
 	PermDecryptPrincipals       Permission = "principals.decrypt"
 	PermDeleteMerchantDocuments Permission = "merchant_documents.delete"
-	PermAll                     Permission = "*"
+	// PermReadAuditEvents reads the audit trail; only staff users (no partner) may use it.
+	PermReadAuditEvents Permission = "audit_events.read"
+	PermAll             Permission = "*"
 )
 
 // KnownPermissions lists every permission a dataset may grant.
 var KnownPermissions = []Permission{
 	PermPushDeviceParameters, PermReadSAMActionLogs, PermReadServiceAcceptance,
-	PermDecryptPrincipals, PermDeleteMerchantDocuments, PermAll,
+	PermDecryptPrincipals, PermDeleteMerchantDocuments, PermReadAuditEvents, PermAll,
 }
 
 // ParsePermissions reads the stored form: permissions separated by spaces.

@@ -230,6 +230,12 @@ type AuditEvent struct {
 	TargetID    string    `json:"targetId"`
 	Outcome     string    `json:"outcome"`
 	Detail      string    `json:"detail"`
+	// The chain (see docs/compliance.md), set by the store when the event is written: the event's
+	// sequence number, the id of the master key its link was made under, and the link in hex.
+	// Events written before the chain existed have a sequence number and no link.
+	Seq        int64  `json:"seq,omitempty"`
+	ChainKeyID string `json:"chainKeyId,omitempty"`
+	Hash       string `json:"hash,omitempty"`
 }
 
 // EquipmentView is equipment as the API shows it, with the fields derived from its deployment
@@ -265,4 +271,14 @@ type ServiceAcceptance struct {
 type CardPlanSelection struct {
 	CardPlan
 	Selected bool `json:"selected"`
+}
+
+// AuditFilter narrows a listing of audit events; zero fields match everything. From is
+// inclusive, To exclusive.
+type AuditFilter struct {
+	ActorUserID ID
+	TargetID    string
+	Action      string
+	Outcome     string
+	From, To    *time.Time
 }

@@ -30,6 +30,8 @@ type Ring struct {
 	active string
 	aeads  map[string]cipher.AEAD
 	order  []string
+	// chain holds each master key's audit chain key (see ChainMAC).
+	chain map[string][]byte
 }
 
 // Key is one entry of a ring.
@@ -43,7 +45,7 @@ func NewRing(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("secrets: a key ring needs at least one key")
 	}
-	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys))}
+	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string][]byte, len(keys))}
 	for _, k := range keys {
 		if len(k.Bytes) != KeySize {
 			return nil, fmt.Errorf("secrets: key %q is %d bytes, want %d", k.ID, len(k.Bytes), KeySize)
@@ -60,6 +62,9 @@ func NewRing(keys ...Key) (*Ring, error) {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		r.aeads[k.ID] = aead
+		if r.chain[k.ID], err = deriveChainKey(k.Bytes); err != nil {
+			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
+		}
 		r.order = append(r.order, k.ID)
 	}
 	return r, nil

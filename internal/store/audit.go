@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"math/bits"
 	"strings"
 	"sync"
 
@@ -74,8 +71,12 @@ func (w *auditWriter) run(s *Store) {
 			group = append(group[:0], r)
 		}
 		group = w.gather(group)
+		events := make([]domain.AuditEvent, len(group))
+		for i, r := range group {
+			events[i] = r.event
+		}
 		err := s.tx(context.Background(), func(q querier) error {
-			return s.insertAuditGroup(context.Background(), q, group)
+			return s.appendAudit(context.Background(), q, events)
 		})
 		for _, r := range group {
 			r.errc <- err
@@ -109,41 +110,6 @@ func (w *auditWriter) stop() {
 	})
 }
 
-// insertAuditGroup writes a group's events in the transaction q, as few multi-row INSERTs as
-// powers of two allow (a group of 11 is 8 + 2 + 1 rows): running a statement costs more than
-// the rows it carries. There is one text per power of two up to maxAuditGroup, each a cached
-// prepared statement: parsing and planning anew for every group was most of a group's cost.
-func (s *Store) insertAuditGroup(ctx context.Context, q querier, group []auditReq) error {
-	tx, ok := q.x.(*sql.Tx)
-	if !ok {
-		return errors.New("store: audit events written outside a transaction")
-	}
-	args := make([]any, 0, 7*len(group))
-	for len(group) > 0 {
-		n := 1 << (bits.Len(uint(len(group))) - 1)
-		st, err := s.stmts.get(ctx, s.sql(auditInsertRows[bits.Len(uint(n))-1]))
-		if err != nil {
-			return fmt.Errorf("store: audit event: %w", s.classify(err))
-		}
-		args = args[:0]
-		for _, r := range group[:n] {
-			e := r.event
-			if e.ID == "" {
-				e.ID = domain.NewTimeOrderedID(e.At)
-			}
-			args = append(args, auditArgs(e)...)
-		}
-		txst := tx.StmtContext(ctx, st)
-		_, err = txst.ExecContext(ctx, args...)
-		txst.Close()
-		if err != nil {
-			return fmt.Errorf("store: audit event: %w", s.classify(err))
-		}
-		group = group[n:]
-	}
-	return nil
-}
-
 // auditInsertRows[k] inserts 1<<k audit events.
 var auditInsertRows = func() []string {
 	var texts []string
@@ -152,3 +118,9 @@ var auditInsertRows = func() []string {
 	}
 	return texts
 }()
+
+const (
+	auditInsertHead = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash) VALUES `
+	auditInsertRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	auditColumns    = 10
+)

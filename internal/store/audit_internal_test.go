@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 )
 
 // A group of any size up to the limit is written whole, each event's fields in its own row,
 // whatever mix of multi-row statements carries it.
-func TestInsertAuditGroupSizes(t *testing.T) {
+func TestAppendAuditGroupSizes(t *testing.T) {
 	ctx := context.Background()
 	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/audit.db")
 	if err != nil {
@@ -21,15 +22,20 @@ func TestInsertAuditGroupSizes(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetChainSigner(ring)
 	at := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	written := 0
 	for _, n := range []int{1, 2, 3, 11, 64, 127, maxAuditGroup} {
-		group := make([]auditReq, n)
+		group := make([]domain.AuditEvent, n)
 		for i := range group {
-			group[i].event = domain.AuditEvent{At: at.Add(time.Duration(written+i) * time.Second), ActorUserID: domain.SystemActorID,
+			group[i] = domain.AuditEvent{At: at.Add(time.Duration(written+i) * time.Second), ActorUserID: domain.SystemActorID,
 				Action: "principal.decrypt", TargetID: fmt.Sprint(written + i), Outcome: domain.OutcomeGranted, Detail: fmt.Sprint("d", written+i)}
 		}
-		if err := st.tx(ctx, func(q querier) error { return st.insertAuditGroup(ctx, q, group) }); err != nil {
+		if err := st.tx(ctx, func(q querier) error { return st.appendAudit(ctx, q, group) }); err != nil {
 			t.Fatalf("group of %d: %v", n, err)
 		}
 		written += n
@@ -58,5 +64,9 @@ func TestInsertAuditGroupSizes(t *testing.T) {
 	}
 	if len(seen) != written {
 		t.Fatalf("%d events stored, want %d", len(seen), written)
+	}
+	rep, err := st.VerifyAuditChain(ctx, ring, "")
+	if err != nil || rep.Break != nil || rep.Events != int64(written) {
+		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }

@@ -70,23 +70,8 @@ func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
 	return s.audits.record(ctx, s, e)
 }
 
-const (
-	auditInsertHead = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES `
-	auditInsertRow  = `(?, ?, ?, ?, ?, ?, ?)`
-	auditInsert     = auditInsertHead + auditInsertRow
-)
-
-func auditArgs(e domain.AuditEvent) []any {
-	return []any{e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail}
-}
-
+// insertAudit writes the event of a transaction that records its own (credentials, documents):
+// chained like every other, in that transaction.
 func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
-	if e.ID == "" {
-		e.ID = domain.NewTimeOrderedID(e.At)
-	}
-	_, err := q.exec(ctx, auditInsert, auditArgs(e)...)
-	if err != nil {
-		return fmt.Errorf("store: audit event: %w", err)
-	}
-	return nil
+	return q.s.appendAudit(ctx, q, []domain.AuditEvent{e})
 }

@@ -29,6 +29,8 @@ type Store struct {
 	// Engine.SingleWriter). Writers of other processes still meet the engine's busy timeout.
 	writes *sync.Mutex
 	audits auditWriter
+	// signer makes the audit chain's links (SetChainSigner).
+	signer ChainSigner
 	// background tracks writes that run after the request that caused them (last-use stamps);
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup

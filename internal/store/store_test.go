@@ -450,6 +450,7 @@ func TestLostDatabaseIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	st.SetChainSigner(testdb.Ring(t))
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,9 @@ func Open(t testing.TB, engine string) *store.Store {
 		t.Fatalf("open %s: %v", engine, err)
 	}
 	t.Cleanup(func() { st.Close() })
+	// Audit events are chained under the master key ring; the tests' stores use the default test
+	// ring's key, as a service started with testdb.Ring does.
+	st.SetChainSigner(Ring(t))
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate %s: %v", engine, err)
 	}

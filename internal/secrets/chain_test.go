@@ -1,0 +1,50 @@
+package secrets
+
+import (
+	"bytes"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"testing"
+)
+
+// The chain key is HKDF of the master key with the documented label, not the master key itself:
+// an outside verifier given the master key can recompute a link.
+func TestChainMACIsHMACUnderTheDerivedKey(t *testing.T) {
+	master := bytes.Repeat([]byte{7}, KeySize)
+	r, err := NewRing(Key{ID: "a", Bytes: master})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ChainMAC("a", []byte("message"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := hkdf.Key(sha256.New, master, nil, "backoffice audit chain v1", 32)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("message"))
+	if !bytes.Equal(got, m.Sum(nil)) {
+		t.Fatal("ChainMAC is not HMAC-SHA-256 under HKDF(master, \"backoffice audit chain v1\")")
+	}
+	plain := hmac.New(sha256.New, master)
+	plain.Write([]byte("message"))
+	if bytes.Equal(got, plain.Sum(nil)) {
+		t.Fatal("ChainMAC used the master key itself")
+	}
+}
+
+// Every key of the ring makes links (old links verify after a rotation); a key not in the ring
+// is an error, never a link under some other key.
+func TestChainMACByKeyID(t *testing.T) {
+	r := testRing(t, 1, 2)
+	ids := r.KeyIDs()
+	a, errA := r.ChainMAC(ids[0], []byte("m"))
+	b, errB := r.ChainMAC(ids[1], []byte("m"))
+	if errA != nil || errB != nil || bytes.Equal(a, b) {
+		t.Fatalf("links under two keys: %x %v, %x %v", a, errA, b, errB)
+	}
+	if _, err := r.ChainMAC("missing", []byte("m")); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}

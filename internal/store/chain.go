@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"backoffice/internal/domain"
+)
+
+// ChainSigner makes the audit chain's links: HMAC-SHA-256 under a key derived from the master
+// key keyID (*secrets.Ring is one). New links are made under ActiveKeyID; any key it holds checks
+// old ones.
+type ChainSigner interface {
+	ActiveKeyID() string
+	ChainMAC(keyID string, message []byte) ([]byte, error)
+}
+
+// ErrNoChainSigner means an audit event was to be written by a store given no ChainSigner: an
+// event without its link would break the chain, so none is written.
+var ErrNoChainSigner = errors.New("store: audit events are chained under the master key ring, and this store was given none (set BACKOFFICE_MASTER_KEY or BACKOFFICE_MASTER_KEYS)")
+
+// SetChainSigner gives the store the signer of the audit chain. Call it once, before the store
+// writes audit events (serve, and the commands that write events, do so when they open it).
+func (s *Store) SetChainSigner(sig ChainSigner) { s.signer = sig }
+
+const (
+	// chainHeadLock reads the head and locks it until the transaction ends: an UPDATE, because it
+	// locks on both engines (the row on PostgreSQL, where a second writer waits and then reads the
+	// first one's head; the write lock on SQLite, taken already by the immediate transaction).
+	chainHeadLock = `UPDATE audit_chain_head SET seq = seq WHERE id = 1 RETURNING seq, hash`
+	chainHeadSet  = `UPDATE audit_chain_head SET seq = ?, hash = ? WHERE id = 1`
+)
+
+// chainMessage is what an event's link authenticates: the previous link and every stored field
+// of the event, each length-prefixed (numbers as fixed 8 bytes), after a version label, so that no
+// two different events or chains encode alike. The message format is documented in
+// docs/compliance.md for verifiers outside this code.
+func chainMessage(prev []byte, e domain.AuditEvent) []byte {
+	b := make([]byte, 0, 256+len(e.Detail))
+	b = appendField(b, []byte("backoffice audit event v1"))
+	b = appendField(b, prev)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
+	for _, f := range []string{e.ChainKeyID, string(e.ID)} {
+		b = appendField(b, []byte(f))
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(micros(e.At)))
+	for _, f := range []string{string(e.ActorUserID), e.Action, e.TargetID, e.Outcome, e.Detail} {
+		b = appendField(b, []byte(f))
+	}
+	return b
+}
+
+func appendField(b, f []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+	return append(b, f...)
+}
+
+// link computes e's link after prev under e.ChainKeyID.
+func link(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
+	return sig.ChainMAC(e.ChainKeyID, chainMessage(prev, e))
+}
+
+// appendAudit writes events at the end of the chain in the transaction q: it locks the head,
+// numbers and links each event after it, inserts them, and moves the head. It is the only way an
+// audit event is written (the group writer, and every transaction that records its own event),
+// so that every event is chained.
+func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.AuditEvent) error {
+	if s.signer == nil {
+		return ErrNoChainSigner
+	}
+	tx, ok := q.x.(*sql.Tx)
+	if !ok {
+		return errors.New("store: audit events written outside a transaction")
+	}
+	head, err := s.txStmt(ctx, tx, chainHeadLock)
+	if err != nil {
+		return fmt.Errorf("store: audit chain head: %w", err)
+	}
+	var seq int64
+	var prev []byte
+	err = head.QueryRowContext(ctx).Scan(&seq, &prev)
+	head.Close()
+	if err != nil {
+		return fmt.Errorf("store: audit chain head: %w", s.classify(noRows(err)))
+	}
+	keyID := s.signer.ActiveKeyID()
+	args := make([]any, 0, auditColumns*len(events))
+	for _, e := range events {
+		if e.ID == "" {
+			e.ID = domain.NewTimeOrderedID(e.At)
+		}
+		seq++
+		e.Seq, e.ChainKeyID = seq, keyID
+		h, err := link(s.signer, prev, e)
+		if err != nil {
+			return fmt.Errorf("store: audit chain link: %w", err)
+		}
+		prev = h
+		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, h)
+	}
+	if err := s.insertAuditRows(ctx, tx, args); err != nil {
+		return err
+	}
+	set, err := s.txStmt(ctx, tx, chainHeadSet)
+	if err != nil {
+		return fmt.Errorf("store: audit chain head: %w", err)
+	}
+	defer set.Close()
+	if _, err := set.ExecContext(ctx, seq, prev); err != nil {
+		return fmt.Errorf("store: audit chain head: %w", s.classify(err))
+	}
+	return nil
+}
+
+// insertAuditRows inserts events' rows (auditColumns values each) in as few multi-row INSERTs as
+// powers of two allow (11 rows are 8 + 2 + 1): running a statement costs more than the rows it
+// carries. There is one text per power of two up to maxAuditGroup, each a cached prepared
+// statement: parsing and planning anew for every group was most of a group's cost.
+func (s *Store) insertAuditRows(ctx context.Context, tx *sql.Tx, args []any) error {
+	for len(args) > 0 {
+		rows := len(args) / auditColumns
+		n := 1 << (bits.Len(uint(min(rows, maxAuditGroup))) - 1)
+		st, err := s.txStmt(ctx, tx, auditInsertRows[bits.Len(uint(n))-1])
+		if err != nil {
+			return fmt.Errorf("store: audit event: %w", err)
+		}
+		_, err = st.ExecContext(ctx, args[:n*auditColumns]...)
+		st.Close()
+		if err != nil {
+			return fmt.Errorf("store: audit event: %w", s.classify(err))
+		}
+		args = args[n*auditColumns:]
+	}
+	return nil
+}
+
+// txStmt is the cached prepared statement of text, bound to tx.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, text string) (*sql.Stmt, error) {
+	st, err := s.stmts.get(ctx, s.sql(text))
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+// hexHash is a stored link as the API and the dataset show it ("" for an unchained event).
+func hexHash(h []byte) string {
+	if h == nil {
+		return ""
+	}
+	return hex.EncodeToString(h)
+}

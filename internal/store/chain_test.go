@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+// auditEvents records n events one after another (each its own group), the i-th at second i.
+func auditEvents(t *testing.T, st *store.Store, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow.Add(time.Duration(i) * time.Second), ActorUserID: staffUser,
+			Action: "principal.decrypt", TargetID: principalA.String(), Outcome: domain.OutcomeGranted, Detail: fmt.Sprint("field ssn ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// verify walks the chain with the default test ring.
+func verify(t *testing.T, st *store.Store, head string) store.ChainReport {
+	t.Helper()
+	rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func wantIntact(t *testing.T, rep store.ChainReport, events int64) {
+	t.Helper()
+	if rep.Break != nil || rep.Events != events || rep.Head.Seq != events || (events > 0 && len(rep.Head.Hash) != 64) {
+		t.Fatalf("want an intact chain of %d events: %+v %v", events, rep, rep.Break)
+	}
+}
+
+func wantBreak(t *testing.T, rep store.ChainReport, seq int64, reason string) {
+	t.Helper()
+	if rep.Break == nil {
+		t.Fatalf("tampering not caught: %+v", rep)
+	}
+	if rep.Break.Seq != seq || !strings.Contains(rep.Break.Error(), reason) {
+		t.Fatalf("break %q, want at seq %d saying %q", rep.Break.Error(), seq, reason)
+	}
+}
+
+// sqlExec changes the database behind the store's back, as someone with database access would.
+func sqlExec(t *testing.T, st *store.Store, query string) {
+	t.Helper()
+	if _, err := st.DB().ExecContext(ctx, query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// blob is a byte-string literal in the engine's SQL.
+func blob(st *store.Store, hexText string) string {
+	if st.Engine() == "postgres" {
+		return `'\x` + hexText + `'::bytea`
+	}
+	return `X'` + hexText + `'`
+}
+
+func TestAuditChainIntact(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		wantIntact(t, verify(t, st, ""), 0)
+		auditEvents(t, st, 0, 5)
+		rep := verify(t, st, "")
+		wantIntact(t, rep, 5)
+		if rep.Legacy != 0 || rep.Head.TargetID != principalA.String() || rep.Head.Detail != "field ssn 4" {
+			t.Fatalf("head %+v, legacy %d", rep.Head, rep.Legacy)
+		}
+		// The head recorded now is still in the chain after it grows.
+		auditEvents(t, st, 5, 2)
+		wantIntact(t, verify(t, st, rep.Head.Hash), 7)
+	})
+}
+
+func TestAuditChainCatchesAlteredRow(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 5)
+		for _, change := range []string{
+			`detail = 'field none'`,
+			`actor_user_id = '` + userA.String() + `'`,
+			`outcome = 'denied'`,
+			`at = at + 1`,
+			`chain_key_id = 'kother'`,
+		} {
+			t.Run(change, func(t *testing.T) {
+				sqlExec(t, st, `UPDATE audit_events SET `+change+` WHERE seq = 3`)
+				wantBreak(t, verify(t, st, ""), 3, "")
+			})
+		}
+	})
+}
+
+func TestAuditChainCatchesRemovedRow(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 5)
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 3`)
+		wantBreak(t, verify(t, st, ""), 3, "removed")
+		// Closing the gap by renumbering does not help: the next link no longer follows.
+		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 1 WHERE seq > 3`)
+		wantBreak(t, verify(t, st, ""), 3, "does not match")
+	})
+}
+
+func TestAuditChainCatchesInsertedRow(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 3)
+		good := verify(t, st, "")
+		fake := strings.Repeat("ab", 32)
+		insert := func(id domain.ID, seq int, keyID, hash string) {
+			sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash)
+				VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', '', %d, %s, %s)`, id, staffUser, seq, keyID, hash))
+		}
+		// At the end, with a made-up link and the head moved to it.
+		insert(id(9001), 4, "'"+testdb.DefaultKeyID+"'", blob(st, fake))
+		sqlExec(t, st, `UPDATE audit_chain_head SET seq = 4, hash = `+blob(st, fake))
+		wantBreak(t, verify(t, st, ""), 4, "does not match")
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 4`)
+		sqlExec(t, st, `UPDATE audit_chain_head SET seq = 3, hash = `+blob(st, good.Head.Hash))
+		wantIntact(t, verify(t, st, ""), 3)
+		// In the middle, the later events moved up to make room.
+		sqlExec(t, st, `UPDATE audit_events SET seq = seq + 10 WHERE seq >= 2`)
+		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 9 WHERE seq >= 12`)
+		insert(id(9002), 2, "'"+testdb.DefaultKeyID+"'", blob(st, fake))
+		wantBreak(t, verify(t, st, ""), 2, "does not match")
+		// Without a link, posing as an event from before the chain.
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 2`)
+		insert(id(9003), 2, "NULL", "NULL")
+		wantBreak(t, verify(t, st, ""), 2, "no link")
+		// Without a number.
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 2`)
+		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 1 WHERE seq > 2`)
+		wantIntact(t, verify(t, st, ""), 3)
+		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail)
+			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', '')`, id(9004), staffUser))
+		wantBreak(t, verify(t, st, ""), 0, "no sequence number")
+	})
+}
+
+func TestAuditChainCatchesCutTail(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 5)
+		recorded := verify(t, st, "").Head.Hash
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq >= 4`)
+		wantBreak(t, verify(t, st, ""), 4, "head")
+		// Moving the head back hides the cut from the database alone; a head recorded elsewhere
+		// still catches it.
+		var h3 string
+		list, _, err := st.ListAuditEvents(ctx, domain.AuditFilter{}, 1, 1)
+		if err != nil || len(list) != 1 {
+			t.Fatal(list, err)
+		}
+		h3 = list[0].Hash
+		sqlExec(t, st, `UPDATE audit_chain_head SET seq = 3, hash = `+blob(st, h3))
+		wantIntact(t, verify(t, st, ""), 3)
+		wantBreak(t, verify(t, st, recorded), 4, "cut off")
+	})
+}
+
+// Links made before a rotation verify while their key is in the ring, and name it when not.
+func TestAuditChainAcrossKeyRotation(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 2)
+		st.SetChainSigner(testdb.Ring(t, "knew", testdb.DefaultKeyID))
+		auditEvents(t, st, 2, 2)
+		rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t, "knew", testdb.DefaultKeyID), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIntact(t, rep, 4)
+		if rep.Head.ChainKeyID != "knew" {
+			t.Fatalf("newest link under %q, want knew", rep.Head.ChainKeyID)
+		}
+		rep, err = st.VerifyAuditChain(ctx, testdb.Ring(t, "knew"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBreak(t, rep, 1, `key "`+testdb.DefaultKeyID+`"`)
+	})
+}
+
+// Events from before the chain (numbered by the migration, no link) are counted, and the chain
+// starts after them.
+func TestAuditChainAfterLegacyEvents(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		for i := 1; i <= 2; i++ {
+			sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
+				VALUES ('%s', %d, '%s', 'merchant_document.delete', 'x', 'granted', '', %d)`, id(9100+i), i, staffUser, i))
+		}
+		sqlExec(t, st, `UPDATE audit_chain_head SET seq = 2`)
+		auditEvents(t, st, 0, 3)
+		rep := verify(t, st, "")
+		wantIntact(t, rep, 5)
+		if rep.Legacy != 2 {
+			t.Fatalf("%d legacy events, want 2", rep.Legacy)
+		}
+	})
+}
+
+// Writers of two processes (two stores on one database) appending at once make one chain.
+func TestAuditChainFromTwoStores(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			url := testdb.URL(t, engine)
+			var stores []*store.Store
+			for range 2 {
+				st, err := store.Open(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				if err := st.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				st.SetChainSigner(testdb.Ring(t))
+				stores = append(stores, st)
+			}
+			const each = 100
+			var wg sync.WaitGroup
+			errs := make(chan error, 2*each)
+			for i := range 2 * each {
+				wg.Go(func() {
+					errs <- stores[i%2].RecordAudit(context.Background(), domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser,
+						Action: "principal.decrypt", TargetID: fmt.Sprint(i), Outcome: domain.OutcomeGranted})
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantIntact(t, verify(t, stores[0], ""), 2*each)
+		})
+	}
+}
+
+// A store given no signer writes no event at all rather than one outside the chain.
+func TestAuditNeedsSigner(t *testing.T) {
+	st, err := store.Open(ctx, testdb.URL(t, "sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "x", TargetID: "y", Outcome: domain.OutcomeGranted})
+	if err != store.ErrNoChainSigner {
+		t.Fatalf("RecordAudit without a signer: %v", err)
+	}
+}
