@@ -1,0 +1,152 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/testdb"
+)
+
+type auditPage struct {
+	Meta struct{ Page, PerPage, TotalCount, TotalPages int64 }
+	Data []domain.AuditEvent
+}
+
+func (h *harness) auditPage(t *testing.T, key, query string) auditPage {
+	t.Helper()
+	r := h.get("/v1/audit-events?"+query, key)
+	if r.Status != http.StatusOK {
+		t.Fatalf("audit-events?%s: %d %s", query, r.Status, r.Body)
+	}
+	if r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("Cache-Control %q", r.Header.Get("Cache-Control"))
+	}
+	var p auditPage
+	r.decode(t, &p)
+	return p
+}
+
+// seedAudit records events of two actors on two targets, one per second from fixtureNow.
+func (h *harness) seedAudit(t *testing.T) {
+	t.Helper()
+	for i := range 10 {
+		actor, target, outcome := staffUser, principalA, domain.OutcomeGranted
+		if i%2 == 1 {
+			actor, target, outcome = userA, principalB, domain.OutcomeDenied
+		}
+		err := h.st.RecordAudit(context.Background(), domain.AuditEvent{At: fixtureNow.Add(time.Duration(i) * time.Second),
+			ActorUserID: actor, Action: "principal.decrypt", TargetID: target.String(), Outcome: outcome, Detail: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAuditEventsNewestFirstAndFiltered(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.seedAudit(t)
+		p := h.auditPage(t, staffKey, "action=principal.decrypt&size=3&page=2")
+		if p.Meta.TotalCount != 10 || p.Meta.TotalPages != 4 || len(p.Data) != 3 {
+			t.Fatalf("meta %+v, %d events", p.Meta, len(p.Data))
+		}
+		if p.Data[0].Detail != "6" || p.Data[2].Detail != "4" || p.Data[0].Seq <= p.Data[1].Seq || len(p.Data[0].Hash) != 64 {
+			t.Fatalf("page 2 of 3, newest first: %+v", p.Data)
+		}
+		for _, c := range []struct {
+			query string
+			want  int64
+		}{
+			{"actorUserId=" + userA.String(), 5},
+			{"targetId=" + principalA.String(), 5},
+			{"outcome=denied", 5},
+			{"outcome=denied&actorUserId=" + staffUser.String(), 0},
+			{"action=principal.decrypt&from=" + url.QueryEscape(fixtureNow.Add(2*time.Second).Format(time.RFC3339)), 8},
+			{"action=principal.decrypt&to=" + url.QueryEscape(fixtureNow.Add(2*time.Second).Format(time.RFC3339)), 2},
+			{"from=" + fixtureNow.Add(3*time.Second).Format(time.RFC3339) + "&to=" + fixtureNow.Add(5*time.Second).Format(time.RFC3339), 2},
+			{"action=principal.decrypt.other", 0},
+		} {
+			got := h.auditPage(t, staffKey, c.query)
+			if got.Meta.TotalCount != c.want || int64(len(got.Data)) != c.want {
+				t.Errorf("%s: total %d, %d events, want %d", c.query, got.Meta.TotalCount, len(got.Data), c.want)
+			}
+		}
+	})
+}
+
+func TestAuditEventsBadFilters(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for query, param := range map[string]string{
+			"actorUserId=x":          "actorUserId",
+			"targetId=123":           "targetId",
+			"outcome=maybe":          "outcome",
+			"from=2026-11-01":        "from",
+			"to=yesterday":           "to",
+			"action=":                "action",
+			"page=0":                 "page",
+			"size=101":               "size",
+			"size=1&outcome=GRANTED": "outcome",
+		} {
+			r := h.get("/v1/audit-events?"+query, staffKey)
+			wantError(t, r, http.StatusBadRequest, "invalid_parameter")
+			if e := r.err(t); !strings.Contains(e.Detail, param) {
+				t.Errorf("%s: detail %q does not name %s", query, e.Detail, param)
+			}
+		}
+	})
+}
+
+// Only staff may read the trail: a partner's user is refused even with every permission, and a
+// staff user needs audit_events.read (or *).
+func TestAuditEventsPermission(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		reader, plain := id(150), id(151)
+		ds := &dataset.Dataset{
+			Users: []domain.User{
+				{ID: reader, Email: "auditor@example.com", Permissions: []domain.Permission{domain.PermReadAuditEvents}},
+				{ID: plain, Email: "ops@example.com", Permissions: []domain.Permission{domain.PermDecryptPrincipals}},
+			},
+			APIKeys: []domain.APIKey{
+				{ID: id(152), UserID: reader, Key: "auditor-key-0000000000001"},
+				{ID: id(153), UserID: plain, Key: "ops-key-00000000000000001"},
+			},
+		}
+		if _, err := h.st.Import(context.Background(), ds, testdb.Ring(t)); err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, h.get("/v1/audit-events", partnerBKey), http.StatusForbidden, "forbidden") // partner, holds *
+		wantError(t, h.get("/v1/audit-events", noPermKey), http.StatusForbidden, "forbidden")
+		wantError(t, h.get("/v1/audit-events", "ops-key-00000000000000001"), http.StatusForbidden, "forbidden")
+		wantError(t, h.do(http.MethodGet, "/v1/audit-events", ""), http.StatusUnauthorized, "unauthenticated")
+		h.auditPage(t, "auditor-key-0000000000001", "")
+		h.auditPage(t, staffKey, "")
+	})
+}
+
+// Every authenticated attempt to read the trail is itself in it, whatever its outcome.
+func TestAuditEventsReadIsAudited(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.get("/v1/audit-events?outcome=granted", staffKey)
+		h.get("/v1/audit-events", partnerBKey)
+		h.get("/v1/audit-events?from=x", staffKey)
+		p := h.auditPage(t, staffKey, "action=audit_event.read")
+		var got []string
+		for _, e := range p.Data {
+			got = append(got, e.Outcome+" "+string(e.ActorUserID)+" "+e.Detail)
+		}
+		want := []string{
+			"invalid " + string(staffUser) + " from=x",
+			"denied " + string(userB) + " ",
+			"granted " + string(staffUser) + " outcome=granted",
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("reads recorded:\n%q\nwant\n%q", got, want)
+		}
+	})
+}
