@@ -191,6 +191,7 @@ func (c *checker) auditEvent(p string, r *domain.AuditEvent) {
 	c.id(p+".actorUserId", &r.ActorUserID)
 	c.text(p+".action", r.Action)
 	c.enum(p+".outcome", r.Outcome, domain.AuditOutcomes)
+	c.chainLink(p, r)
 }
 
 // samActionLogs checks the logs, a million of them in a big file, without building a path for
@@ -343,4 +344,31 @@ func (c *checker) lineItem(p string, r *domain.LineItem) {
 	c.optID(p+".equipmentId", r.EquipmentID)
 	c.optID(p+".varsheetId", r.VarsheetID)
 	c.stamps(p, &r.Stamps)
+}
+
+// chainLink checks an audit event's place in the audit chain, when the file carries it: a
+// sequence number from 1, and a link (64 lower-case hex digits) only together with its key id.
+// An event with no sequence number is chained anew by the import.
+func (c *checker) chainLink(path string, r *domain.AuditEvent) {
+	if r.Seq < 0 {
+		c.fail(path+".seq", "must be 1 or more")
+	}
+	if (r.Hash == "") != (r.ChainKeyID == "") {
+		c.fail(path+".hash", "hash and chainKeyId come together")
+	}
+	if r.Hash != "" && (r.Seq == 0 || !isLinkHex(r.Hash)) {
+		c.fail(path+".hash", "must be 64 lower-case hex digits, on an event with a seq")
+	}
+}
+
+func isLinkHex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, ch := range s {
+		if (ch < '0' || ch > '9') && (ch < 'a' || ch > 'f') {
+			return false
+		}
+	}
+	return true
 }

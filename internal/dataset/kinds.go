@@ -302,22 +302,17 @@ func kinds() []kind {
 				return r, err
 			},
 		}.kind(),
+		// Audit events carry their place in the audit chain (seq, chainKeyId, hash): an export's are
+		// imported as they are, links and all, so that the copy verifies; see importAuditEvents.
 		spec[domain.AuditEvent]{
 			key: "auditEvents", table: "audit_events", what: "audit event",
 			records: func(ds *Dataset) *[]domain.AuditEvent { return &ds.AuditEvents },
 			id:      func(r *domain.AuditEvent) *domain.ID { return &r.ID },
 			check:   (*checker).auditEvent,
-			columns: "id, at, actor_user_id, action, target_id, outcome, detail",
-			order:   "at, id",
-			args: func(r *domain.AuditEvent) []any {
-				return []any{r.ID, store.Micros(r.At), r.ActorUserID, r.Action, r.TargetID, r.Outcome, r.Detail}
-			},
-			scan: func(sc store.Scanner) (r domain.AuditEvent, err error) {
-				var at int64
-				err = sc.Scan(&r.ID, &at, &r.ActorUserID, &r.Action, &r.TargetID, &r.Outcome, &r.Detail)
-				r.At = store.FromMicros(at)
-				return r, err
-			},
+			columns: store.AuditColumns,
+			order:   "seq",
+			write:   importAuditEvents,
+			scan:    store.ScanAuditEvent,
 		}.kind(),
 	}
 }

@@ -351,6 +351,56 @@ func importSAMLogs(im *importer, logs []domain.SAMActionLog) error {
 	return nil
 }
 
+// importAuditEvents adds the file's audit events. Events with their place in the chain (an
+// export's) keep it, links and all: only into a database with no audit events, whose chain they
+// then are, so an export imported into an empty database verifies with the same ring. Events
+// without one (an older file, or one written by hand) are appended to the chain as new events,
+// linked under the active key, after the file's chained ones.
+func importAuditEvents(im *importer, events []domain.AuditEvent) error {
+	stored, err := im.b.AuditTrailLength()
+	if err != nil {
+		return err
+	}
+	ins, err := im.b.Inserter("audit_events", store.AuditColumns)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	var fresh []domain.AuditEvent
+	for i := range events {
+		r, path := &events[i], at("auditEvents", i)
+		if r.Seq == 0 {
+			if dup, err := im.b.Exists("audit_events", r.ID); err != nil {
+				return err
+			} else if dup {
+				return Errorf(path+".id", "duplicate id %s: already in the database", r.ID)
+			}
+			fresh = append(fresh, *r)
+			continue
+		}
+		if stored > 0 {
+			return Errorf(path+".seq", "events with their place in the audit chain can be imported only into a database with no audit events (this one has %d)", stored)
+		}
+		args, err := store.AuditArgs(r)
+		if err != nil {
+			return Errorf(path+".hash", "not hex")
+		}
+		added, err := ins.Insert(args...)
+		if err != nil {
+			return err
+		}
+		if !added {
+			return im.conflict(path, "auditEvents", r.ID)
+		}
+		im.count++
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	im.count += len(fresh)
+	return im.b.AppendAudit(fresh)
+}
+
 // samLogIDChunk is how many SAM log ids samLogTaken asks the store about at a time.
 const samLogIDChunk = 256
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -198,3 +199,40 @@ func LineItemArgs(li *domain.LineItem) []any {
 func ShipmentArgs(sh *domain.Shipment) []any {
 	return []any{sh.ID, sh.Status, nullString(sh.CarrierCode), nullString(sh.TrackingNumber), nullMicros(sh.ShippedDate)}
 }
+
+// AuditTrailLength is the newest audit event's sequence number: 0 when there is none.
+func (b *Bulk) AuditTrailLength() (int64, error) {
+	var n int64
+	if err := b.q.row(b.ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit_events`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: import: %w", err)
+	}
+	return n, nil
+}
+
+// AppendAudit adds events at the end of the audit chain, numbered and linked as any event written
+// now (see Store.appendAudit).
+func (b *Bulk) AppendAudit(events []domain.AuditEvent) error {
+	return b.q.s.appendAudit(b.ctx, b.q, events)
+}
+
+// AuditColumns are the columns of an audit event with its place in the chain, in the order of
+// AuditArgs and ScanAuditEvent.
+const AuditColumns = "id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash"
+
+// AuditArgs is an event's row as stored, its place in the chain included (an export's): the link
+// from hex, and no key id or link for an event from before the chain.
+func AuditArgs(e *domain.AuditEvent) ([]any, error) {
+	var keyID sql.NullString
+	var hash []byte
+	if e.Hash != "" {
+		var err error
+		if hash, err = hex.DecodeString(e.Hash); err != nil {
+			return nil, err
+		}
+		keyID = sql.NullString{String: e.ChainKeyID, Valid: true}
+	}
+	return []any{e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, keyID, hash}, nil
+}
+
+// ScanAuditEvent reads a row of AuditColumns.
+func ScanAuditEvent(s Scanner) (domain.AuditEvent, error) { return scanAuditEvent(s) }

@@ -69,6 +69,7 @@ func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { st.Close() })
+				st.SetChainSigner(testdb.Ring(t))
 				stores[i] = st
 			}
 			errs := make([]error, len(stores))
