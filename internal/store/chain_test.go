@@ -261,3 +261,49 @@ func TestAuditNeedsSigner(t *testing.T) {
 		t.Fatalf("RecordAudit without a signer: %v", err)
 	}
 }
+
+// Events an older release wrote are numbered by the upgrade, oldest first, and stay unlinked; the
+// chain begins after them, and verify counts them.
+func TestMigrationNumbersLegacyAuditEvents(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			st, err := store.Open(ctx, testdb.URL(t, engine))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			st.SetChainSigner(testdb.Ring(t))
+			if err := store.MigrateTo(ctx, st, "0003_sam_compact"); err != nil {
+				t.Fatal(err)
+			}
+			// Written out of time order; the numbering follows time (then id).
+			for i, sec := range []int{30, 10, 20} {
+				err := store.Exec(ctx, st, `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+					id(9200+i), fixtureNow.Add(time.Duration(sec)*time.Second).UnixMicro(), staffUser, "principal.decrypt", "x", "granted", fmt.Sprint(sec))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			auditEvents(t, st, 0, 2)
+			rep := verify(t, st, "")
+			wantIntact(t, rep, 5)
+			if rep.Legacy != 3 {
+				t.Fatalf("%d legacy events, want 3", rep.Legacy)
+			}
+			list, total, err := st.ListAuditEvents(ctx, domain.AuditFilter{}, 1, 10)
+			if err != nil || total != 5 || len(list) != 5 {
+				t.Fatalf("list: %d of %d, %v", len(list), total, err)
+			}
+			var details []string
+			for _, e := range list {
+				details = append(details, e.Detail)
+			}
+			if got := strings.Join(details, ","); got != "field ssn 1,field ssn 0,30,20,10" {
+				t.Fatalf("newest first: %s", got)
+			}
+		})
+	}
+}
