@@ -29,11 +29,13 @@ var ErrNoChainSigner = errors.New("store: audit events are chained under the mas
 func (s *Store) SetChainSigner(sig ChainSigner) { s.signer = sig }
 
 const (
-	// chainHeadLock reads the head and locks it until the transaction ends: an UPDATE, because it
-	// locks on both engines (the row on PostgreSQL, where a second writer waits and then reads the
-	// first one's head; the write lock on SQLite, taken already by the immediate transaction).
-	chainHeadLock = `UPDATE audit_chain_head SET seq = seq WHERE id = 1 RETURNING seq, hash`
-	chainHeadSet  = `UPDATE audit_chain_head SET seq = ?, hash = ? WHERE id = 1`
+	// chainLock makes appenders take turns where the engine lets many writers in (PostgreSQL):
+	// a second one waits here until the first commits, and then reads its head. It writes
+	// nothing. A single-writer engine (SQLite) has serialized them already: its transactions take
+	// the write lock when they begin.
+	chainLock = `SELECT id FROM audit_chain_lock WHERE id = 1 FOR UPDATE`
+	// chainHead is the newest event: the last row along seq, one index step.
+	chainHead = `SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1`
 )
 
 // chainMessage is what an event's link authenticates: the previous link and every stored field
@@ -77,16 +79,9 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 	if !ok {
 		return errors.New("store: audit events written outside a transaction")
 	}
-	head, err := s.txStmt(ctx, tx, chainHeadLock)
+	seq, prev, err := s.lockChainHead(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("store: audit chain head: %w", err)
-	}
-	var seq int64
-	var prev []byte
-	err = head.QueryRowContext(ctx).Scan(&seq, &prev)
-	head.Close()
-	if err != nil {
-		return fmt.Errorf("store: audit chain head: %w", s.classify(noRows(err)))
 	}
 	keyID := s.signer.ActiveKeyID()
 	args := make([]any, 0, auditColumns*len(events))
@@ -103,18 +98,34 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		prev = h
 		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, h)
 	}
-	if err := s.insertAuditRows(ctx, tx, args); err != nil {
-		return err
+	return s.insertAuditRows(ctx, tx, args)
+}
+
+// lockChainHead takes the chain's turn in tx and reads its head: the newest event's sequence
+// number and link (0 and nil on an empty trail; a nil link after legacy events only).
+func (s *Store) lockChainHead(ctx context.Context, tx *sql.Tx) (seq int64, hash []byte, err error) {
+	if !s.engine.SingleWriter() {
+		lock, err := s.txStmt(ctx, tx, chainLock)
+		if err != nil {
+			return 0, nil, err
+		}
+		var id int
+		err = lock.QueryRowContext(ctx).Scan(&id)
+		lock.Close()
+		if err != nil {
+			return 0, nil, s.classify(err)
+		}
 	}
-	set, err := s.txStmt(ctx, tx, chainHeadSet)
+	head, err := s.txStmt(ctx, tx, chainHead)
 	if err != nil {
-		return fmt.Errorf("store: audit chain head: %w", err)
+		return 0, nil, err
 	}
-	defer set.Close()
-	if _, err := set.ExecContext(ctx, seq, prev); err != nil {
-		return fmt.Errorf("store: audit chain head: %w", s.classify(err))
+	defer head.Close()
+	err = head.QueryRowContext(ctx).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, nil
 	}
-	return nil
+	return seq, hash, s.classify(err)
 }
 
 // insertAuditRows inserts events' rows (auditColumns values each) in as few multi-row INSERTs as
