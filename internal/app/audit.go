@@ -143,7 +143,7 @@ var errAuditChainBroken = errors.New("audit chain broken")
 
 // runAuditVerify walks the chain with the master key ring. Intact, it prints the newest event's
 // link, which an operator records elsewhere and passes as --head next time, so that a tail cut
-// off together with the head row is caught too.
+// off is caught too (the database alone cannot tell it from a shorter trail).
 func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("audit verify")
 	cfg.databaseFlags(fs)
