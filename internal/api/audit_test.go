@@ -117,7 +117,7 @@ func TestAuditEventsPermission(t *testing.T) {
 				{ID: id(153), UserID: plain, Key: "ops-key-00000000000000001"},
 			},
 		}
-		if _, err := h.st.Import(context.Background(), ds, testdb.Ring(t)); err != nil {
+		if _, err := dataset.Import(context.Background(), h.st, ds, testdb.Ring(t)); err != nil {
 			t.Fatal(err)
 		}
 		wantError(t, h.get("/v1/audit-events", partnerBKey), http.StatusForbidden, "forbidden") // partner, holds *

@@ -57,7 +57,7 @@ func BenchmarkDecryptParallel(b *testing.B) {
 	st := testdb.Open(b, "sqlite")
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(b)
-	if _, err := st.Import(context.Background(), fixture(), ring); err != nil {
+	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
