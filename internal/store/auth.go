@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"backoffice/internal/domain"
@@ -20,8 +22,20 @@ FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
 // Credential reads the credential of the kind (domain.CredentialAPIKey or
 // domain.CredentialSession) whose secret hashes to hash, with its user. A credential is found only
 // as its own kind. Whether it may be used is auth's rule; nothing here caches it, so a revocation
-// or expiry holds from the next request on, on every replica sharing the database.
+// or expiry holds from the next request on, on every replica sharing the database: the read cache
+// keeps a credential only while no connection anywhere has committed since it was read.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
+	return cached(ctx, s.cache, cacheKey{read: "credential", a: kind, b: string(hash)},
+		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)
+}
+
+func copyCredential(c domain.Credential) domain.Credential {
+	c.Hash = bytes.Clone(c.Hash)
+	c.Actor.Permissions = slices.Clone(c.Actor.Permissions)
+	return c
+}
+
+func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
 	query := apiKeyLookup
 	if kind == domain.CredentialSession {
 		query = sessionLookup

@@ -37,3 +37,10 @@ func Count(ctx context.Context, s *Store, table string) (n int, err error) {
 	err = s.q().row(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
+
+// CachedReads counts the reads the store's cache holds.
+func CachedReads(s *Store) int {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	return len(s.cache.entries)
+}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"backoffice/internal/domain"
 )
@@ -13,7 +15,8 @@ import (
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
-	owned, err := s.serviceAcceptance(ctx, leadID)
+	owned, err := cached(ctx, s.cache, cacheKey{read: "acceptance", a: string(leadID)},
+		func() (ownedAcceptance, error) { return s.serviceAcceptance(ctx, leadID) }, copyAcceptance)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
 	}
@@ -21,6 +24,11 @@ func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadI
 		return domain.ServiceAcceptance{}, errNotFound
 	}
 	return owned.ServiceAcceptance, nil
+}
+
+func copyAcceptance(a ownedAcceptance) ownedAcceptance {
+	a.CardPlans = slices.Clone(a.CardPlans)
+	return a
 }
 
 // ownedAcceptance is a lead's service acceptance with the partner the lead belongs to.
@@ -74,7 +82,8 @@ ORDER BY c.sort_order, c.id`, leadID)
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error) {
-	owned, err := s.principalSSN(ctx, leadID, principalID)
+	owned, err := cached(ctx, s.cache, cacheKey{read: "ssn", a: string(leadID), b: string(principalID)},
+		func() (ownedSSN, error) { return s.principalSSN(ctx, leadID, principalID) }, copySSN)
 	if err != nil {
 		return domain.SealedSSN{}, err
 	}
@@ -82,6 +91,11 @@ func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, pr
 		return domain.SealedSSN{}, errNotFound
 	}
 	return owned.SealedSSN, nil
+}
+
+func copySSN(o ownedSSN) ownedSSN {
+	o.Sealed = bytes.Clone(o.Sealed)
+	return o
 }
 
 // ownedSSN is a principal's sealed SSN with the partner of the principal's lead.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 
 	"backoffice/internal/domain"
 )
@@ -46,7 +47,30 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 // entity; a page without logs takes a second statement. visible is false, with no logs, when the
 // scope may not see the entity (or there is none). The visibility condition refers to no row of the page, so
 // both engines evaluate it once, before the range scan.
+//
+// The page is cached for the scope's partner (see readCache): visibility is part of the answer.
 func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
+	p, err := cached(ctx, s.cache, cacheKey{read: "sam", a: string(entity), b: string(scope.PartnerID), page: page, size: size},
+		func() (samPage, error) {
+			logs, total, visible, err := s.listVisibleSAMActionLogs(ctx, scope, entity, page, size)
+			return samPage{logs, total, visible}, err
+		}, copySAMPage)
+	return p.logs, p.total, p.visible, err
+}
+
+// samPage is one answer of ListVisibleSAMActionLogs.
+type samPage struct {
+	logs    []domain.SAMActionLog
+	total   int64
+	visible bool
+}
+
+func copySAMPage(p samPage) samPage {
+	p.logs = slices.Clone(p.logs)
+	return p
+}
+
+func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	if page > math.MaxInt64/size {
 		page = math.MaxInt64 / size // past any possible end; the page comes back empty
 	}

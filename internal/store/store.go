@@ -35,6 +35,16 @@ type Store struct {
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
 	stamping   sync.Map
+	// cache keeps the per-request reads while the database is unchanged (nil on an engine that
+	// tells no changes); changes is what tells them, closed with the store.
+	cache   *readCache
+	changes *sqlite.ChangeCounter
+}
+
+// changeCounting is an engine that tells when the database changed (SQLite): only there does the
+// store keep a read cache. PostgreSQL reads are not cached.
+type changeCounting interface {
+	ChangeCounter(ctx context.Context) (*sqlite.ChangeCounter, error)
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
@@ -95,6 +105,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if e.SingleWriter() {
 		s.writes = &sync.Mutex{}
 	}
+	if cc, ok := e.(changeCounting); ok {
+		if s.changes, err = cc.ChangeCounter(ctx); err != nil {
+			e.Close()
+			db.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		s.cache = newReadCache(s.changes)
+	}
 	return s, nil
 }
 
@@ -118,6 +136,9 @@ func (s *Store) Close() error {
 	s.audits.stop()
 	s.engine.Close()
 	s.stmts.close()
+	if s.changes != nil {
+		s.changes.Close()
+	}
 	return s.db.Close()
 }
 

@@ -45,7 +45,8 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 	}
 	q.Set("_txlock", "immediate")
 	q.Set("mode", "rw")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, Engine{}, fmt.Errorf("sqlite: %w", err)
 	}
@@ -53,13 +54,14 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 		db.Close()
 		return nil, Engine{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return db, Engine{file: file, purger: newWALPurger(db)}, nil
+	return db, Engine{file: file, purger: newWALPurger(db), dsn: dsn}, nil
 }
 
 // Engine is SQLite's side of the store: the file it opened, and the purger of deleted bytes.
 type Engine struct {
 	file   *dbFile
 	purger *walPurger
+	dsn    string // for connections outside the pool (ChangeCounter)
 }
 
 func (Engine) Name() string { return "sqlite" }

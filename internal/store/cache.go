@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"sync"
+)
+
+// cacheEntries bounds the read cache: when full it is emptied and fills again from the reads
+// that follow. The hot reads are few (the callers' keys, the leads and pages they ask for), so a
+// bound this size is met only by a caller sweeping many records, whom it costs nothing but the
+// cache.
+const cacheEntries = 4096
+
+// versioner reads a number that changes whenever any connection but its own commits
+// (sqlite.ChangeCounter).
+type versioner interface {
+	Version(ctx context.Context) (int64, error)
+}
+
+// readCache keeps the answers of the per-request reads (credentials, service acceptance, sealed
+// SSNs, SAM log pages) for as long as the database has not changed. Every entry was read after
+// the version it is filed under was; a lookup reads the version afresh and empties the cache when
+// it moved. So a commit by anyone (a revocation, an import, a rewrap, a delete; in this process or
+// another) is seen by the next read that starts after it, as without a cache. Entries hold what
+// the database said, never a decision: scope and expiry are checked on every call.
+type readCache struct {
+	changes versioner
+	mu      sync.Mutex
+	version int64
+	entries map[cacheKey]any
+}
+
+// cacheKey names one read: which read, and its arguments.
+type cacheKey struct {
+	read       string
+	a, b       string
+	page, size int64
+}
+
+func newReadCache(changes versioner) *readCache {
+	return &readCache{changes: changes, entries: make(map[cacheKey]any)}
+}
+
+// get returns the entry for key if the database has not changed since it was read, and the
+// version to file a fresh answer under; ok is false when the version could not be read (then
+// nothing is to be filed).
+func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool) {
+	version, err := c.changes.Version(ctx)
+	if err != nil {
+		return nil, false, 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version != c.version {
+		clear(c.entries)
+		c.version = version
+	}
+	v, hit = c.entries[key]
+	return v, hit, version, true
+}
+
+// put files v, read after version was, unless the database has changed since.
+func (c *readCache) put(key cacheKey, v any, version int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version != c.version {
+		return
+	}
+	if len(c.entries) >= cacheEntries {
+		clear(c.entries)
+	}
+	c.entries[key] = v
+}
+
+// cached answers from c when it can, otherwise with load, filing load's answer; a nil c (an
+// engine that tells no changes: PostgreSQL) always loads. Errors are never filed. copyOf gives
+// each caller its own copy of what it may modify.
+func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() (T, error), copyOf func(T) T) (T, error) {
+	if c == nil {
+		return load()
+	}
+	v, hit, version, ok := c.get(ctx, key)
+	if hit {
+		return copyOf(v.(T)), nil
+	}
+	fresh, err := load()
+	if err == nil && ok {
+		c.put(key, fresh, version)
+		fresh = copyOf(fresh)
+	}
+	return fresh, err
+}

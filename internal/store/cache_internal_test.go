@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// fakeVersion is a change counter a test moves by hand.
+type fakeVersion struct {
+	v   int64
+	err error
+}
+
+func (f *fakeVersion) Version(context.Context) (int64, error) { return f.v, f.err }
+
+func TestReadCacheIsBounded(t *testing.T) {
+	c := newReadCache(&fakeVersion{v: 1})
+	for i := range cacheEntries + 10 {
+		key := cacheKey{read: "sam", page: int64(i)}
+		if _, err := cached(t.Context(), c, key, func() (int, error) { return i, nil }, func(v int) int { return v }); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.entries) > cacheEntries {
+			t.Fatalf("%d entries after %d reads; the bound is %d", len(c.entries), i+1, cacheEntries)
+		}
+	}
+}
+
+// An answer read under one version is not filed once another read has seen the database change:
+// it may be older than the change.
+func TestReadCacheDropsAnswersOfAnOlderVersion(t *testing.T) {
+	ctx := t.Context()
+	f := &fakeVersion{v: 1}
+	c := newReadCache(f)
+	key := cacheKey{read: "acceptance", a: "lead"}
+	_, _, version, ok := c.get(ctx, key)
+	if !ok || version != 1 {
+		t.Fatalf("get: version %d, ok %v", version, ok)
+	}
+	f.v = 2
+	c.get(ctx, cacheKey{read: "acceptance", a: "other"})
+	c.put(key, "read under version 1", version)
+	if _, hit, _, _ := c.get(ctx, key); hit {
+		t.Error("an answer read before a change was served after it")
+	}
+}
+
+// Without a version nothing is served or filed: every read goes to the database.
+func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
+	c := newReadCache(&fakeVersion{err: errors.New("database gone")})
+	loads := 0
+	for range 3 {
+		if _, err := cached(t.Context(), c, cacheKey{read: "ssn"}, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loads != 3 || len(c.entries) != 0 {
+		t.Errorf("%d loads, %d entries; want 3 loads and nothing filed", loads, len(c.entries))
+	}
+}
