@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"testing"
 )
@@ -100,5 +99,4 @@ func BenchmarkDataVersion(b *testing.B) {
 			}
 		})
 	})
-	_ = sql.ErrNoRows
 }
