@@ -51,15 +51,6 @@ func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
 	return n > 0, nil
 }
 
-// HasActivePricingModel reports whether the merchant has an active pricing model already.
-func (b *Bulk) HasActivePricingModel(merchant domain.ID) (bool, error) {
-	var n int
-	if err := b.q.row(b.ctx, `SELECT count(*) FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, merchant).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: import: %w", err)
-	}
-	return n > 0, nil
-}
-
 // Inserter inserts rows into one table, skipping a row that a unique constraint refuses rather
 // than failing on it: a failed statement aborts a PostgreSQL transaction, and the query that tells
 // a duplicate id from another conflict could not run after it.

@@ -276,6 +276,15 @@ const samIDChunk = 256
 // StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it. An id that is no
 // uuid is not stored.
 func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
+	return storedSAMLogIDs(ctx, s.q(), ids)
+}
+
+// StoredSAMLogIDs is Store.StoredSAMLogIDs inside the import's transaction.
+func (b *Bulk) StoredSAMLogIDs(ids []domain.ID) ([]bool, error) {
+	return storedSAMLogIDs(b.ctx, b.q, ids)
+}
+
+func storedSAMLogIDs(ctx context.Context, q querier, ids []domain.ID) ([]bool, error) {
 	query := `SELECT id FROM sam_action_log_ids WHERE id IN (?` + strings.Repeat(", ?", samIDChunk-1) + `)`
 	out := make([]bool, len(ids))
 	args := make([]any, samIDChunk)
@@ -284,7 +293,7 @@ func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, e
 		for k := range args {
 			args[k] = uuidArg(ids[min(start+k, end-1)]) // the last chunk repeats its last id
 		}
-		stored, err := s.storedSAMIDs(ctx, query, args)
+		stored, err := storedSAMIDs(ctx, q, query, args)
 		if err != nil {
 			return nil, err
 		}
@@ -296,8 +305,8 @@ func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, e
 	return out, nil
 }
 
-func (s *Store) storedSAMIDs(ctx context.Context, query string, args []any) (map[[16]byte]bool, error) {
-	rows, err := s.q().query(ctx, query, args...)
+func storedSAMIDs(ctx context.Context, q querier, query string, args []any) (map[[16]byte]bool, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: SAM log ids: %w", err)
 	}
@@ -363,4 +372,35 @@ WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <>
 		}
 	}
 	return nil
+}
+
+// RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
+// was one; entity is where it is likely stored (its entity in the file replacing it), looked in
+// first, by the table's key. Its entity is renumbered before the import commits, so that its
+// positions stay 1 to its count with no gap: pages stay exact. A replaced log goes back in
+// through AddSAMLogs, as a new one.
+func (b *Bulk) RemoveSAMLog(id, entity domain.ID) (bool, error) {
+	key := uuidArg(id)
+	var stored []byte
+	err := noRows(b.q.row(b.ctx, `DELETE FROM sam_action_logs WHERE entity_id = ? AND id = ? RETURNING entity_id`, uuidArg(entity), key).Scan(&stored))
+	if err == errNotFound { // moved to another entity: a scan, the id has no index of its own here
+		err = noRows(b.q.row(b.ctx, `DELETE FROM sam_action_logs WHERE id = ? RETURNING entity_id`, key).Scan(&stored))
+	}
+	if err == errNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: import: remove SAM log %s: %w", id, err)
+	}
+	if _, err := b.q.exec(b.ctx, `DELETE FROM sam_action_log_ids WHERE id = ?`, key); err != nil {
+		return false, fmt.Errorf("store: import: remove SAM log %s: %w", id, err)
+	}
+	from, err := idOfUUID(stored)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := b.renumber[from]; !ok {
+		b.renumber[from] = 0 // no new rows below zero, only a gap to close
+	}
+	return true, nil
 }
