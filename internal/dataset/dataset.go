@@ -335,3 +335,15 @@ func jsonType(goKind string) string {
 		return "a number"
 	}
 }
+
+// Records counts the records of the file, its deletes included.
+func (ds *Dataset) Records() int {
+	n := 0
+	for _, k := range kinds() {
+		n += k.count(ds)
+	}
+	for _, ids := range ds.Deletes {
+		n += len(ids)
+	}
+	return n
+}

@@ -31,6 +31,7 @@ type kind struct {
 	// elsewhere in the file.
 	check func(c *checker, ds *Dataset)
 	ids   func(ds *Dataset) []domain.ID
+	count func(ds *Dataset) int
 	write func(im *importer) error
 	read  func(x *exporter) error // nil: never exported
 }
@@ -130,6 +131,7 @@ func (s spec[T]) kind() kind {
 		}
 		return ids
 	}
+	k.count = func(ds *Dataset) int { return len(*s.records(ds)) }
 	k.write = func(im *importer) error { return s.importAll(im) }
 	if s.scan != nil || s.read != nil {
 		k.read = func(x *exporter) error {
