@@ -17,6 +17,7 @@ import (
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -325,4 +326,30 @@ func TestUpsertDeletePurgesContent(t *testing.T) {
 			t.Errorf("%s still holds the deleted document's content", filepath.Base(f))
 		}
 	}
+}
+
+// A replaced API key takes the file's user, secret and expiry, and keeps what the file does not
+// carry: a revoked key stays revoked under its new secret.
+func TestUpsertKeepsARevocation(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		key := fixture().APIKeys[0]
+		event := domain.AuditEvent{ID: id(1699), At: fixtureNow, ActorUserID: staffUser, Action: "apikey.revoke",
+			TargetID: string(key.ID), Outcome: domain.OutcomeGranted}
+		if err := st.RevokeAPIKey(ctx, key.ID, fixtureNow, event); err != nil {
+			t.Fatal(err)
+		}
+		key.Key = "staff-key-after-revocation-01"
+		mustUpsert(t, st, &dataset.Dataset{APIKeys: []domain.APIKey{key}})
+		c, err := st.Credential(ctx, domain.CredentialAPIKey, secrets.HashCredential(domain.CredentialAPIKey, key.Key))
+		if err != nil {
+			t.Fatalf("the replaced key's new secret: %v", err)
+		}
+		if c.ID != key.ID || c.RevokedAt == nil {
+			t.Errorf("replaced key %s: revoked at %v, want it still revoked", c.ID, c.RevokedAt)
+		}
+		if _, err := st.Credential(ctx, domain.CredentialAPIKey, secrets.HashCredential(domain.CredentialAPIKey, staffKey)); err == nil {
+			t.Error("the replaced key's old secret still finds it")
+		}
+	})
 }
