@@ -105,7 +105,7 @@ func (im *importer) deleteAll(k *kind) error {
 // that is not stored is an error: a sync that deletes what is not there has lost track.
 func (im *importer) delete(k *kind, path string, id domain.ID) error {
 	if k.table == samLogTable {
-		removed, err := im.b.RemoveSAMLog(id, "")
+		removed, err := im.b.RemoveSAMLog(id)
 		if err != nil || !removed {
 			return cmpOr(err, Errorf(path, "no %s with this id", k.what))
 		}
@@ -214,15 +214,11 @@ func (im *importer) removeStoredSAMLogs(logs []domain.SAMActionLog) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var replaced, entities []domain.ID
 	for i, ok := range stored {
-		if !ok {
-			continue
+		if ok {
+			replaced, entities = append(replaced, logs[i].ID), append(entities, logs[i].EntityID)
 		}
-		if _, err := im.b.RemoveSAMLog(logs[i].ID, logs[i].EntityID); err != nil {
-			return 0, err
-		}
-		n++
 	}
-	return n, nil
+	return im.b.RemoveSAMLogs(replaced, entities)
 }

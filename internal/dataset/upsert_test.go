@@ -294,6 +294,19 @@ func TestUpsertSAMLogsKeepPagesExact(t *testing.T) {
 				checkPages(t, st, entity, byEntity[entity], size)
 			}
 		}
+
+		// Alone in its entity's import, a log that becomes the newest leaves a gap, closed in the
+		// stored order.
+		newest := samLog(5101, leadA, fixtureNow.Add(2*time.Hour))
+		mustUpsert(t, st, &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{newest}})
+		for i, l := range byEntity[leadA] {
+			if l.ID == newest.ID {
+				byEntity[leadA][i] = newest
+			}
+		}
+		for size := int64(1); size <= 4; size++ {
+			checkPages(t, st, leadA, byEntity[leadA], size)
+		}
 	})
 }
 
