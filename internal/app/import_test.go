@@ -84,12 +84,16 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 // The progress line says what is done of how much, the rate and the time left.
 func TestProgressLine(t *testing.T) {
 	p := &importProgress{}
-	p.setPhase("MB read", 200<<20, 1<<20)
+	p.setPhase("MB read", 200<<20, 1<<20, "checking the file")
 	p.set(50 << 20)
 	if got, want := p.line(p.phaseStart.Add(2*time.Second)), "import: 50 of 200 MB read, 25/s, 6s left"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
-	p.setPhase("records", 0, 1) // total unknown: no time left
+	p.set(200 << 20) // all read: what follows has no count
+	if got, want := p.line(p.phaseStart.Add(5*time.Second)), "import: 200 MB read, checking the file, 5s"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	p.setPhase("records", 0, 1, "committing") // total unknown: no time left
 	p.set(3000)
 	if got, want := p.line(p.phaseStart.Add(time.Second)), "import: 3000 records, 3000/s"; got != want {
 		t.Errorf("line = %q, want %q", got, want)

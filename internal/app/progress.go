@@ -19,7 +19,7 @@ type importProgress struct {
 	start time.Time
 	// phase names what done and total count, "MB read" or "records"; total is 0 when unknown.
 	mu           sync.Mutex
-	phase        string
+	phase, after string // after: what goes on once all of the phase is done
 	phaseStart   time.Time
 	done         atomic.Int64
 	total, scale int64
@@ -53,11 +53,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// setPhase starts counting something else: total of it (0: unknown), shown divided by scale.
-func (p *importProgress) setPhase(phase string, total, scale int64) {
+// setPhase starts counting something else: total of it (0: unknown), shown divided by scale;
+// after says what goes on once all of it is done.
+func (p *importProgress) setPhase(phase string, total, scale int64, after string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.phase, p.total, p.scale, p.phaseStart = phase, total, scale, time.Now()
+	p.phase, p.after, p.total, p.scale, p.phaseStart = phase, after, total, scale, time.Now()
 	p.done.Store(0)
 }
 
@@ -82,10 +83,14 @@ func (p *importProgress) draw() {
 // line is the progress line at now: what is done, of how much, at what rate, and the time left.
 func (p *importProgress) line(now time.Time) string {
 	p.mu.Lock()
-	phase, total, scale, since := p.phase, p.total, p.scale, p.phaseStart
+	phase, after, total, scale, since := p.phase, p.after, p.total, p.scale, p.phaseStart
 	p.mu.Unlock()
 	done := p.done.Load()
 	elapsed := now.Sub(since).Seconds()
+	if total > 0 && done >= total {
+		// All of it is in: what is left has no count (checking the file, the commit).
+		return fmt.Sprintf("import: %d %s, %s, %s", total/scale, phase, after, now.Sub(since).Round(time.Second))
+	}
 	s := fmt.Sprintf("import: %d", done/scale)
 	if total > 0 {
 		s += fmt.Sprintf(" of %d", total/scale)

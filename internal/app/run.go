@@ -258,7 +258,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 		return dataset.Counts{}, err
 	}
 	defer closeIn()
-	p.setPhase("MB read", inputSize(in), 1<<20)
+	p.setPhase("MB read", inputSize(in), 1<<20, "checking the file")
 	ds, err := dataset.Read(sizedReader{countingReader{in, p}, in})
 	if err != nil {
 		return dataset.Counts{}, fmt.Errorf("import %s: %w", name, err)
@@ -268,7 +268,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 		return dataset.Counts{}, err
 	}
 	defer st.Close()
-	p.setPhase("records", int64(ds.Records()), 1)
+	p.setPhase("records", int64(ds.Records()), 1, "finishing and committing")
 	opts.Progress = func(done int) { p.set(int64(done)) }
 	c, err := dataset.ImportWith(ctx, st, ds, ring, opts)
 	if err != nil {

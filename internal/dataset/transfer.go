@@ -311,6 +311,12 @@ func ImportWith(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets
 	}
 	err := st.Load(ctx, func(b *store.Bulk) error {
 		im.b = b
+		if im.progress != nil {
+			b.Progress = func(rows int) {
+				im.batched += rows
+				im.tick()
+			}
+		}
 		return im.run(importOrder(all))
 	})
 	if errors.Is(err, store.ErrSAMLogTaken) {
@@ -387,6 +393,8 @@ type importer struct {
 	// purge: a record with secrets was deleted or replaced.
 	purge    bool
 	progress func(done int)
+	// batched counts the SAM logs in so far, while the store adds them.
+	batched int
 }
 
 // ref checks that id names a record of one of the kinds to, in the file or in the database, and
@@ -466,6 +474,7 @@ func importSAMLogs(im *importer, logs []domain.SAMActionLog) error {
 	if err := im.b.AddSAMLogs(logs); err != nil {
 		return err
 	}
+	im.batched = 0
 	im.counts.Added += len(logs) - replaced
 	im.counts.Replaced += replaced
 	im.tick()

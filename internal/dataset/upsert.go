@@ -87,7 +87,7 @@ func (w *rowWriter) put(path string, id domain.ID, args []any) error {
 // tick reports progress now and then.
 func (im *importer) tick() {
 	if im.progress != nil {
-		im.progress(im.counts.Total())
+		im.progress(im.counts.Total() + im.batched)
 	}
 }
 

@@ -367,3 +367,23 @@ func TestUpsertKeepsARevocation(t *testing.T) {
 		}
 	})
 }
+
+// Progress is told as records go in, SAM logs batch by batch (a million of them are one call to
+// the store), and ends at every record of the file.
+func TestImportReportsProgress(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		mustImport(t, st, fixture())
+		ds := &dataset.Dataset{Partners: []domain.Partner{{ID: id(4), Name: "P"}}}
+		for i := range 200 {
+			ds.SAMActionLogs = append(ds.SAMActionLogs, samLog(6000+i, leadB, fixtureNow.Add(time.Duration(i)*time.Second)))
+		}
+		var seen []int
+		opts := dataset.Options{Upsert: true, Progress: func(done int) { seen = append(seen, done) }}
+		if _, err := dataset.ImportWith(ctx, st, ds, testdb.Ring(t), opts); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) < 4 || seen[len(seen)-1] != ds.Records() || !slices.IsSorted(seen) {
+			t.Errorf("progress %v, want several steps up to %d", seen, ds.Records())
+		}
+	})
+}

@@ -22,6 +22,9 @@ type Bulk struct {
 	// renumber holds the entities whose SAM action logs need their positions recomputed before
 	// commit, each with how many logs this import adds to it (see AddSAMLogs).
 	renumber map[domain.ID]int
+	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
+	// million logs are one call.
+	Progress func(rows int)
 }
 
 // Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It

@@ -99,6 +99,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	if err != nil {
 		return err
 	}
+	rows.progress = b.Progress
 	defer rows.close()
 	args := make([]any, 0, 6*samBatchRows)
 	for k, idx := range plan.order {
@@ -206,6 +207,8 @@ type rowBatch struct {
 	full        *sql.Stmt
 	// skipped is the error when rows were skipped for a taken key.
 	skipped error
+	// progress, if set, is told how many rows each batch put in.
+	progress func(rows int)
 }
 
 // newRowBatch prepares the full batch when total rows fill one at least.
@@ -266,6 +269,9 @@ func (b *rowBatch) run(args []any) error {
 	}
 	if inserted != int64(n) {
 		return b.skipped
+	}
+	if b.progress != nil {
+		b.progress(n)
 	}
 	return nil
 }
