@@ -17,7 +17,8 @@ import (
 type kind struct {
 	key, table, what string
 	// refs are the keys of the kinds its records reference: they are imported first.
-	refs []string
+	refs    []string
+	section func(ds *Dataset) section
 	// links are its references field by field, with their columns: where a delete looks for
 	// what still refers to a record. parts are tables of rows that belong to its records.
 	links []link
@@ -26,7 +27,6 @@ type kind struct {
 	// import. sealed: its rows hold secrets (a sealed SSN, a document's content), whose deleted
 	// bytes the engine is told to purge once an import has deleted or replaced one.
 	serviceWritten, sealed bool
-	section                func(ds *Dataset) section
 	// check holds the records to the file's rules; ids lists their ids, for references from
 	// elsewhere in the file.
 	check func(c *checker, ds *Dataset)
