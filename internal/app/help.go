@@ -30,7 +30,8 @@ var commandDocs = []commandDoc{
 			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.",
 		example: "backoffice serve --demo\nBACKOFFICE_DATABASE_URL=postgres://db.internal/backoffice BACKOFFICE_MASTER_KEY_FILE=/run/secrets/master.key backoffice serve --addr :8080"},
 	{name: "import", synopsis: "FILE|- [flags]", summary: "add a dataset file's records, all or nothing",
-		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input.",
+		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input. " +
+			"With --upsert, a stored id is replaced whole and the file's deletes key removes records (docs/dataset.md).",
 		example: "backoffice export --demo demo.json && backoffice import --database-url sqlite:copy.db demo.json"},
 	{name: "export", synopsis: "FILE|- [--include-secrets] [flags]", summary: "write the whole database as a dataset file",
 		details: "A file is written with mode 0600 and renamed into place whole; - writes standard output.\n" +

@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/secrets"
@@ -228,6 +230,7 @@ func masterRing(cfg Config) (*secrets.Ring, error) {
 func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("import")
 	cfg.databaseFlags(fs)
+	upsert := fs.Bool("upsert", false, "replace the stored records whose ids the file has, and delete the records of its deletes key")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -239,34 +242,63 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := importFile(ctx, cfg, pos[0], env.Stdin, ring)
+	p := startProgress(env.Stderr)
+	c, err := importFile(ctx, cfg, pos[0], env.Stdin, ring, dataset.Options{Upsert: *upsert}, p)
+	p.end()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "imported %d records from %s\n", n, pos[0])
+	fmt.Fprint(env.Stdout, importSummary(pos[0], c, time.Since(p.start)))
 	return nil
 }
 
-func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring) (int, error) {
+func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring, opts dataset.Options, p *importProgress) (dataset.Counts, error) {
 	in, closeIn, err := openInput(name, stdin)
 	if err != nil {
-		return 0, err
+		return dataset.Counts{}, err
 	}
 	defer closeIn()
-	ds, err := dataset.Read(in)
+	p.setPhase("MB read", inputSize(in), 1<<20, "checking the file")
+	ds, err := dataset.Read(sizedReader{countingReader{in, p}, in})
 	if err != nil {
-		return 0, fmt.Errorf("import %s: %w", name, err)
+		return dataset.Counts{}, fmt.Errorf("import %s: %w", name, err)
 	}
 	st, err := createStore(ctx, cfg)
 	if err != nil {
-		return 0, err
+		return dataset.Counts{}, err
 	}
 	defer st.Close()
-	n, err := dataset.Import(ctx, st, ds, ring)
+	p.setPhase("records", int64(ds.Records()), 1, "finishing and committing")
+	opts.Progress = func(done int) { p.set(int64(done)) }
+	c, err := dataset.ImportWith(ctx, st, ds, ring, opts)
 	if err != nil {
-		return 0, fmt.Errorf("import %s: %w (nothing was imported)", name, err)
+		return dataset.Counts{}, fmt.Errorf("import %s: %w (nothing was imported)", name, err)
 	}
-	return n, nil
+	return c, nil
+}
+
+// inputSize is the size of a regular file, 0 when unknown (standard input, a pipe).
+func inputSize(r io.Reader) int64 {
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	return 0
+}
+
+// sizedReader counts what is read and still tells dataset.Read the file's size, by which it
+// sizes its buffer once.
+type sizedReader struct {
+	countingReader
+	f io.Reader
+}
+
+func (s sizedReader) Stat() (fs.FileInfo, error) {
+	if f, ok := s.f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		return f.Stat()
+	}
+	return nil, errors.New("no size")
 }
 
 func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {

@@ -95,9 +95,11 @@ var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 // checked on import.
 func (ds *Dataset) check() error {
 	c := &checker{seen: map[string]map[domain.ID]bool{}}
-	for _, k := range kinds() {
+	all := kinds()
+	for _, k := range all {
 		k.check(c, ds)
 	}
+	c.deletes(all, ds)
 	if c.err != nil {
 		return c.err
 	}

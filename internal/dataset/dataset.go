@@ -45,6 +45,9 @@ type Dataset struct {
 	SAMActionLogs     []domain.SAMActionLog     `json:"samActionLogs,omitempty"`
 	MerchantNotes     []domain.MerchantNote     `json:"merchantNotes,omitempty"`
 	AuditEvents       []domain.AuditEvent       `json:"auditEvents,omitempty"`
+
+	// Deletes lists, by key, the ids of stored records that an import --upsert removes.
+	Deletes map[string][]domain.ID `json:"deletes,omitempty"`
 }
 
 // Shipment is seed 2.6 plus the line item it belongs to.
@@ -226,13 +229,13 @@ type section struct {
 // errZeroRecord sends a null or empty record to the careful path, which names it.
 var errZeroRecord = errors.New("dataset: a null or empty record")
 
-// keys are the file's keys, in the order kinds lists them.
+// keys are the file's keys, in the order kinds lists them, then deletes.
 func keys() []string {
 	var out []string
 	for _, k := range kinds() {
 		out = append(out, k.key)
 	}
-	return out
+	return append(out, deletesKey)
 }
 
 // sections gives each key's section.
@@ -241,6 +244,7 @@ func (ds *Dataset) sections() map[string]section {
 	for _, k := range kinds() {
 		m[k.key] = k.section(ds)
 	}
+	m[deletesKey] = deletesSection(&ds.Deletes)
 	return m
 }
 
@@ -330,4 +334,16 @@ func jsonType(goKind string) string {
 	default:
 		return "a number"
 	}
+}
+
+// Records counts the records of the file, its deletes included.
+func (ds *Dataset) Records() int {
+	n := 0
+	for _, k := range kinds() {
+		n += k.count(ds)
+	}
+	for _, ids := range ds.Deletes {
+		n += len(ids)
+	}
+	return n
 }

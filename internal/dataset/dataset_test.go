@@ -44,6 +44,11 @@ func TestReadNamesTheProblem(t *testing.T) {
 		{"two active", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"},
 			{"id": "` + l1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"}]}`, "pricingModels[1].active: merchant"},
 		{"bad time", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "yesterday", "samId": 1}]}`, "samActionLogs[0]"},
+		{"deletes not an object", `{"deletes": ["` + p1 + `"]}`, "deletes: expected an object whose keys name kinds of records, each an array of ids"},
+		{"deletes not ids", `{"deletes": {"varsheets": [1]}}`, "deletes.varsheets: expected an array of ids"},
+		{"deletes unknown key", `{"deletes": {"varsheet": ["` + p1 + `"]}}`, "deletes.varsheet: unknown key"},
+		{"deletes bad uuid", `{"deletes": {"varsheets": ["x"]}}`, `deletes.varsheets[0]: not a uuid: "x"`},
+		{"deletes a note", `{"deletes": {"merchantNotes": ["` + p1 + `"]}}`, "deletes.merchantNotes: merchant notes are written by the service and cannot be deleted"},
 		{"fractional samId", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "2026-01-01T00:00:00Z", "samId": 1.5}]}`,
 			"samActionLogs[0].samId: expected a number"},
 	}
@@ -139,6 +144,9 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"samActionLogs": [null]}`))
+	f.Add([]byte(`{"deletes": {"varsheets": ["` + p1 + `"], "lineItems": []}}`))
+	f.Add([]byte(`{"deletes": {"varsheets": null}, "deletes": {}}`))
+	f.Add([]byte(`{"deletes": {"varsheets": [1]}}`))
 	f.Add([]byte(`{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P"}], "partners": []}`))
 	f.Add([]byte(`{"fileBuilds": [{"id": "00000000-0000-4000-8000-000000000001", "lineItemId": "00000000-0000-4000-8000-000000000002", "settings": {"tips": 1}}]}`))
 	f.Add([]byte(`{"pricingModels": [{"id": "00000000-0000-4000-8000-000000000001", "merchantId": "00000000-0000-4000-8000-000000000002", "active": true, "type": "surcharge", "adjustmentPercent": "3.5"}]}`))

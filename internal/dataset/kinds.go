@@ -90,8 +90,10 @@ func kinds() []kind {
 			check:   (*checker).lead,
 			refs:    []ref[domain.Lead]{{"partnerId", func(r *domain.Lead) *domain.ID { return &r.PartnerID }, []string{"partners"}}},
 			// A stored acceptance's selected card plans are rows of lead_card_plans.
-			after:   importLeadCardPlans,
-			read:    exportLeads,
+			after: importLeadCardPlans,
+			read:  exportLeads,
+			parts: []part{{table: "lead_card_plans", owner: "lead_id",
+				field: "serviceAcceptance.selectedCardPlanIds", column: "card_plan_id", to: "cardPlans"}},
 			columns: leadColumns,
 			args:    leadArgs,
 		}.kind(),
@@ -105,6 +107,7 @@ func kinds() []kind {
 			columns: "id, lead_id, first_name, last_name, ssn_key_id, ssn_sealed",
 			row:     principalRow,
 			read:    exportPrincipals,
+			sealed:  true,
 		}.kind(),
 		spec[domain.Merchant]{
 			key: "merchants", table: "merchants", what: "merchant",
@@ -135,6 +138,7 @@ func kinds() []kind {
 				{"merchantId", func(r *domain.MerchantDocument) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
 			columns: "id, merchant_id, file_name, content_type, content",
+			sealed:  true,
 			args: func(r *domain.MerchantDocument) []any {
 				content := r.ContentBase64
 				if content == nil {
@@ -156,6 +160,7 @@ func kinds() []kind {
 			},
 			columns: "id, merchant_id, active, type, adjustment_percent",
 			row:     pricingModelRow,
+			after:   activatePricingModels,
 			scan: func(sc store.Scanner) (r domain.PricingModel, err error) {
 				var adj sql.NullString
 				err = sc.Scan(&r.ID, &r.MerchantID, &r.Active, &r.Type, &adj)
@@ -292,6 +297,8 @@ func kinds() []kind {
 			},
 			columns: "id, merchant_id, body, created_at, created_by",
 			order:   "created_at, id",
+			// Written by the service: an import adds them, never replaces or deletes one.
+			serviceWritten: true,
 			args: func(r *domain.MerchantNote) []any {
 				return []any{r.ID, r.MerchantID, r.Body, store.Micros(r.CreatedAt), r.CreatedBy}
 			},
@@ -313,6 +320,8 @@ func kinds() []kind {
 			order:   "seq",
 			write:   importAuditEvents,
 			scan:    store.ScanAuditEvent,
+			// Written by the service: an import adds them, never replaces or deletes one.
+			serviceWritten: true,
 		}.kind(),
 	}
 }
@@ -419,21 +428,37 @@ func exportPrincipals(x *exporter) ([]domain.Principal, error) {
 	})
 }
 
-// pricingModelRow refuses a second active pricing model of a merchant that has one stored, and
-// keeps no adjustment for a standard model.
+// pricingModelRow writes every pricing model inactive at first, and keeps no adjustment for a
+// standard model; activatePricingModels then activates the file's active ones. So the rule of one
+// active model per merchant is held against the result of the whole file, replaced models
+// included, in whatever order it lists them (the database's partial unique index would refuse a
+// second active model even for a moment).
 func pricingModelRow(im *importer, path string, r *domain.PricingModel) ([]any, error) {
-	if r.Active {
-		active, err := im.b.HasActivePricingModel(r.MerchantID)
-		if err != nil {
-			return nil, err
-		}
-		if active {
-			return nil, Errorf(path+".active", "merchant %s already has an active pricing model", r.MerchantID)
-		}
-	}
 	adj := r.AdjustmentPercent
 	if r.Type == "standard" {
 		adj = nil
 	}
-	return []any{r.ID, r.MerchantID, r.Active, r.Type, store.NullString(adj)}, nil
+	return []any{r.ID, r.MerchantID, false, r.Type, store.NullString(adj)}, nil
+}
+
+// activatePricingModels activates the file's active models, refusing one whose merchant keeps
+// another active one.
+func activatePricingModels(im *importer, models []domain.PricingModel) error {
+	for i := range models {
+		r := &models[i]
+		if !r.Active {
+			continue
+		}
+		active, ok, err := im.b.ActivePricingModel(r.MerchantID)
+		if err != nil {
+			return err
+		}
+		if ok && active != r.ID {
+			return Errorf(at("pricingModels", i)+".active", "merchant %s already has an active pricing model", r.MerchantID)
+		}
+		if err := im.b.ActivatePricingModel(r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

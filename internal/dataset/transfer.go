@@ -19,10 +19,19 @@ type kind struct {
 	// refs are the keys of the kinds its records reference: they are imported first.
 	refs    []string
 	section func(ds *Dataset) section
+	// links are its references field by field, with their columns: where a delete looks for
+	// what still refers to a record. parts are tables of rows that belong to its records.
+	links []link
+	parts []part
+	// serviceWritten: its records are the service's own doing, never replaced or deleted by an
+	// import. sealed: its rows hold secrets (a sealed SSN, a document's content), whose deleted
+	// bytes the engine is told to purge once an import has deleted or replaced one.
+	serviceWritten, sealed bool
 	// check holds the records to the file's rules; ids lists their ids, for references from
 	// elsewhere in the file.
 	check func(c *checker, ds *Dataset)
 	ids   func(ds *Dataset) []domain.ID
+	count func(ds *Dataset) int
 	write func(im *importer) error
 	read  func(x *exporter) error // nil: never exported
 }
@@ -59,6 +68,27 @@ type spec[T any] struct {
 	read func(x *exporter) ([]T, error)
 	// decode, instead of the generic decoder, reads the key's array from the file.
 	decode func(dst *[]T) section
+
+	// parts are tables of rows that belong to a record: cleared when it is replaced or deleted.
+	parts []part
+	// serviceWritten records (merchant notes, audit events) are only ever added by an import.
+	serviceWritten bool
+	// sealed rows hold secrets: replacing or deleting one purges the deleted bytes after commit.
+	sealed bool
+}
+
+// link is a reference of a kind, as a delete looks it up: the file's field, its column, the keys
+// of the kinds it may name.
+type link struct {
+	field, column string
+	to            []string
+}
+
+// part is a table of rows that belong to a record (a lead's selected card plans): owner is its
+// column naming the record; column names a record of kind to, field as the file names it.
+type part struct {
+	table, owner      string
+	field, column, to string
 }
 
 // ref is a field of a record that names a record of another kind (of one of several).
@@ -69,9 +99,10 @@ type ref[T any] struct {
 }
 
 func (s spec[T]) kind() kind {
-	k := kind{key: s.key, table: s.table, what: s.what}
+	k := kind{key: s.key, table: s.table, what: s.what, parts: s.parts, serviceWritten: s.serviceWritten, sealed: s.sealed}
 	for _, r := range s.refs {
 		k.refs = append(k.refs, r.to...)
+		k.links = append(k.links, link{field: r.field, column: snake(r.field), to: r.to})
 	}
 	k.section = func(ds *Dataset) section {
 		if s.decode != nil {
@@ -100,6 +131,7 @@ func (s spec[T]) kind() kind {
 		}
 		return ids
 	}
+	k.count = func(ds *Dataset) int { return len(*s.records(ds)) }
 	k.write = func(im *importer) error { return s.importAll(im) }
 	if s.scan != nil || s.read != nil {
 		k.read = func(x *exporter) error {
@@ -140,11 +172,11 @@ func (s spec[T]) importAll(im *importer) error {
 		}
 		return s.write(im, records)
 	}
-	ins, err := im.b.Inserter(s.table, s.columns)
+	w, err := im.writer(im.kinds[s.key], s.columns)
 	if err != nil {
 		return err
 	}
-	defer ins.Close()
+	defer w.close()
 	for i := range records {
 		r := &records[i]
 		if err := refs(i, r); err != nil {
@@ -155,14 +187,9 @@ func (s spec[T]) importAll(im *importer) error {
 		if err != nil {
 			return err
 		}
-		added, err := ins.Insert(args...)
-		if err != nil {
+		if err := w.put(path, *s.id(r), args); err != nil {
 			return err
 		}
-		if !added {
-			return im.conflict(path, s.key, *s.id(r))
-		}
-		im.count++
 	}
 	if s.after != nil {
 		return s.after(im, records)
@@ -233,9 +260,39 @@ func allPlaced(keys []string, placed map[string]bool) bool {
 // in the database already is a duplicate. A problem with the file comes back as an *Error naming
 // the record and field. It returns how many records it added.
 func Import(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring) (int, error) {
+	c, err := ImportWith(ctx, st, ds, ring, Options{})
+	return c.Added, err
+}
+
+// Options change what an import does.
+type Options struct {
+	// Upsert: a record whose id is stored replaces it whole (import --upsert), and the file's
+	// deletes key removes records. Without it an import only adds, and refuses a deletes key.
+	Upsert bool
+	// Progress, if set, is called from the import's goroutine as records are written, with the
+	// records written so far (added, replaced or deleted).
+	Progress func(done int)
+}
+
+// Counts are what an import did.
+type Counts struct{ Added, Replaced, Deleted int }
+
+// Total is every record the import wrote or removed.
+func (c Counts) Total() int { return c.Added + c.Replaced + c.Deleted }
+
+// ImportWith imports ds as Import does, or, with opts.Upsert, replaces and deletes records too:
+// each record is checked as a new one is, the one-active-pricing-model rule holds for the result,
+// a delete that would leave a reference dangling is refused naming the referrer. All of it, or
+// nothing. Once a deleted or replaced record's secrets (an SSN, a document) are gone, the engine
+// is told to purge the deleted bytes, as the document delete does.
+func ImportWith(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring, opts Options) (Counts, error) {
+	if len(ds.Deletes) > 0 && !opts.Upsert {
+		return Counts{}, Errorf(deletesKey, "deleting records needs import --upsert")
+	}
 	all := kinds()
-	im := &importer{ds: ds, ring: ring, kinds: map[string]*kind{}, inFile: map[string]map[domain.ID]bool{},
-		known: map[string]map[domain.ID]bool{}}
+	im := &importer{ds: ds, ring: ring, all: all, kinds: map[string]*kind{}, inFile: map[string]map[domain.ID]bool{},
+		known: map[string]map[domain.ID]bool{}, upsert: opts.Upsert, progress: opts.Progress,
+		deleted: map[string]map[domain.ID]int{}}
 	for i := range all {
 		im.kinds[all[i].key] = &all[i]
 	}
@@ -246,22 +303,70 @@ func Import(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Rin
 			}
 		}
 	}
+	for key, ids := range ds.Deletes {
+		im.deleted[key] = make(map[domain.ID]int, len(ids))
+		for i, id := range ids {
+			im.deleted[key][id] = i
+		}
+	}
 	err := st.Load(ctx, func(b *store.Bulk) error {
 		im.b = b
-		for _, k := range importOrder(all) {
-			if err := k.write(im); err != nil {
+		if im.progress != nil {
+			b.Progress = func(rows int) {
+				im.batched += rows
+				im.tick()
+			}
+		}
+		return im.run(importOrder(all))
+	})
+	if errors.Is(err, store.ErrSAMLogTaken) {
+		return Counts{}, samLogTaken(ctx, st, ds.SAMActionLogs)
+	}
+	if err != nil {
+		return Counts{}, err
+	}
+	if im.purge {
+		st.PurgeDeleted(ctx)
+	}
+	return im.counts, nil
+}
+
+// run writes the kinds in order. Deletes of kinds that nothing references come first, so that
+// what they free (a merchant's one active pricing model, a line item's one shipment) is free for
+// the file's records; the others come last, each kind's before those it references, once every
+// record of the file that may have stopped referring to them has been replaced.
+func (im *importer) run(order []kind) error {
+	referenced := map[string]bool{}
+	for _, k := range order {
+		for _, l := range k.links {
+			for _, to := range l.to {
+				referenced[to] = true
+			}
+		}
+		for _, p := range k.parts {
+			referenced[p.to] = true
+		}
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		if !referenced[order[i].key] {
+			if err := im.deleteAll(&order[i]); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
-	if errors.Is(err, store.ErrSAMLogTaken) {
-		return 0, samLogTaken(ctx, st, ds.SAMActionLogs)
 	}
-	if err != nil {
-		return 0, err
+	for _, k := range order {
+		if err := k.write(im); err != nil {
+			return err
+		}
 	}
-	return im.count, nil
+	for i := len(order) - 1; i >= 0; i-- {
+		if referenced[order[i].key] {
+			if err := im.deleteAll(&order[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func idSet(ids []domain.ID) map[domain.ID]bool {
@@ -276,15 +381,30 @@ type importer struct {
 	b     *store.Bulk
 	ds    *Dataset
 	ring  *secrets.Ring
+	all   []kind
 	kinds map[string]*kind
 	// inFile holds the ids in the file of each kind that something references; known those
 	// found in the database.
 	inFile, known map[string]map[domain.ID]bool
-	count         int
+	// deleted holds the ids of the deletes key, each with its index there.
+	deleted map[string]map[domain.ID]int
+	upsert  bool
+	counts  Counts
+	// purge: a record with secrets was deleted or replaced.
+	purge    bool
+	progress func(done int)
+	// batched counts the SAM logs in so far, while the store adds them.
+	batched int
 }
 
-// ref checks that id names a record of one of the kinds to, in the file or in the database.
+// ref checks that id names a record of one of the kinds to, in the file or in the database, and
+// not one the file deletes.
 func (im *importer) ref(path string, to []string, id domain.ID) error {
+	for _, key := range to {
+		if i, ok := im.deleted[key][id]; ok {
+			return Errorf(path, "no %s with this id once %s.%s[%d] is deleted", im.kinds[key].what, deletesKey, key, i)
+		}
+	}
 	for _, key := range to {
 		if im.inFile[key][id] {
 			return nil
@@ -344,10 +464,20 @@ func importSAMLogs(im *importer, logs []domain.SAMActionLog) error {
 			return Errorf(at("samActionLogs", i)+".id", "not a uuid: %q", string(logs[i].ID))
 		}
 	}
+	replaced := 0
+	if im.upsert {
+		var err error
+		if replaced, err = im.removeStoredSAMLogs(logs); err != nil {
+			return err
+		}
+	}
 	if err := im.b.AddSAMLogs(logs); err != nil {
 		return err
 	}
-	im.count += len(logs)
+	im.batched = 0
+	im.counts.Added += len(logs) - replaced
+	im.counts.Replaced += replaced
+	im.tick()
 	return nil
 }
 
@@ -369,6 +499,11 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 	var fresh []domain.AuditEvent
 	for i := range events {
 		r, path := &events[i], at("auditEvents", i)
+		if im.upsert {
+			if dup, err := im.b.Exists("audit_events", r.ID); err != nil || dup {
+				return cmpOr(err, Errorf(path, "audit events are written by the service and cannot be replaced"))
+			}
+		}
 		if r.Seq == 0 {
 			if dup, err := im.b.Exists("audit_events", r.ID); err != nil {
 				return err
@@ -392,12 +527,13 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 		if !added {
 			return im.conflict(path, "auditEvents", r.ID)
 		}
-		im.count++
+		im.counts.Added++
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	im.count += len(fresh)
+	im.counts.Added += len(fresh)
+	im.tick()
 	return im.b.AppendAudit(fresh)
 }
 

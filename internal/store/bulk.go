@@ -22,6 +22,9 @@ type Bulk struct {
 	// renumber holds the entities whose SAM action logs need their positions recomputed before
 	// commit, each with how many logs this import adds to it (see AddSAMLogs).
 	renumber map[domain.ID]int
+	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
+	// million logs are one call.
+	Progress func(rows int)
 }
 
 // Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It
@@ -46,15 +49,6 @@ func (s *Store) Load(ctx context.Context, fn func(b *Bulk) error) error {
 func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
 	var n int
 	if err := b.q.row(b.ctx, `SELECT count(*) FROM `+table+` WHERE id = ?`, id).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: import: %w", err)
-	}
-	return n > 0, nil
-}
-
-// HasActivePricingModel reports whether the merchant has an active pricing model already.
-func (b *Bulk) HasActivePricingModel(merchant domain.ID) (bool, error) {
-	var n int
-	if err := b.q.row(b.ctx, `SELECT count(*) FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, merchant).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: import: %w", err)
 	}
 	return n > 0, nil

@@ -99,6 +99,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	if err != nil {
 		return err
 	}
+	rows.progress = b.Progress
 	defer rows.close()
 	args := make([]any, 0, 6*samBatchRows)
 	for k, idx := range plan.order {
@@ -206,6 +207,8 @@ type rowBatch struct {
 	full        *sql.Stmt
 	// skipped is the error when rows were skipped for a taken key.
 	skipped error
+	// progress, if set, is told how many rows each batch put in.
+	progress func(rows int)
 }
 
 // newRowBatch prepares the full batch when total rows fill one at least.
@@ -267,6 +270,9 @@ func (b *rowBatch) run(args []any) error {
 	if inserted != int64(n) {
 		return b.skipped
 	}
+	if b.progress != nil {
+		b.progress(n)
+	}
 	return nil
 }
 
@@ -276,6 +282,15 @@ const samIDChunk = 256
 // StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it. An id that is no
 // uuid is not stored.
 func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
+	return storedSAMLogIDs(ctx, s.q(), ids)
+}
+
+// StoredSAMLogIDs is Store.StoredSAMLogIDs inside the import's transaction.
+func (b *Bulk) StoredSAMLogIDs(ids []domain.ID) ([]bool, error) {
+	return storedSAMLogIDs(b.ctx, b.q, ids)
+}
+
+func storedSAMLogIDs(ctx context.Context, q querier, ids []domain.ID) ([]bool, error) {
 	query := `SELECT id FROM sam_action_log_ids WHERE id IN (?` + strings.Repeat(", ?", samIDChunk-1) + `)`
 	out := make([]bool, len(ids))
 	args := make([]any, samIDChunk)
@@ -284,7 +299,7 @@ func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, e
 		for k := range args {
 			args[k] = uuidArg(ids[min(start+k, end-1)]) // the last chunk repeats its last id
 		}
-		stored, err := s.storedSAMIDs(ctx, query, args)
+		stored, err := storedSAMIDs(ctx, q, query, args)
 		if err != nil {
 			return nil, err
 		}
@@ -296,8 +311,8 @@ func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, e
 	return out, nil
 }
 
-func (s *Store) storedSAMIDs(ctx context.Context, query string, args []any) (map[[16]byte]bool, error) {
-	rows, err := s.q().query(ctx, query, args...)
+func storedSAMIDs(ctx context.Context, q querier, query string, args []any) (map[[16]byte]bool, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: SAM log ids: %w", err)
 	}
@@ -349,11 +364,19 @@ func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 // moment: the logs that move go first below every position in use (their rank plus n, negated),
 // then to their rank. Only logs whose position changes are written: those newer than the oldest
 // new one.
+//
+// An entity that only lost logs (n is 0: replaced logs that went elsewhere or back in after its
+// newest) keeps its stored order: its rows are ranked by position, in the key's order, with no
+// sort of the entity's logs by date.
 func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]int) error {
 	for id, n := range entities {
 		key := uuidArg(id)
+		order := "action_date, id"
+		if n == 0 {
+			order = "pos"
+		}
 		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = -r.rn - ?
-FROM (SELECT pos AS old, row_number() OVER (ORDER BY action_date, id) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
+FROM (SELECT pos AS old, row_number() OVER (ORDER BY `+order+`) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
 WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <> r.rn`, n, key, key)
 		if err == nil {
 			_, err = q.exec(ctx, `UPDATE sam_action_logs SET pos = -pos - ? WHERE entity_id = ? AND pos < 0`, n, key)
@@ -363,4 +386,114 @@ WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <>
 		}
 	}
 	return nil
+}
+
+// RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
+// was one. Its entity is renumbered before the import commits, so that its positions stay 1 to
+// its count with no gap: pages stay exact.
+func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
+	n, err := b.RemoveSAMLogs([]domain.ID{id}, []domain.ID{""})
+	return n == 1, err
+}
+
+// RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were; entities[i]
+// is where ids[i] is likely stored (the entity of the log that replaces it), looked in first, by
+// the table's key: the id has no index of its own in sam_action_logs, so a log looked for
+// elsewhere costs a scan. The ids go by the chunk, one statement each. A replaced log goes back in
+// through AddSAMLogs, as a new one.
+func (b *Bulk) RemoveSAMLogs(ids, entities []domain.ID) (int, error) {
+	byEntity := map[domain.ID][]domain.ID{}
+	var order []domain.ID
+	for i, id := range ids {
+		e := entities[i]
+		if _, ok := byEntity[e]; !ok {
+			order = append(order, e)
+		}
+		byEntity[e] = append(byEntity[e], id)
+	}
+	removed := 0
+	var elsewhere []domain.ID
+	for _, e := range order {
+		left, err := b.removeSAMLogs(byEntity[e], &e)
+		if err != nil {
+			return 0, err
+		}
+		removed += len(byEntity[e]) - len(left)
+		elsewhere = append(elsewhere, left...)
+	}
+	left, err := b.removeSAMLogs(elsewhere, nil)
+	if err != nil {
+		return 0, err
+	}
+	return removed + len(elsewhere) - len(left), nil
+}
+
+// removeSAMLogs removes the logs of ids stored under entity (any entity when nil), and returns the
+// ids it did not find.
+func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID) ([]domain.ID, error) {
+	var left []domain.ID
+	for start := 0; start < len(ids); start += samIDChunk {
+		chunk := ids[start:min(start+samIDChunk, len(ids))]
+		query := `DELETE FROM sam_action_logs WHERE id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		args := make([]any, 0, len(chunk)+1)
+		if entity != nil {
+			query += ` AND entity_id = ?`
+		}
+		for _, id := range chunk {
+			args = append(args, uuidArg(id))
+		}
+		if entity != nil {
+			args = append(args, uuidArg(*entity))
+		}
+		found, err := b.deleteSAMRows(query+` RETURNING id, entity_id`, args)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range chunk {
+			if u, ok := id.Bytes(); !ok || !found[u] {
+				left = append(left, id)
+			}
+		}
+	}
+	return left, nil
+}
+
+// deleteSAMRows runs a DELETE … RETURNING id, entity_id of SAM logs, removes their ids from
+// sam_action_log_ids, marks their entities for renumbering, and returns the ids it removed.
+func (b *Bulk) deleteSAMRows(query string, args []any) (map[[16]byte]bool, error) {
+	rows, err := b.q.query(b.ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	found := map[[16]byte]bool{}
+	var entities []domain.ID
+	for rows.Next() {
+		var id, entity []byte
+		if err := rows.Scan(&id, &entity); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
+		}
+		e, err := idOfUUID(entity)
+		if err != nil || len(id) != 16 {
+			rows.Close()
+			return nil, fmt.Errorf("store: import: remove SAM logs: a stored id of %d bytes", len(id))
+		}
+		found[[16]byte(id)] = true
+		entities = append(entities, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	for id := range found {
+		if _, err := b.q.exec(b.ctx, `DELETE FROM sam_action_log_ids WHERE id = ?`, id[:]); err != nil {
+			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
+		}
+	}
+	for _, e := range entities {
+		if _, ok := b.renumber[e]; !ok {
+			b.renumber[e] = 0 // no new rows below zero, only gaps to close
+		}
+	}
+	return found, nil
 }

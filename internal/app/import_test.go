@@ -1,0 +1,108 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/testdb"
+)
+
+// import --upsert replaces and deletes; the command ends with one summary line, and with standard
+// error not a terminal it prints nothing else.
+func TestImportUpsertCommand(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			e := newTestEnv(t)
+			e.vars["BACKOFFICE_DATABASE_URL"] = testdb.URL(t, engine)
+			importUpsertCommand(t, e)
+		})
+	}
+}
+
+func importUpsertCommand(t *testing.T, e *testEnv) {
+	demo := demoDataset(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+	out, errOut, err := e.run("import", e.writeDataset("demo.json", demo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^imported \d+ records from \S+demo.json: \d+ added, 0 replaced, 0 deleted, in \S+\n$`).MatchString(out) || errOut != "" {
+		t.Errorf("plain import printed %q and %q on standard error", out, errOut)
+	}
+
+	partner := demo.Partners[0]
+	partner.Name = "Demo ISO, renamed"
+	sync := &dataset.Dataset{Partners: []domain.Partner{partner},
+		Deletes: map[string][]domain.ID{"merchantDocuments": {demo.MerchantDocuments[0].ID}}}
+	file := e.writeDataset("sync.json", sync)
+
+	_, _, err = e.run("import", file)
+	if err == nil || !strings.Contains(err.Error(), "deletes: deleting records needs import --upsert (nothing was imported)") {
+		t.Errorf("plain import of a deletes key: %v", err)
+	}
+	out, errOut, err = e.run("import", "--upsert", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^imported 1 records from \S+sync.json: 0 added, 1 replaced, 1 deleted, in \d\S*s\n$`).MatchString(out) || errOut != "" {
+		t.Errorf("upsert printed %q and %q on standard error", out, errOut)
+	}
+	got := e.export()
+	if got.Partners[0].Name != partner.Name || len(got.MerchantDocuments) != len(demo.MerchantDocuments)-1 {
+		t.Errorf("after the upsert: partner %q, %d documents", got.Partners[0].Name, len(got.MerchantDocuments))
+	}
+}
+
+// Progress is drawn only on a terminal: a file or a pipe is not one.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, out := range []*os.File{f, w} {
+		if isTerminal(out) {
+			t.Errorf("%s taken for a terminal", out.Name())
+		}
+		if p := startProgress(out); p.stop != nil {
+			t.Errorf("progress drawn on %s", out.Name())
+		}
+	}
+}
+
+// The progress line says what is done of how much, the rate and the time left.
+func TestProgressLine(t *testing.T) {
+	p := &importProgress{}
+	p.setPhase("MB read", 200<<20, 1<<20, "checking the file")
+	p.set(50 << 20)
+	if got, want := p.line(p.phaseStart.Add(2*time.Second)), "import: 50 of 200 MB read, 25/s, 6s left"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	p.set(200 << 20) // all read: what follows has no count
+	if got, want := p.line(p.phaseStart.Add(5*time.Second)), "import: 200 MB read, checking the file, 5s"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	p.setPhase("records", 0, 1, "committing") // total unknown: no time left
+	p.set(3000)
+	if got, want := p.line(p.phaseStart.Add(time.Second)), "import: 3000 records, 3000/s"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+}
+
+func TestImportSummary(t *testing.T) {
+	got := importSummary("sync.json", dataset.Counts{Added: 2, Replaced: 3, Deleted: 1}, 1234567*time.Microsecond)
+	if want := "imported 5 records from sync.json: 2 added, 3 replaced, 1 deleted, in 1.235s\n"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
