@@ -16,15 +16,6 @@ import (
 	"backoffice/internal/store"
 )
 
-// signAuditChain gives the store the master key ring to link audit events with, when one is
-// configured. Without one the store writes no events (store.ErrNoChainSigner): the commands that
-// write them ask for the ring first, and the others only read.
-func signAuditChain(st *store.Store, cfg Config) {
-	if ring, err := masterRing(cfg); err == nil {
-		st.SetChainSigner(ring)
-	}
-}
-
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
 	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify})
 }
@@ -70,7 +61,7 @@ func runAuditList(ctx context.Context, env Env, cfg Config, args []string) error
 	if err != nil {
 		return auditFlagError(err)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -155,7 +146,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, ring)
 	if err != nil {
 		return err
 	}

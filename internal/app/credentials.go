@@ -69,10 +69,11 @@ func resolveActor(ctx context.Context, st *store.Store, flagValue string) (domai
 // openStoreAs opens the store for a command that writes audit events, and resolves its --actor
 // there; the store is closed again if the actor is refused.
 func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Store, domain.ID, error) {
-	if _, err := masterRing(cfg); err != nil {
+	ring, err := masterRing(cfg)
+	if err != nil {
 		return nil, "", fmt.Errorf("audit events are chained under the master key ring: %w", err)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, ring)
 	if err != nil {
 		return nil, "", err
 	}
@@ -238,7 +239,7 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 		}
 		f.Prefix = p
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -372,7 +373,7 @@ func runSessionList(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, ring)
 	if err != nil {
 		return err
 	}

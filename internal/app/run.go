@@ -175,17 +175,20 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 // openStore opens an existing database with the configured pool and applies pending migrations.
 // A SQLite file that does not exist is an error naming it: a mistyped path must not leave an
 // empty database behind.
-func openStore(ctx context.Context, cfg Config) (*store.Store, error) {
-	return openMigrated(ctx, cfg, store.MustExist())
+func openStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Store, error) {
+	return openMigrated(ctx, cfg, ring, store.MustExist())
 }
 
 // createStore is openStore for the commands that make a database when there is none: serve and
 // import.
-func createStore(ctx context.Context, cfg Config) (*store.Store, error) {
-	return openMigrated(ctx, cfg)
+func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Store, error) {
+	return openMigrated(ctx, cfg, ring)
 }
 
-func openMigrated(ctx context.Context, cfg Config, opts ...store.Option) (*store.Store, error) {
+// openMigrated opens and migrates the store. ring, when not nil, is what the store links audit
+// events with; a store without one writes no events (store.ErrNoChainSigner), which suits the
+// commands that only read.
+func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
 	if _, err := demoConfig(&cfg, false); err != nil {
 		return nil, err
 	}
@@ -197,7 +200,9 @@ func openMigrated(ctx context.Context, cfg Config, opts ...store.Option) (*store
 		st.Close()
 		return nil, err
 	}
-	signAuditChain(st, cfg)
+	if ring != nil {
+		st.SetChainSigner(ring)
+	}
 	return st, nil
 }
 
@@ -263,7 +268,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 	if err != nil {
 		return dataset.Counts{}, fmt.Errorf("import %s: %w", name, err)
 	}
-	st, err := createStore(ctx, cfg)
+	st, err := createStore(ctx, cfg, ring)
 	if err != nil {
 		return dataset.Counts{}, err
 	}
@@ -329,7 +334,7 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 			return err
 		}
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, ring)
 	if err != nil {
 		return err
 	}

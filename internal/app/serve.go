@@ -65,7 +65,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := createStore(ctx, cfg)
+	st, err := createStore(ctx, cfg, ring)
 	if err != nil {
 		return err
 	}
