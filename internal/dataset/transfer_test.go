@@ -25,22 +25,6 @@ import (
 
 var ctx = context.Background()
 
-func mustImport(t *testing.T, st *store.Store, ds *dataset.Dataset) {
-	t.Helper()
-	if _, err := dataset.Import(ctx, st, ds, testdb.Ring(t)); err != nil {
-		t.Fatalf("import: %v", err)
-	}
-}
-
-func mustExport(t *testing.T, st *store.Store, ring *secrets.Ring) *dataset.Dataset {
-	t.Helper()
-	ds, err := dataset.Export(ctx, st, ring)
-	if err != nil {
-		t.Fatalf("export: %v", err)
-	}
-	return ds
-}
-
 // datasetError returns the *dataset.Error that err must be.
 func datasetError(t *testing.T, err error) *dataset.Error {
 	t.Helper()
@@ -64,17 +48,17 @@ func TestImportExportRoundTrip(t *testing.T) {
 			t.Errorf("imported %d records, want every record of the fixture", n)
 		}
 		ring := testdb.Ring(t)
-		first := mustExport(t, st, ring)
+		first := testdb.Export(t, st, ring)
 		if diff := cmp.Diff(asExported(in, true), first, cmpopts.EquateEmpty(), ignoreLinks); diff != "" {
 			t.Errorf("export after import (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(asExported(in, false), mustExport(t, st, nil), cmpopts.EquateEmpty(), ignoreLinks); diff != "" {
+		if diff := cmp.Diff(asExported(in, false), testdb.Export(t, st, nil), cmpopts.EquateEmpty(), ignoreLinks); diff != "" {
 			t.Errorf("export without secrets (-want +got):\n%s", diff)
 		}
 
 		fresh := testdb.Open(t, st.Engine())
-		mustImport(t, fresh, first)
-		if diff := cmp.Diff(first, mustExport(t, fresh, ring)); diff != "" {
+		testdb.Import(t, fresh, first)
+		if diff := cmp.Diff(first, testdb.Export(t, fresh, ring)); diff != "" {
 			t.Errorf("export of the re-imported export (-first +second):\n%s", diff)
 		}
 		// The export carried the audit chain: the copy verifies as it is, up to the same head.
@@ -90,8 +74,8 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		base := &dataset.Dataset{AuditEvents: []domain.AuditEvent{{ID: id(9001), At: fixtureNow, ActorUserID: staffUser,
 			Action: "merchant_document.delete", TargetID: string(docA1), Outcome: domain.OutcomeNotFound, Detail: "before"}}}
-		mustImport(t, st, base)
-		before := mustExport(t, st, nil)
+		testdb.Import(t, st, base)
+		before := testdb.Export(t, st, nil)
 
 		ds := fixture()
 		ds.AuditEvents = append(ds.AuditEvents, base.AuditEvents[0]) // the last record: a duplicate
@@ -100,7 +84,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		if want := "auditEvents[1].id"; de.Path != want {
 			t.Errorf("error path = %q, want %q (%v)", de.Path, want, err)
 		}
-		if diff := cmp.Diff(before, mustExport(t, st, nil)); diff != "" {
+		if diff := cmp.Diff(before, testdb.Export(t, st, nil)); diff != "" {
 			t.Errorf("the failed import changed the database (-before +after):\n%s", diff)
 		}
 		if _, err := auth.New(st, time.Now).Authenticate(ctx, "Api-Key "+staffKey); !errors.Is(err, auth.Unauthenticated) {
@@ -120,7 +104,7 @@ func TestImportRejectsDuplicates(t *testing.T) {
 			}
 		})
 		t.Run("already in the database", func(t *testing.T) {
-			mustImport(t, st, fixture())
+			testdb.Import(t, st, fixture())
 			again := &dataset.Dataset{Merchants: []domain.Merchant{
 				{ID: id(599), PartnerID: partnerA, Name: "new"},
 				{ID: merchantB, PartnerID: partnerB, Name: "Merchant B again"},
@@ -167,14 +151,14 @@ func TestImportReferences(t *testing.T) {
 		// Every section in reverse: each merchant's lead, each line item's order, comes later.
 		ds := fixture()
 		reverseAll(ds)
-		mustImport(t, st, ds)
+		testdb.Import(t, st, ds)
 
 		later := &dataset.Dataset{
 			DeploymentOrders: []domain.DeploymentOrder{{ID: id(899), MerchantID: merchantA}},
 			SAMActionLogs:    []domain.SAMActionLog{samLog(5900, itemB, fixtureNow), samLog(5901, id(899), fixtureNow)},
 			MerchantNotes:    []domain.MerchantNote{{ID: id(1599), MerchantID: merchantB, Body: "later", CreatedAt: fixtureNow, CreatedBy: staffUser}},
 		}
-		mustImport(t, st, later)
+		testdb.Import(t, st, later)
 		if logs, total, err := listSAMActionLogs(st, id(899), 1, 10); err != nil || total != 1 || len(logs) != 1 {
 			t.Errorf("logs of the new order = %v, %d, %v", logs, total, err)
 		}
@@ -211,7 +195,7 @@ func reverseAll(ds *dataset.Dataset) {
 // not both number the entity's logs from its state before either (positions given twice).
 func TestConcurrentImportsKeepPositions(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		files := make([]*dataset.Dataset, 2)
 		var all []domain.SAMActionLog
 		for f := range files {
@@ -268,7 +252,7 @@ func checkPages(t *testing.T, st *store.Store, entity domain.ID, want []domain.S
 // the command prints.
 func TestImportErrorsNameTheField(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		cases := []struct {
 			ds   *dataset.Dataset
 			ring *secrets.Ring

@@ -52,7 +52,7 @@ func mustUpsert(t *testing.T, st *store.Store, ds *dataset.Dataset) dataset.Coun
 // be as it was.
 func upsertError(t *testing.T, st *store.Store, ds *dataset.Dataset) string {
 	t.Helper()
-	before := mustExport(t, st, testdb.Ring(t))
+	before := testdb.Export(t, st, testdb.Ring(t))
 	read, err := viaFile(t, ds)
 	if err == nil {
 		_, err = dataset.ImportWith(ctx, st, read, testdb.Ring(t), upsert)
@@ -60,7 +60,7 @@ func upsertError(t *testing.T, st *store.Store, ds *dataset.Dataset) string {
 	if err == nil {
 		t.Fatal("upsert succeeded, want an error")
 	}
-	if diff := cmp.Diff(before, mustExport(t, st, testdb.Ring(t))); diff != "" {
+	if diff := cmp.Diff(before, testdb.Export(t, st, testdb.Ring(t))); diff != "" {
 		t.Errorf("a failed upsert changed the database (-before +after):\n%s", diff)
 	}
 	return datasetError(t, err).Error()
@@ -70,7 +70,7 @@ func upsertError(t *testing.T, st *store.Store, ds *dataset.Dataset) string {
 // principal's SSN); a new id is added; the counts say which.
 func TestUpsertReplacesAndAdds(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		want := fixture()
 		want.Varsheets[0].VNumber = "V2"
 		want.Varsheets[0].TerminalIDNumber = nil
@@ -89,7 +89,7 @@ func TestUpsertReplacesAndAdds(t *testing.T) {
 		if c != (dataset.Counts{Added: 1, Replaced: 5}) {
 			t.Errorf("counts = %+v, want 1 added, 5 replaced", c)
 		}
-		if diff := cmp.Diff(asExported(want, true), mustExport(t, st, testdb.Ring(t)), cmpopts.EquateEmpty(), ignoreLinks); diff != "" {
+		if diff := cmp.Diff(asExported(want, true), testdb.Export(t, st, testdb.Ring(t)), cmpopts.EquateEmpty(), ignoreLinks); diff != "" {
 			t.Errorf("export after the upsert (-want +got):\n%s", diff)
 		}
 	})
@@ -98,7 +98,7 @@ func TestUpsertReplacesAndAdds(t *testing.T) {
 // Plain import keeps its meaning: a stored id is a duplicate, and a deletes key is refused.
 func TestPlainImportRefusesDeletes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		_, err := dataset.Import(ctx, st, &dataset.Dataset{Deletes: map[string][]domain.ID{"varsheets": {varsheetA}}}, nil)
 		if err == nil || datasetError(t, err).Error() != "deletes: deleting records needs import --upsert" {
 			t.Errorf("error = %v, want the deletes key refused", err)
@@ -114,12 +114,12 @@ func TestPlainImportRefusesDeletes(t *testing.T) {
 // rule of one active model is held against the result.
 func TestUpsertSwitchesActivePricingModel(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		dual := domain.PricingModel{ID: id(554), MerchantID: merchantA, Active: true, Type: "dual_pricing", AdjustmentPercent: ptr("4.000")}
 		old := fixture().PricingModels[0]
 		old.Active = false
 		mustUpsert(t, st, &dataset.Dataset{PricingModels: []domain.PricingModel{dual, old}})
-		got := mustExport(t, st, nil).PricingModels
+		got := testdb.Export(t, st, nil).PricingModels
 		active := map[domain.ID]bool{}
 		for _, m := range got {
 			active[m.ID] = m.Active
@@ -141,7 +141,7 @@ func TestUpsertSwitchesActivePricingModel(t *testing.T) {
 // and field and leaves the database as it was.
 func TestUpsertErrorsNameTheRecord(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		fx := fixture()
 		note := fx.MerchantNotes[0]
 		note.Body = "rewritten"
@@ -199,7 +199,7 @@ func knownKeys() string {
 // same file changes or deletes the referrer; a delete of an id not stored is refused.
 func TestUpsertDeletes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		del := func(key string, ids ...domain.ID) map[string][]domain.ID { return map[string][]domain.ID{key: ids} }
 		cases := []struct {
 			ds   *dataset.Dataset
@@ -242,7 +242,7 @@ func TestUpsertDeletes(t *testing.T) {
 		if c != (dataset.Counts{Deleted: 4}) {
 			t.Errorf("counts = %+v, want 4 deleted", c)
 		}
-		got := mustExport(t, st, nil)
+		got := testdb.Export(t, st, nil)
 		want := asExported(fx, false)
 		want.Varsheets = nil
 		want.LineItems[0], want.Equipment[0] = item, equip
@@ -269,7 +269,7 @@ func TestUpsertDeletes(t *testing.T) {
 // once, at its new place, on every page.
 func TestUpsertSAMLogsKeepPagesExact(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		logs := fixture().SAMActionLogs
 		moved := samLog(5103, leadA, fixtureNow.Add(time.Hour)) // was among the oldest
 		toMerchant := samLog(5104, merchantA, fixtureNow.Add(-time.Hour))
@@ -327,7 +327,7 @@ func TestUpsertDeletePurgesContent(t *testing.T) {
 	secret := []byte("UNIQUE-IMPORTED-CONTENT-a41c07e9")
 	fx := fixture()
 	fx.MerchantDocuments[0].ContentBase64 = secret
-	mustImport(t, st, fx)
+	testdb.Import(t, st, fx)
 	mustUpsert(t, st, &dataset.Dataset{Deletes: map[string][]domain.ID{"merchantDocuments": {docA1}}})
 	st.Close()
 	files, _ := filepath.Glob(path + "*")
@@ -346,7 +346,7 @@ func TestUpsertDeletePurgesContent(t *testing.T) {
 // carry: a revoked key stays revoked under its new secret.
 func TestUpsertKeepsARevocation(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		key := fixture().APIKeys[0]
 		event := domain.AuditEvent{ID: id(1699), At: fixtureNow, ActorUserID: staffUser, Action: "apikey.revoke",
 			TargetID: string(key.ID), Outcome: domain.OutcomeGranted}
@@ -372,7 +372,7 @@ func TestUpsertKeepsARevocation(t *testing.T) {
 // the store), and ends at every record of the file.
 func TestImportReportsProgress(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		ds := &dataset.Dataset{Partners: []domain.Partner{{ID: id(4), Name: "P"}}}
 		for i := range 200 {
 			ds.SAMActionLogs = append(ds.SAMActionLogs, samLog(6000+i, leadB, fixtureNow.Add(time.Duration(i)*time.Second)))

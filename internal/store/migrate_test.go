@@ -74,7 +74,7 @@ func TestMigrationKeepsSAMLogs(t *testing.T) {
 					t.Errorf("a log after the upgrade (-before +after):\n%s", diff)
 				}
 			}
-			exported := mustExport(t, st, nil)
+			exported := testdb.Export(t, st, nil)
 			if got, want := len(exported.SAMActionLogs), 290; got != want {
 				t.Fatalf("export after the upgrade: %d logs, want %d", got, want)
 			}

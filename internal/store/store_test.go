@@ -25,22 +25,6 @@ import (
 
 var ctx = context.Background()
 
-func mustImport(t *testing.T, st *store.Store, ds *dataset.Dataset) {
-	t.Helper()
-	if _, err := dataset.Import(ctx, st, ds, testdb.Ring(t)); err != nil {
-		t.Fatalf("import: %v", err)
-	}
-}
-
-func mustExport(t *testing.T, st *store.Store, ring *secrets.Ring) *dataset.Dataset {
-	t.Helper()
-	ds, err := dataset.Export(ctx, st, ring)
-	if err != nil {
-		t.Fatalf("export: %v", err)
-	}
-	return ds
-}
-
 func TestMigrationsAreIdempotent(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		for range 2 {
@@ -51,7 +35,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 		if n, err := st.Pending(ctx); err != nil || n != 0 {
 			t.Fatalf("pending = %d, %v; want 0", n, err)
 		}
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 	})
 }
 
@@ -93,7 +77,7 @@ func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
 					t.Errorf("store %d: pending = %d, %v; want 0", i, n, err)
 				}
 			}
-			mustImport(t, stores[0], fixture())
+			testdb.Import(t, stores[0], fixture())
 		})
 	}
 }
@@ -102,7 +86,7 @@ func TestConcurrentMigrationsMigrateOnce(t *testing.T) {
 // and checks every page against the contract's order computed here.
 func TestSAMLogPages(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		entity := merchantB
 		var all []domain.SAMActionLog
 		first := &dataset.Dataset{}
@@ -110,7 +94,7 @@ func TestSAMLogPages(t *testing.T) {
 			// Every other hour, with pairs of equal dates so that ties fall to the id.
 			first.SAMActionLogs = append(first.SAMActionLogs, samLog(20000+i*2, entity, fixtureNow.Add(-time.Duration(i/2*2)*time.Hour)))
 		}
-		mustImport(t, st, first)
+		testdb.Import(t, st, first)
 		all = append(all, first.SAMActionLogs...)
 		checkPages(t, st, entity, all, 7)
 
@@ -123,7 +107,7 @@ func TestSAMLogPages(t *testing.T) {
 			}
 			second.SAMActionLogs = append(second.SAMActionLogs, samLog(20000+i*2+1+(i%3)*1000, entity, at))
 		}
-		mustImport(t, st, second)
+		testdb.Import(t, st, second)
 		all = append(all, second.SAMActionLogs...)
 		checkPages(t, st, entity, all, 7)
 		checkPages(t, st, entity, all, 100)
@@ -173,7 +157,7 @@ func checkPages(t *testing.T, st *store.Store, entity domain.ID, want []domain.S
 // visible entity's page is the one staff get.
 func TestEntityVisible(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		staff, a, b := domain.Scope{}, domain.Scope{PartnerID: partnerA}, domain.Scope{PartnerID: partnerB}
 		cases := []struct {
 			name        string
@@ -219,7 +203,7 @@ func TestEntityVisible(t *testing.T) {
 
 func TestServiceAcceptance(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		plans := func(visa, mc, amex bool) []domain.CardPlanSelection {
 			return []domain.CardPlanSelection{
 				{CardPlan: domain.CardPlan{ID: planMC, Code: "mastercard", DisplayName: "Mastercard", SortOrder: 1}, Selected: mc},
@@ -260,7 +244,7 @@ func TestServiceAcceptance(t *testing.T) {
 
 func TestPrincipalSSN(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		ring := testdb.Ring(t)
 		sealed, err := st.PrincipalSSN(ctx, domain.Scope{PartnerID: partnerA}, leadA, principalA)
 		if err != nil || !sealed.Found {
@@ -298,7 +282,7 @@ func TestPrincipalSSN(t *testing.T) {
 
 func TestDeleteMerchantDocument(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		event := func(n int) domain.AuditEvent {
 			return domain.AuditEvent{ID: id(n), At: fixtureNow, ActorUserID: userA, Action: "merchant_document.delete", TargetID: string(docA1), Detail: "test"}
 		}
@@ -336,7 +320,7 @@ func TestDeleteMerchantDocument(t *testing.T) {
 			t.Error("documents after the deletes: want only " + string(docA1) + " gone")
 		}
 		outcomes := map[domain.ID]string{}
-		for _, e := range mustExport(t, st, nil).AuditEvents {
+		for _, e := range testdb.Export(t, st, nil).AuditEvents {
 			outcomes[e.ID] = e.Outcome
 		}
 		want := map[domain.ID]string{id(1601): domain.OutcomeGranted, id(9101): domain.OutcomeGranted,
@@ -349,7 +333,7 @@ func TestDeleteMerchantDocument(t *testing.T) {
 
 func hasDocument(t *testing.T, st *store.Store, doc domain.ID) bool {
 	t.Helper()
-	for _, d := range mustExport(t, st, nil).MerchantDocuments {
+	for _, d := range testdb.Export(t, st, nil).MerchantDocuments {
 		if d.ID == doc {
 			return true
 		}
@@ -359,7 +343,7 @@ func hasDocument(t *testing.T, st *store.Store, doc domain.ID) bool {
 
 func TestPushLeaseAndNotes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		now := fixtureNow
 		st.SetClock(func() time.Time { return now })
 		acquire := func(holder string, want bool) {
@@ -389,7 +373,7 @@ func TestPushLeaseAndNotes(t *testing.T) {
 		if err := st.AddMerchantNote(ctx, note); err != nil {
 			t.Fatal(err)
 		}
-		notes := mustExport(t, st, nil).MerchantNotes
+		notes := testdb.Export(t, st, nil).MerchantNotes
 		if len(notes) != 2 || notes[1].Body != "pushed" || !notes[1].CreatedAt.Equal(now) || notes[1].ID == "" {
 			t.Errorf("notes = %+v", notes)
 		}
@@ -398,7 +382,7 @@ func TestPushLeaseAndNotes(t *testing.T) {
 
 func TestCredentialRule(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		mustImport(t, st, fixture())
+		testdb.Import(t, st, fixture())
 		st.SetClock(func() time.Time { return fixtureNow })
 		staff := domain.Actor{UserID: staffUser, Permissions: []domain.Permission{domain.PermAll}}
 		partner := domain.Actor{UserID: userA, PartnerID: partnerA, Permissions: []domain.Permission{domain.PermReadSAMActionLogs, domain.PermDecryptPrincipals}}
@@ -455,7 +439,7 @@ func TestLostDatabaseIsUnavailable(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mustImport(t, st, fixture())
+	testdb.Import(t, st, fixture())
 	operations := map[string]func() error{
 		"list": func() error {
 			_, _, _, err := st.ListVisibleSAMActionLogs(ctx, domain.Scope{PartnerID: partnerA}, leadA, 1, 10)
