@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -258,13 +257,13 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 }
 
 func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring, opts dataset.Options, p *importProgress) (dataset.Counts, error) {
-	in, closeIn, err := openInput(name, stdin)
+	in, size, closeIn, err := openInput(name, stdin, p)
 	if err != nil {
 		return dataset.Counts{}, err
 	}
 	defer closeIn()
-	p.setPhase("MB read", inputSize(in), 1<<20, "checking the file")
-	ds, err := dataset.Read(sizedReader{countingReader{in, p}, in})
+	p.setPhase("MB read", size, 1<<20, "checking the file")
+	file, err := dataset.ReadFile(countingReaderAt{in, p}, size)
 	if err != nil {
 		return dataset.Counts{}, fmt.Errorf("import %s: %w", name, err)
 	}
@@ -273,48 +272,46 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 		return dataset.Counts{}, err
 	}
 	defer st.Close()
-	p.setPhase("records", int64(ds.Records()), 1, "finishing and committing")
+	p.setPhase("records", int64(file.Records()), 1, "finishing and committing")
 	opts.Progress = func(done int) { p.set(int64(done)) }
-	c, err := dataset.ImportWith(ctx, st, ds, ring, opts)
+	c, err := dataset.ImportFile(ctx, st, file, ring, opts)
 	if err != nil {
 		return dataset.Counts{}, fmt.Errorf("import %s: %w (nothing was imported)", name, err)
 	}
 	return c, nil
 }
 
-// inputSize is the size of a regular file, 0 when unknown (standard input, a pipe).
-func inputSize(r io.Reader) int64 {
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return fi.Size()
+// openInput opens the file to import, with its size. The import reads a file twice (see
+// dataset.ReadFile), so standard input is first copied into a temporary file, readable by this
+// user only and removed when the import ends.
+func openInput(name string, stdin io.Reader, p *importProgress) (*os.File, int64, func(), error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, 0, nil, err
 		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, err
+		}
+		return f, fi.Size(), func() { f.Close() }, nil
 	}
-	return 0
-}
-
-// sizedReader counts what is read and still tells dataset.Read the file's size, by which it
-// sizes its buffer once.
-type sizedReader struct {
-	countingReader
-	f io.Reader
-}
-
-func (s sizedReader) Stat() (fs.FileInfo, error) {
-	if f, ok := s.f.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		return f.Stat()
-	}
-	return nil, errors.New("no size")
-}
-
-func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
-	if name == "-" {
-		return stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
+	f, err := os.CreateTemp("", "backoffice-import-*.json") // mode 0600
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, fmt.Errorf("standard input: %w", err)
 	}
-	return f, func() { f.Close() }, nil
+	closeIn := func() {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	p.setPhase("MB received", 0, 1<<20, "")
+	size, err := io.Copy(f, countingReader{stdin, p})
+	if err != nil {
+		closeIn()
+		return nil, 0, nil, fmt.Errorf("standard input: %w", err)
+	}
+	return f, size, closeIn, nil
 }
 
 func runExport(ctx context.Context, env Env, cfg Config, args []string) error {

@@ -16,6 +16,9 @@ type checker struct {
 	err *Error
 	// seen holds the ids of each key, to reject duplicates within the file.
 	seen map[string]map[domain.ID]bool
+	// samErr is the first problem ReadFile found with the SAM action logs it streamed: reported
+	// in the logs' turn.
+	samErr *Error
 }
 
 func (c *checker) fail(path, format string, args ...any) {
@@ -93,8 +96,8 @@ var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
 // check validates every record on its own, kind by kind, as kinds lists them; references are
 // checked on import.
-func (ds *Dataset) check() error {
-	c := &checker{seen: map[string]map[domain.ID]bool{}}
+func (ds *Dataset) check(samErr *Error) error {
+	c := &checker{seen: map[string]map[domain.ID]bool{}, samErr: samErr}
 	all := kinds()
 	for _, k := range all {
 		k.check(c, ds)
@@ -199,6 +202,9 @@ func (c *checker) auditEvent(p string, r *domain.AuditEvent) {
 // samActionLogs checks the logs, a million of them in a big file, without building a path for
 // each that passes.
 func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
+	if c.samErr != nil && c.err == nil {
+		c.err = c.samErr
+	}
 	if len(logs) == 0 {
 		return
 	}
@@ -220,12 +226,8 @@ func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
 // id as seen. It reports false, having recorded nothing, when any rule fails: check then runs the
 // rules again, one by one, to name the first problem.
 func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
-	id, ok := canonical(r.ID)
+	id, entity, ok := validSAMLog(r)
 	if !ok {
-		return false
-	}
-	entity, ok := canonical(r.EntityID)
-	if !ok || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
 		return false
 	}
 	seen := c.seen["samActionLogs"]
@@ -239,6 +241,19 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 	seen[id] = true
 	r.ID, r.EntityID = id, entity
 	return true
+}
+
+// validSAMLog checks a SAM action log by the rules of check but for its id being unique, and
+// gives its ids in canonical form.
+func validSAMLog(r *domain.SAMActionLog) (id, entity domain.ID, ok bool) {
+	if id, ok = canonical(r.ID); !ok {
+		return "", "", false
+	}
+	entity, ok = canonical(r.EntityID)
+	if !ok || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
+		return "", "", false
+	}
+	return id, entity, true
 }
 
 // canonical is id in canonical form, if it is a uuid. An id in that form already, as every file

@@ -85,13 +85,19 @@ func Read(r io.Reader) (*Dataset, error) {
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
 	}
+	return readBytes(b, nil)
+}
+
+// readBytes decodes and checks the file b, fast or carefully; samErr is a problem with SAM logs
+// that ReadFile streamed, reported in their turn among the checks.
+func readBytes(b []byte, samErr *Error) (*Dataset, error) {
 	if ds, ok := readFast(b); ok {
-		if err := ds.check(); err != nil {
+		if err := ds.check(samErr); err != nil {
 			return nil, err
 		}
 		return ds, nil
 	}
-	return readCareful(b)
+	return readCareful(b, samErr)
 }
 
 // readAll reads r to its end. A file that says its size is read into a buffer of that size: read
@@ -174,7 +180,7 @@ func readFast(b []byte) (ds *Dataset, ok bool) {
 }
 
 // readCareful decodes record by record, to name the first problem precisely.
-func readCareful(b []byte) (*Dataset, error) {
+func readCareful(b []byte, samErr *Error) (*Dataset, error) {
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&top); err != nil {
@@ -202,7 +208,7 @@ func readCareful(b []byte) (*Dataset, error) {
 			return nil, err
 		}
 	}
-	if err := ds.check(); err != nil {
+	if err := ds.check(samErr); err != nil {
 		return nil, err
 	}
 	return &ds, nil

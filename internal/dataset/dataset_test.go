@@ -155,7 +155,7 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := Read(bytes.NewReader(b))
-		want, werr := readCareful(b)
+		want, werr := readCareful(b, nil)
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("Read: %v; careful: %v", err, werr)
 		}
@@ -258,7 +258,7 @@ func TestSAMLogsReadAgreesWithCarefulPath(t *testing.T) {
 			}
 			file := []byte(`{"samActionLogs": ` + arr + `}`)
 			got, err := Read(bytes.NewReader(file))
-			careful, cerr := readCareful(file)
+			careful, cerr := readCareful(file, nil)
 			if fmt.Sprint(err) != fmt.Sprint(cerr) || !cmp.Equal(got, careful) {
 				t.Errorf("%s, %d logs: Read %v, careful path %v", c.name, size, err, cerr)
 			}

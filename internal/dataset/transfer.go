@@ -286,13 +286,25 @@ func (c Counts) Total() int { return c.Added + c.Replaced + c.Deleted }
 // nothing. Once a deleted or replaced record's secrets (an SSN, a document) are gone, the engine
 // is told to purge the deleted bytes, as the document delete does.
 func ImportWith(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring, opts Options) (Counts, error) {
+	return importAll(ctx, st, ds, nil, ring, opts)
+}
+
+// ImportFile imports a file that ReadFile has read, as ImportWith does, reading its SAM action
+// logs again from the file a chunk at a time (see stream.go). The file must not change meanwhile:
+// if it has, the import fails and nothing is imported.
+func ImportFile(ctx context.Context, st *store.Store, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
+	return importAll(ctx, st, f.ds, f, ring, opts)
+}
+
+// importAll imports ds and, if f is not nil, the SAM action logs of f.
+func importAll(ctx context.Context, st *store.Store, ds *Dataset, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
 	if len(ds.Deletes) > 0 && !opts.Upsert {
 		return Counts{}, Errorf(deletesKey, "deleting records needs import --upsert")
 	}
 	all := kinds()
 	im := &importer{ds: ds, ring: ring, all: all, kinds: map[string]*kind{}, inFile: map[string]map[domain.ID]bool{},
 		known: map[string]map[domain.ID]bool{}, upsert: opts.Upsert, progress: opts.Progress,
-		deleted: map[string]map[domain.ID]int{}}
+		deleted: map[string]map[domain.ID]int{}, file: f}
 	for i := range all {
 		im.kinds[all[i].key] = &all[i]
 	}
@@ -319,6 +331,9 @@ func ImportWith(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets
 		}
 		return im.run(importOrder(all))
 	})
+	if errors.Is(err, store.ErrSAMLogTaken) && f != nil {
+		return Counts{}, f.samLogTaken(ctx, st)
+	}
 	if errors.Is(err, store.ErrSAMLogTaken) {
 		return Counts{}, samLogTaken(ctx, st, ds.SAMActionLogs)
 	}
@@ -355,7 +370,11 @@ func (im *importer) run(order []kind) error {
 		}
 	}
 	for _, k := range order {
-		if err := k.write(im); err != nil {
+		write := k.write
+		if k.key == samKey && im.file != nil {
+			write = (*importer).streamSAMLogs
+		}
+		if err := write(im); err != nil {
 			return err
 		}
 	}
@@ -395,6 +414,8 @@ type importer struct {
 	progress func(done int)
 	// batched counts the SAM logs in so far, while the store adds them.
 	batched int
+	// file, if set, holds the SAM action logs, read from it a chunk at a time (ImportFile).
+	file *File
 }
 
 // ref checks that id names a record of one of the kinds to, in the file or in the database, and

@@ -1,0 +1,420 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+)
+
+// A big dataset file is nearly all SAM action logs: a million of them are 175 MB, five million
+// close to a gigabyte. ReadFile and ImportFile import such a file in memory that does not grow
+// with its logs, in two passes over it:
+//
+//  1. ReadFile reads the file through once. Every key but samActionLogs is kept, decoded and
+//     checked as Read does (those keys are small); each SAM log is decoded and checked on its own
+//     and then dropped, its id only added to a Bloom filter (bloom.go), which names the few ids
+//     that may repeat an earlier one.
+//  2. ImportFile writes the other records, then reads the logs again from where the array starts,
+//     and hands them to the store a chunk at a time, checking each log's references (against the
+//     file's other records, in memory, and the database) and, for the few ids the filter named,
+//     whether they really repeat.
+//
+// A log whose id is stored already fails the store's insert (store.ErrSAMLogTaken); after the
+// rollback a third pass asks the database about the logs' ids, a chunk at a time, to name the
+// first. The references of the logs may name records anywhere in the file, and the keys may come
+// in any order: the first pass has read all of them before the second starts.
+
+// File is a dataset file read by ReadFile, ready for ImportFile.
+type File struct {
+	ds   *Dataset // every key but samActionLogs
+	r    io.ReaderAt
+	size int64
+	// sam is the offset of the samActionLogs array, -1 when the file has none; logs is how many
+	// logs it holds, and maybeTaken the ids that may repeat an earlier log's.
+	sam        int64
+	logs       int
+	maybeTaken map[[16]byte]bool
+}
+
+// Records counts the records of the file, its SAM logs and deletes included.
+func (f *File) Records() int { return f.ds.Records() + f.logs }
+
+// SAMLogs is how many SAM action logs the file holds.
+func (f *File) SAMLogs() int { return f.logs }
+
+// Dataset is the file's records, but for its SAM action logs, which stay in the file.
+func (f *File) Dataset() *Dataset { return f.ds }
+
+const samKey = "samActionLogs"
+
+// Limits of the stream: no SAM log comes near maxSAMLog (they are about 180 bytes), and one that
+// does is refused rather than read into memory whole; another key's array is kept whole anyway.
+const (
+	maxSAMLog = 1 << 20
+	maxValue  = 1 << 31
+)
+
+// ReadFile reads and checks the dataset file of size bytes at r, as Read does, keeping its SAM
+// action logs out of memory: ImportFile reads them again. The errors are Read's, naming the
+// record and field.
+func ReadFile(r io.ReaderAt, size int64) (*File, error) {
+	f := &File{r: r, size: size, sam: -1}
+	s := newJSONStream(io.NewSectionReader(r, 0, size), maxValue)
+	rest, samErr, err := f.walk(s)
+	if err != nil {
+		return nil, err
+	}
+	if f.ds, err = readBytes(rest, samErr); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// walk reads the file's object key by key: the SAM log array is checked as it streams by
+// (walkSAM), every other key's value is copied into rest, an object of them all, for readBytes.
+// A problem with a log comes back as samErr, for the checks to report in its turn; err is a
+// problem with the file's structure, which ends the reading.
+func (f *File) walk(s *jsonStream) (rest []byte, samErr *Error, err error) {
+	c, ok := s.peek()
+	if !ok || c != '{' {
+		return nil, nil, s.fail(notObject(s.value()))
+	}
+	s.consume()
+	rest = []byte{'{'}
+	for first := true; ; first = false {
+		if c, ok = s.peek(); ok && c == '}' && first {
+			s.consume()
+			break
+		}
+		rawKey := bytes.Clone(s.value()) // the stream's bytes move as it reads on
+		var key string
+		if len(rawKey) == 0 || rawKey[0] != '"' || json.Unmarshal(rawKey, &key) != nil {
+			return nil, nil, s.fail(syntaxError(rawKey, "looking for beginning of object key string"))
+		}
+		if c, ok = s.peek(); !ok || c != ':' {
+			return nil, nil, s.fail(syntaxError(found(c, ok), "after object key"))
+		}
+		s.consume()
+		if key == samKey {
+			if samErr, err = f.walkSAM(s); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			v := s.value()
+			if len(v) == 0 {
+				return nil, nil, s.fail(syntaxError(nil, ""))
+			}
+			if len(rest) > 1 {
+				rest = append(rest, ',')
+			}
+			rest = append(append(append(rest, rawKey...), ':'), v...)
+		}
+		if c, ok = s.peek(); ok {
+			s.consume()
+		}
+		if c == '}' && ok {
+			break
+		}
+		if !ok || c != ',' {
+			return nil, nil, s.fail(syntaxError(found(c, ok), "after object key:value pair"))
+		}
+	}
+	if _, ok := s.peek(); ok {
+		return nil, nil, &Error{Problem: "unexpected data after the JSON object"}
+	}
+	if s.err != nil {
+		return nil, nil, s.fail(nil)
+	}
+	return append(rest, '}'), nil, nil
+}
+
+// walkSAM checks the SAM log array at the stream's position, log by log, keeping none of them.
+// Only the first problem is kept; the array is still read to its end, for the structure of the
+// rest of the file.
+func (f *File) walkSAM(s *jsonStream) (*Error, error) {
+	// A repeated key counts as its last value, as encoding/json has it.
+	f.sam, f.logs, f.maybeTaken = -1, 0, nil
+	if c, ok := s.peek(); !ok || c != '[' {
+		v := s.value()
+		if string(v) == "null" {
+			return nil, nil
+		}
+		if err := json.Unmarshal(v, new(any)); err != nil {
+			return nil, s.fail(syntaxError(v, ""))
+		}
+		return Errorf(samKey, "expected an array of objects"), nil
+	}
+	f.sam = s.offset()
+	sr := &samReader{s: s}
+	s.consume()
+	ids := newBloom(f.size)
+	var first *Error
+	for {
+		var r domain.SAMActionLog
+		ok, problem, err := sr.next(&r, first == nil)
+		switch {
+		case err != nil && first != nil:
+			return first, nil // the log at fault is the better report
+		case err != nil:
+			return nil, err
+		case !ok:
+			f.logs, f.maybeTaken = sr.i, ids.twice
+			return first, nil
+		case problem != nil:
+			first = problem
+		case first == nil:
+			u, _ := r.ID.Bytes()
+			ids.add(u)
+		}
+	}
+}
+
+// samReader reads the SAM log array's logs one by one, from a stream just inside its '['.
+type samReader struct {
+	s  *jsonStream
+	in interner
+	i  int // the index of the next log
+	// end: the array's ']' has been read.
+	end bool
+	// entity is the last entity id found canonical: the logs of one entity come in runs.
+	entity domain.ID
+}
+
+// next reads the next log into r and checks it on its own (when decode is set; otherwise it only
+// finds where it ends). ok is false after the last log. problem is a problem with the log; err a
+// problem with the file's structure, after which reading cannot go on.
+func (sr *samReader) next(r *domain.SAMActionLog, decode bool) (ok bool, problem *Error, err error) {
+	s := sr.s
+	if sr.end {
+		return false, nil, nil
+	}
+	if c, ok := s.peek(); ok && c == ']' && sr.i == 0 {
+		s.consume()
+		sr.end = true
+		return false, nil, nil
+	}
+	if !decode || !sr.lean(r) {
+		if problem, err = sr.careful(r, decode); err != nil {
+			return false, nil, err
+		}
+	}
+	if decode && problem == nil {
+		problem = sr.check(r)
+	}
+	c, more := s.peek()
+	if more {
+		s.consume()
+	}
+	switch {
+	case more && c == ']':
+		sr.end = true
+	case !more || c != ',':
+		return false, nil, s.fail(syntaxError(found(c, more), "after array element"))
+	}
+	sr.i++
+	return true, problem, nil
+}
+
+// lean decodes the log at the stream's position when it is of the plain shape leanSAMLog reads,
+// in one scan of its bytes: almost every log of a big file.
+func (sr *samReader) lean(r *domain.SAMActionLog) bool {
+	s := sr.s
+	for {
+		if end, ok := leanSAMLog(s.buf[:s.n], s.i, r, &sr.in); ok {
+			s.i = end
+			return true
+		}
+		// Not plain, or not all in the buffer yet: read more and try again only in the second case.
+		if _, whole := valueEnd(s.buf[s.i:s.n]); whole || s.n-s.i > maxSAMLog || !s.fill() {
+			*r = domain.SAMActionLog{}
+			return false
+		}
+	}
+}
+
+// careful finds where the value at the stream's position ends and, if decode is set, decodes it
+// by encoding/json, which names the field at fault.
+func (sr *samReader) careful(r *domain.SAMActionLog, decode bool) (*Error, error) {
+	s := sr.s
+	s.max = maxSAMLog
+	v := s.value()
+	s.max = maxValue
+	if errors.Is(s.err, errValueTooLarge) {
+		return nil, Errorf(at(samKey, sr.i), "larger than %d bytes: not a SAM action log", maxSAMLog)
+	}
+	if len(v) == 0 {
+		return nil, s.fail(syntaxError(nil, ""))
+	}
+	if !decode {
+		return nil, nil
+	}
+	*r = domain.SAMActionLog{}
+	if err := decodeStrict(v, r); err != nil {
+		return fieldError(at(samKey, sr.i), err), nil
+	}
+	return nil, nil
+}
+
+// check holds a log to the rules of checker.samActionLogs, but for its id being unique, and
+// makes its ids canonical.
+func (sr *samReader) check(r *domain.SAMActionLog) *Error {
+	if r.EntityID == sr.entity && r.EntityID != "" {
+		if id, ok := canonical(r.ID); ok && strings.TrimSpace(r.Action) != "" && !r.ActionDate.IsZero() {
+			r.ID = id
+			return nil
+		}
+	}
+	if id, entity, ok := validSAMLog(r); ok {
+		r.ID, r.EntityID, sr.entity = id, entity, entity
+		return nil
+	}
+	c := &checker{}
+	path := at(samKey, sr.i)
+	c.id(path+".id", &r.ID)
+	c.id(path+".entityId", &r.EntityID)
+	c.text(path+".action", r.Action)
+	c.time(path+".actionDate", r.ActionDate)
+	return c.err
+}
+
+// fail is the error for a problem with the file's structure: a read error if there was one.
+func (s *jsonStream) fail(problem *Error) error {
+	if s.err != nil && !errors.Is(s.err, errValueTooLarge) {
+		return &Error{Problem: "cannot read the file: " + s.err.Error()}
+	}
+	if problem == nil {
+		return &Error{Problem: "not a JSON object: unexpected end of JSON input"}
+	}
+	return problem
+}
+
+// notObject says why v, the start of the file, is not an object, as readCareful would.
+func notObject(v []byte) *Error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(v, &top); err != nil {
+		return &Error{Problem: "not a JSON object: " + describe(err)}
+	}
+	return &Error{Problem: "not a JSON object"}
+}
+
+// syntaxError names the character found where the object's structure wanted another.
+func syntaxError(found []byte, context string) *Error {
+	if len(found) == 0 {
+		return nil // the end of the file: fail says so
+	}
+	return &Error{Problem: fmt.Sprintf("not a JSON object: invalid character %q %s", found[0], context)}
+}
+
+// found is the byte peek found, none at the end.
+func found(c byte, ok bool) []byte {
+	if !ok {
+		return nil
+	}
+	return []byte{c}
+}
+
+// samChunkLogs is how many SAM logs go to the store at a time: about 10 MB of them, decoded.
+const samChunkLogs = 50_000
+
+// streamSAMLogs reads the file's SAM logs again and imports them a chunk at a time, each log's
+// references checked as it comes, and the ids the first pass found perhaps repeated counted.
+func (im *importer) streamSAMLogs() error {
+	f := im.file
+	if f.sam < 0 {
+		return nil
+	}
+	refs := im.kinds[samKey].links[0].to // entityId
+	sr := f.samLogs()
+	chunk := make([]domain.SAMActionLog, 0, min(samChunkLogs, f.logs))
+	seen := make(map[[16]byte]bool, len(f.maybeTaken))
+	var last domain.ID // the entity last found: the logs of one entity come in runs
+	for {
+		var r domain.SAMActionLog
+		ok, problem, err := sr.next(&r, true)
+		if err != nil || problem != nil {
+			return errFileChanged
+		}
+		if !ok {
+			break
+		}
+		i := sr.i - 1
+		u, _ := r.ID.Bytes()
+		if f.maybeTaken[u] {
+			if seen[u] {
+				return Errorf(at(samKey, i)+".id", "duplicate id %s", r.ID)
+			}
+			seen[u] = true
+		}
+		if k, ok := im.deleted[samKey][r.ID]; ok {
+			return Errorf(fmt.Sprintf("%s.%s[%d]", deletesKey, samKey, k),
+				"%s is also a record of %s in this file: replace it or delete it, not both", r.ID, samKey)
+		}
+		if r.EntityID != last {
+			if err := im.ref(at(samKey, i)+".entityId", refs, r.EntityID); err != nil {
+				return err
+			}
+			last = r.EntityID
+		}
+		if chunk = append(chunk, r); len(chunk) == cap(chunk) {
+			if err := importSAMLogs(im, chunk); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+		}
+	}
+	if sr.i != f.logs {
+		return errFileChanged
+	}
+	return importSAMLogs(im, chunk)
+}
+
+// errFileChanged: the second reading of the file found other logs than the first.
+var errFileChanged = &Error{Problem: "the file changed while it was being imported"}
+
+// samLogs reads the file's SAM logs from the start of their array.
+func (f *File) samLogs() *samReader {
+	s := newJSONStream(io.NewSectionReader(f.r, f.sam+1, f.size-f.sam-1), maxValue)
+	return &samReader{s: s}
+}
+
+// samLogTaken names the log whose id was taken, after the import has rolled back: the first log of
+// the file whose id is stored. (A log that repeats an earlier one of the file is found before the
+// store sees it.)
+func (f *File) samLogTaken(ctx context.Context, st *store.Store) error {
+	sr := f.samLogs()
+	logs := make([]domain.SAMActionLog, 0, samLogIDChunk)
+	ids := make([]domain.ID, 0, samLogIDChunk)
+	for done := false; !done; {
+		logs, ids = logs[:0], ids[:0]
+		for len(logs) < cap(logs) {
+			var r domain.SAMActionLog
+			ok, problem, err := sr.next(&r, true)
+			if err != nil || problem != nil {
+				return errFileChanged
+			}
+			if !ok {
+				done = true
+				break
+			}
+			logs, ids = append(logs, r), append(ids, r.ID)
+		}
+		stored, err := st.StoredSAMLogIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for k, taken := range stored {
+			if taken {
+				i := sr.i - len(logs) + k
+				return Errorf(at(samKey, i)+".id", "duplicate id %s: already in the database", logs[k].ID)
+			}
+		}
+	}
+	return Errorf(samKey, "conflicts with a record already in the database or the file")
+}
