@@ -180,8 +180,11 @@ func TestImportReferencesInAnyOrder(t *testing.T) {
 	}
 }
 
+// Standard input is read through a temporary file (the import reads a file twice), removed after.
 func TestImportFromStandardInput(t *testing.T) {
 	e := newTestEnv(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	var b bytes.Buffer
 	if err := dataset.Write(&b, demoDataset(time.Now().UTC())); err != nil {
 		t.Fatal(err)
@@ -191,6 +194,12 @@ func TestImportFromStandardInput(t *testing.T) {
 		Stdin: &b, Stdout: &out, Stderr: &bytes.Buffer{}})
 	if err != nil || !strings.Contains(out.String(), "imported") {
 		t.Fatalf("import -: %q %v", out.String(), err)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+		t.Errorf("temporary files left: %v %v", left, err)
+	}
+	if got := e.export(); len(got.SAMActionLogs) == 0 {
+		t.Error("no SAM action logs imported from standard input")
 	}
 }
 

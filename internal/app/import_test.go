@@ -106,3 +106,31 @@ func TestImportSummary(t *testing.T) {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
 }
+
+// A bad SAM log deep in a file (past the first of the chunks the import streams) is named, the
+// command fails, and the database keeps nothing of the file: a log the first reading refuses, and
+// one only the import can refuse (its entity is nowhere).
+func TestImportNamesABadLogDeepInTheFile(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			e := newTestEnv(t)
+			e.vars["BACKOFFICE_DATABASE_URL"] = testdb.URL(t, engine)
+			base := testdb.SAMBase()
+			ds := *base
+			ds.SAMActionLogs = testdb.SAMLogs(base.Leads[0].ID, 0, 60_000)
+			ds.SAMActionLogs[55_555].EntityID = testdb.SAMID(777)
+			_, _, err := e.run("import", e.writeDataset("unknown.json", &ds))
+			if err == nil || !strings.Contains(err.Error(), "samActionLogs[55555].entityId: no lead, merchant, deployment order, line item or equipment with this id (nothing was imported)") {
+				t.Errorf("unknown entity: %v", err)
+			}
+			ds.SAMActionLogs[55_555].EntityID = "not-a-uuid"
+			_, _, err = e.run("import", e.writeDataset("bad.json", &ds))
+			if err == nil || !strings.Contains(err.Error(), `samActionLogs[55555].entityId: not a uuid: "not-a-uuid"`) {
+				t.Errorf("bad entity: %v", err)
+			}
+			if got := e.export(); len(got.Partners) != 0 || len(got.SAMActionLogs) != 0 {
+				t.Errorf("the failed imports kept %d partners, %d logs", len(got.Partners), len(got.SAMActionLogs))
+			}
+		})
+	}
+}

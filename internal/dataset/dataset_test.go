@@ -17,41 +17,44 @@ const (
 	l1 = "00000000-0000-4000-8000-000000000301"
 )
 
+// readProblems are files Read refuses, and the start of the error it gives each.
+var readProblems = []struct {
+	name, file, want string
+}{
+	{"not an object", `[1]`, "not a JSON object"},
+	{"trailing data", `{} {}`, "unexpected data after the JSON object"},
+	{"unknown key", `{"partnerz": []}`, "partnerz: unknown key"},
+	{"not an array", `{"partners": {}}`, "partners: expected an array of objects"},
+	{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
+	{"unknown field", `{"partners": [{"id": "` + p1 + `", "name": "P", "nmae": "x"}]}`, `partners[0]: unknown field "nmae"`},
+	{"wrong type", `{"partners": [{"id": "` + p1 + `", "name": 5}]}`, "partners[0].name: expected a string, got number"},
+	{"nested wrong type", `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", "serviceAcceptance": {"configured": "yes"}}]}`,
+		"leads[0].serviceAcceptance.configured: expected a boolean, got string"},
+	{"bad uuid", `{"partners": [{"id": "` + p1 + `", "name": "P"}, {"id": "00000000-0000-9000-8000-000000000001", "name": "Q"}]}`,
+		`partners[1].id: not a uuid: "00000000-0000-9000-8000-000000000001"`},
+	{"missing", `{"partners": [{"id": "` + p1 + `"}]}`, "partners[0].name: required, must not be empty"},
+	{"duplicate", `{"partners": [{"id": "` + p1 + `", "name": "P"}, {"id": "` + strings.ToUpper(p1) + `", "name": "Q"}]}`,
+		"partners[1].id: duplicate id " + p1},
+	{"bad enum", `{"deploymentModels": [{"id": "` + p1 + `", "name": "M", "equipmentType": "toaster", "workflow": "gateway"}]}`,
+		`deploymentModels[0].equipmentType: must be one of terminal, pin_pad, lite_pos, mobile_app, var_sheet, gateway, got "toaster"`},
+	{"bad permission", `{"users": [{"id": "` + p1 + `", "email": "a@b.c", "permissions": ["root"]}]}`, `users[0].permissions[0]: unknown permission "root"`},
+	{"short key", `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "short"}]}`, "apiKeys[0].key: must be at least 16 characters"},
+	{"bad settings", `{"fileBuilds": [{"id": "` + p1 + `", "lineItemId": "` + p1 + `", "settings": {}}]}`, "fileBuilds[0].settings: "},
+	{"pricing", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + p1 + `", "active": true, "type": "surcharge"}]}`, "pricingModels[0]"},
+	{"two active", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"},
+		{"id": "` + l1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"}]}`, "pricingModels[1].active: merchant"},
+	{"bad time", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "yesterday", "samId": 1}]}`, "samActionLogs[0]"},
+	{"deletes not an object", `{"deletes": ["` + p1 + `"]}`, "deletes: expected an object whose keys name kinds of records, each an array of ids"},
+	{"deletes not ids", `{"deletes": {"varsheets": [1]}}`, "deletes.varsheets: expected an array of ids"},
+	{"deletes unknown key", `{"deletes": {"varsheet": ["` + p1 + `"]}}`, "deletes.varsheet: unknown key"},
+	{"deletes bad uuid", `{"deletes": {"varsheets": ["x"]}}`, `deletes.varsheets[0]: not a uuid: "x"`},
+	{"deletes a note", `{"deletes": {"merchantNotes": ["` + p1 + `"]}}`, "deletes.merchantNotes: merchant notes are written by the service and cannot be deleted"},
+	{"fractional samId", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "2026-01-01T00:00:00Z", "samId": 1.5}]}`,
+		"samActionLogs[0].samId: expected a number"},
+}
+
 func TestReadNamesTheProblem(t *testing.T) {
-	tests := []struct {
-		name, file, want string
-	}{
-		{"not an object", `[1]`, "not a JSON object"},
-		{"trailing data", `{} {}`, "unexpected data after the JSON object"},
-		{"unknown key", `{"partnerz": []}`, "partnerz: unknown key"},
-		{"not an array", `{"partners": {}}`, "partners: expected an array of objects"},
-		{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
-		{"unknown field", `{"partners": [{"id": "` + p1 + `", "name": "P", "nmae": "x"}]}`, `partners[0]: unknown field "nmae"`},
-		{"wrong type", `{"partners": [{"id": "` + p1 + `", "name": 5}]}`, "partners[0].name: expected a string, got number"},
-		{"nested wrong type", `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", "serviceAcceptance": {"configured": "yes"}}]}`,
-			"leads[0].serviceAcceptance.configured: expected a boolean, got string"},
-		{"bad uuid", `{"partners": [{"id": "` + p1 + `", "name": "P"}, {"id": "00000000-0000-9000-8000-000000000001", "name": "Q"}]}`,
-			`partners[1].id: not a uuid: "00000000-0000-9000-8000-000000000001"`},
-		{"missing", `{"partners": [{"id": "` + p1 + `"}]}`, "partners[0].name: required, must not be empty"},
-		{"duplicate", `{"partners": [{"id": "` + p1 + `", "name": "P"}, {"id": "` + strings.ToUpper(p1) + `", "name": "Q"}]}`,
-			"partners[1].id: duplicate id " + p1},
-		{"bad enum", `{"deploymentModels": [{"id": "` + p1 + `", "name": "M", "equipmentType": "toaster", "workflow": "gateway"}]}`,
-			`deploymentModels[0].equipmentType: must be one of terminal, pin_pad, lite_pos, mobile_app, var_sheet, gateway, got "toaster"`},
-		{"bad permission", `{"users": [{"id": "` + p1 + `", "email": "a@b.c", "permissions": ["root"]}]}`, `users[0].permissions[0]: unknown permission "root"`},
-		{"short key", `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "short"}]}`, "apiKeys[0].key: must be at least 16 characters"},
-		{"bad settings", `{"fileBuilds": [{"id": "` + p1 + `", "lineItemId": "` + p1 + `", "settings": {}}]}`, "fileBuilds[0].settings: "},
-		{"pricing", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + p1 + `", "active": true, "type": "surcharge"}]}`, "pricingModels[0]"},
-		{"two active", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"},
-			{"id": "` + l1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"}]}`, "pricingModels[1].active: merchant"},
-		{"bad time", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "yesterday", "samId": 1}]}`, "samActionLogs[0]"},
-		{"deletes not an object", `{"deletes": ["` + p1 + `"]}`, "deletes: expected an object whose keys name kinds of records, each an array of ids"},
-		{"deletes not ids", `{"deletes": {"varsheets": [1]}}`, "deletes.varsheets: expected an array of ids"},
-		{"deletes unknown key", `{"deletes": {"varsheet": ["` + p1 + `"]}}`, "deletes.varsheet: unknown key"},
-		{"deletes bad uuid", `{"deletes": {"varsheets": ["x"]}}`, `deletes.varsheets[0]: not a uuid: "x"`},
-		{"deletes a note", `{"deletes": {"merchantNotes": ["` + p1 + `"]}}`, "deletes.merchantNotes: merchant notes are written by the service and cannot be deleted"},
-		{"fractional samId", `{"samActionLogs": [{"id": "` + p1 + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "2026-01-01T00:00:00Z", "samId": 1.5}]}`,
-			"samActionLogs[0].samId: expected a number"},
-	}
+	tests := readProblems
 	for _, tt := range tests {
 		_, err := Read(strings.NewReader(tt.file))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
@@ -109,23 +112,26 @@ func TestReadValidFile(t *testing.T) {
 	}
 }
 
+// fallbackProblems are files the fast path hands to the careful one, and what the error contains.
+var fallbackProblems = []struct{ name, file, want string }{
+	{"not an object", `[1]`, "not a JSON object"},
+	{"trailing data", `{} {}`, "unexpected data after the JSON object"},
+	{"unknown key", `{"nope": []}`, "nope: unknown key"},
+	{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
+	{"unknown field", `{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P", "x": 1}]}`, `partners[0]: unknown field "x"`},
+	{"wrong type", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "samId": "1"}]}`, "samActionLogs[0].samId: expected a number"},
+	{"empty record", `{"partners": [{}]}`, "partners[0].id: required"},
+	{"bad uuid", `{"samActionLogs": [{"id": "x", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, `samActionLogs[0].id: not a uuid: "x"`},
+	{"duplicate log", `{"samActionLogs": [
+		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
+		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[1].id: duplicate id"},
+	{"blank action", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": " ", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[0].action: required"},
+	{"repeated key", `{"partners": [], "partners": [null]}`, "partners[0]: expected an object, got null"},
+}
+
 // The careful path names the record and field; the fast path must never hide that.
 func TestReadFastPathFallsBack(t *testing.T) {
-	for _, c := range []struct{ name, file, want string }{
-		{"not an object", `[1]`, "not a JSON object"},
-		{"trailing data", `{} {}`, "unexpected data after the JSON object"},
-		{"unknown key", `{"nope": []}`, "nope: unknown key"},
-		{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
-		{"unknown field", `{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P", "x": 1}]}`, `partners[0]: unknown field "x"`},
-		{"wrong type", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "samId": "1"}]}`, "samActionLogs[0].samId: expected a number"},
-		{"empty record", `{"partners": [{}]}`, "partners[0].id: required"},
-		{"bad uuid", `{"samActionLogs": [{"id": "x", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, `samActionLogs[0].id: not a uuid: "x"`},
-		{"duplicate log", `{"samActionLogs": [
-			{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
-			{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[1].id: duplicate id"},
-		{"blank action", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": " ", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[0].action: required"},
-		{"repeated key", `{"partners": [], "partners": [null]}`, "partners[0]: expected an object, got null"},
-	} {
+	for _, c := range fallbackProblems {
 		_, err := Read(strings.NewReader(c.file))
 		var de *Error
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), c.want) {

@@ -112,6 +112,9 @@ func (s *jsonStream) value() []byte {
 
 // valueEnd says where the value at the start of b ends, if b holds all of it.
 func valueEnd(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
 	switch b[0] {
 	case '{', '[':
 		depth := 0

@@ -132,7 +132,7 @@ func (f *File) walk(s *jsonStream) (rest []byte, samErr *Error, err error) {
 	if s.err != nil {
 		return nil, nil, s.fail(nil)
 	}
-	return append(rest, '}'), nil, nil
+	return append(rest, '}'), samErr, nil
 }
 
 // walkSAM checks the SAM log array at the stream's position, log by log, keeping none of them.
@@ -321,7 +321,7 @@ func found(c byte, ok bool) []byte {
 }
 
 // samChunkLogs is how many SAM logs go to the store at a time: about 10 MB of them, decoded.
-const samChunkLogs = 50_000
+var samChunkLogs = 50_000
 
 // streamSAMLogs reads the file's SAM logs again and imports them a chunk at a time, each log's
 // references checked as it comes, and the ids the first pass found perhaps repeated counted.

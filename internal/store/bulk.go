@@ -25,20 +25,28 @@ type Bulk struct {
 	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
 	// million logs are one call.
 	Progress func(rows int)
+	// conn holds the transaction when the engine copies rows in bulk (copy.go); failed is a
+	// copy that failed after its caller had returned.
+	conn   *sql.Conn
+	failed error
 }
 
 // Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It
 // holds the engine's import lock (two imports numbering one entity's SAM logs at once would give
 // positions twice) and runs under the engine's bulk-load settings.
 func (s *Store) Load(ctx context.Context, fn func(b *Bulk) error) error {
-	return s.tx(ctx, func(q querier) error {
+	return s.loadTx(ctx, func(conn *sql.Conn, q querier) error {
 		end, err := s.engine.BeginImport(ctx, q.x.(*sql.Tx))
 		if err != nil {
 			return fmt.Errorf("store: import: %w", s.classify(err))
 		}
 		defer end()
-		b := &Bulk{ctx: ctx, q: q, renumber: map[domain.ID]int{}}
-		if err := fn(b); err != nil {
+		b := &Bulk{ctx: ctx, q: q, renumber: map[domain.ID]int{}, conn: conn}
+		err = fn(b)
+		if b.failed != nil {
+			return b.failed
+		}
+		if err != nil {
 			return err
 		}
 		return renumberSAMLogs(ctx, q, b.renumber)

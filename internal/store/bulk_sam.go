@@ -88,8 +88,9 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		case newer(micros(logs[oldest].ActionDate), plan.ids[oldest][:], newest):
 			base[k] = newest.pos + 1
 		default:
-			base[k] = -int64(n)
-			b.renumber[e] = n
+			// Below the rows an earlier call of this import put there for the same entity.
+			base[k] = -int64(b.renumber[e] + n)
+			b.renumber[e] += n
 		}
 	}
 
@@ -209,12 +210,14 @@ type rowBatch struct {
 	skipped error
 	// progress, if set, is told how many rows each batch put in.
 	progress func(rows int)
+	// copy, when the engine copies rows in bulk, takes the rows instead (copy.go).
+	copy *copyRows
 }
 
 // newRowBatch prepares the full batch when total rows fill one at least.
 func (b *Bulk) newRowBatch(into string, width, rows, total int, skipped error) (*rowBatch, error) {
 	rb := &rowBatch{b: b, into: into, width: width, rows: rows, skipped: skipped}
-	if total >= rows {
+	if rb.copy = b.copier(into, width, skipped); rb.copy == nil && total >= rows {
 		st, err := b.q.prepare(b.ctx, rb.insertOf(rows))
 		if err != nil {
 			return nil, fmt.Errorf("store: import: prepare: %w", err)
@@ -242,6 +245,9 @@ func (b *rowBatch) insertOf(n int) string {
 }
 
 func (b *rowBatch) close() {
+	if b.copy != nil {
+		b.copy.close()
+	}
 	if b.full != nil {
 		b.full.Close()
 	}
@@ -249,6 +255,13 @@ func (b *rowBatch) close() {
 
 // run inserts the rows whose values args holds, row after row.
 func (b *rowBatch) run(args []any) error {
+	if b.copy != nil {
+		n, err := b.copy.put(args, b.rows)
+		if n > 0 && b.progress != nil {
+			b.progress(n)
+		}
+		return err
+	}
 	n := len(args) / b.width
 	if n == 0 {
 		return nil

@@ -44,3 +44,26 @@ func CachedReads(s *Store) int {
 	defer s.cache.mu.Unlock()
 	return len(s.cache.entries)
 }
+
+// AddSAMLogIDs puts ids into sam_action_log_ids by the row batch AddSAMLogs uses, in full batches
+// only (no short batch ends it), and reports whether the batch copied them (PostgreSQL's COPY).
+func (b *Bulk) AddSAMLogIDs(ids [][16]byte) (copied bool, err error) {
+	rows, err := b.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, len(ids), ErrSAMLogTaken)
+	if err != nil {
+		return false, err
+	}
+	defer rows.close()
+	for start := 0; start+samIDBatchRows <= len(ids); start += samIDBatchRows {
+		args := make([]any, 0, samIDBatchRows)
+		for _, id := range ids[start : start+samIDBatchRows] {
+			args = append(args, id[:])
+		}
+		if err := rows.run(args); err != nil {
+			return false, err
+		}
+	}
+	return rows.copy != nil, nil
+}
+
+// SAMLogIDBatch is how many ids a full batch of AddSAMLogIDs holds.
+const SAMLogIDBatch = samIDBatchRows

@@ -1,0 +1,179 @@
+package dataset_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+// fileOf writes a dataset file whose keys come in the order given: key, records, key, records….
+func fileOf(t *testing.T, parts ...any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("{")
+	for k := 0; k < len(parts); k += 2 {
+		if k > 0 {
+			b.WriteString(",\n")
+		}
+		v, err := json.Marshal(parts[k+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(`"` + parts[k].(string) + `": `)
+		b.Write(v)
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// importBytes imports file as the import command does: ReadFile, then ImportFile.
+func importBytes(t *testing.T, st *store.Store, file []byte, opts dataset.Options) (dataset.Counts, error) {
+	t.Helper()
+	f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		return dataset.Counts{}, err
+	}
+	return dataset.ImportFile(context.Background(), st, f, nil, opts)
+}
+
+// streamedLogs are logs of two leads, interleaved, numbered from first.
+func streamedLogs(first, n int) []domain.SAMActionLog {
+	ds := samBase()
+	a, b := logs(ds.Leads[0].ID, first, n), logs(ds.Leads[1].ID, first+n, n)
+	var out []domain.SAMActionLog
+	for i := range a {
+		out = append(out, a[i], b[i])
+	}
+	return out
+}
+
+// The logs stream to the store a chunk at a time, before the records they reference in the file:
+// every page comes out exact, and the counts are right.
+func TestImportFileStreamsLogsInChunks(t *testing.T) {
+	defer dataset.SetSAMChunkLogs(7)()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		all := streamedLogs(0, 25)
+		file := fileOf(t, "samActionLogs", all, "leads", ds.Leads, "partners", ds.Partners)
+		c, err := importBytes(t, st, file, dataset.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != (dataset.Counts{Added: 53}) {
+			t.Fatalf("counts %+v", c)
+		}
+		for _, lead := range ds.Leads {
+			var want []domain.SAMActionLog
+			for _, l := range all {
+				if l.EntityID == lead.ID {
+					want = append(want, l)
+				}
+			}
+			if got, total := walk(t, st, lead.ID, 4); !slices.Equal(got, idsInListOrder(want)) || total != 25 {
+				t.Fatalf("lead %s: %d logs, total %d", lead.ID, len(got), total)
+			}
+		}
+		// The same file again, with --upsert: everything replaced, the pages as they were.
+		if c, err = importBytes(t, st, file, dataset.Options{Upsert: true}); err != nil || c != (dataset.Counts{Replaced: 53}) {
+			t.Fatalf("upsert: %+v, %v", c, err)
+		}
+		if got, total := walk(t, st, ds.Leads[0].ID, 4); len(got) != 25 || total != 25 {
+			t.Fatalf("after the upsert: %d logs, total %d", len(got), total)
+		}
+	})
+}
+
+// A bad log anywhere in the stream (past the first chunks) is named, and nothing of the file is
+// kept: the problems the import finds, with the records the first pass has already checked.
+func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
+	defer dataset.SetSAMChunkLogs(7)()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		stored := logs(ds.Leads[0].ID, 1000, 3)
+		testdb.Import(t, st, &dataset.Dataset{Partners: ds.Partners, Leads: ds.Leads, SAMActionLogs: stored})
+		ctx := context.Background()
+
+		unknown := streamedLogs(0, 20)
+		unknown[33].EntityID = testdb.SAMID(777)
+		repeated := streamedLogs(0, 20)
+		repeated[31].ID = repeated[4].ID
+		taken := streamedLogs(0, 20)
+		taken[29].ID = stored[1].ID
+		deleted := streamedLogs(0, 20)
+		deleted[26].ID = stored[2].ID
+		for _, c := range []struct {
+			name string
+			file []byte
+			opts dataset.Options
+			want string
+		}{
+			{"unknown entity", fileOf(t, "samActionLogs", unknown, "partners", []domain.Partner{{ID: testdb.SAMID(5), Name: "Q"}}), dataset.Options{},
+				"samActionLogs[33].entityId: no lead, merchant, deployment order, line item or equipment with this id"},
+			{"repeated id", fileOf(t, "samActionLogs", repeated), dataset.Options{},
+				"samActionLogs[31].id: duplicate id " + string(repeated[4].ID)},
+			{"repeated id, upsert", fileOf(t, "samActionLogs", repeated), dataset.Options{Upsert: true},
+				"samActionLogs[31].id: duplicate id " + string(repeated[4].ID)},
+			{"stored id", fileOf(t, "samActionLogs", taken), dataset.Options{},
+				"samActionLogs[29].id: duplicate id " + string(stored[1].ID) + ": already in the database"},
+			{"deleted and given", fileOf(t, "deletes", map[string][]domain.ID{"samActionLogs": {stored[0].ID, deleted[26].ID}}, "samActionLogs", deleted),
+				dataset.Options{Upsert: true}, "deletes.samActionLogs[1]: " + string(deleted[26].ID) + " is also a record of samActionLogs in this file"},
+		} {
+			_, err := importBytes(t, st, c.file, c.opts)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("%s: error %v, want prefix %q", c.name, err, c.want)
+			}
+			if got, total := walk(t, st, ds.Leads[0].ID, 10); len(got) != 3 || total != 3 {
+				t.Errorf("%s: %d logs stored after the failed import, want the 3 from before", c.name, len(got))
+			}
+			if ok, err := st.IsEmpty(ctx); err != nil || ok {
+				t.Fatalf("%s: the database lost its partner", c.name)
+			}
+		}
+	})
+}
+
+// The Bloom filter's false hits (ids it marks with no repeat) are told from real repeats.
+func TestImportFileFalseRepeats(t *testing.T) {
+	defer dataset.SetSAMChunkLogs(5)()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", streamedLogs(0, 10))
+		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataset.MaybeTakenAll(f)
+		if c, err := dataset.ImportFile(context.Background(), st, f, nil, dataset.Options{}); err != nil || c.Added != 23 {
+			t.Fatalf("import: %+v, %v", c, err)
+		}
+	})
+}
+
+// A file changed between the two readings fails the import, and nothing is kept.
+func TestImportFileChanged(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", streamedLogs(0, 10))
+		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.LastIndex(file, []byte(`"actionDate"`))
+		copy(file[at:], `"actionDatum"`)
+		_, err = dataset.ImportFile(context.Background(), st, f, nil, dataset.Options{})
+		if err == nil || err.Error() != "the file changed while it was being imported" {
+			t.Fatalf("import of a changed file: %v", err)
+		}
+		if ok, err := st.IsEmpty(context.Background()); err != nil || !ok {
+			t.Fatal("a failed import kept records")
+		}
+	})
+}

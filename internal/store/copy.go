@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Bulk loading by the engine's own protocol: PostgreSQL's COPY takes rows as a stream, with no
+// statement to parse, plan or bind per batch, several times faster than multi-row INSERTs. It
+// runs on the connection, so an engine that has it (a Copier) gets the import's transaction on a
+// connection held for it (loadTx), and the SAM logs' row batches (rowBatch) go through it.
+
+// Copier is an engine that loads rows in bulk on a connection, inside the transaction open on it:
+// values holds the rows one after the other, len(columns) values each. A row whose key is taken
+// fails the whole copy (and the transaction) with the engine's unique violation.
+type Copier interface {
+	CopyRows(ctx context.Context, conn *sql.Conn, table string, columns []string, values []any) error
+}
+
+// loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
+// on a connection of its own, handed to fn, for the copies to run inside it.
+func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) error) (err error) {
+	if _, ok := s.engine.(Copier); !ok {
+		return s.tx(ctx, func(q querier) error { return fn(nil, q) })
+	}
+	if s.writes != nil {
+		s.writes.Lock()
+		defer s.writes.Unlock()
+	}
+	if err := s.beforeWrite(); err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", s.classify(err))
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", s.classify(err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(conn, querier{x: tx, s: s}); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", s.classify(err))
+	}
+	return nil
+}
+
+// copyBatchRows is how many rows one COPY carries: a few MB of SAM logs.
+const copyBatchRows = 16384
+
+// copyRows gathers a rowBatch's rows and copies them in batches of copyBatchRows.
+type copyRows struct {
+	b       *Bulk
+	table   string
+	columns []string
+	values  []any
+	width   int
+	skipped error
+}
+
+// copier is the COPY of a rowBatch's rows (into is "table (col, …)"), nil when the engine has none.
+func (b *Bulk) copier(into string, width int, skipped error) *copyRows {
+	if b.conn == nil {
+		return nil
+	}
+	table, cols, _ := strings.Cut(into, " (")
+	columns := strings.Split(strings.TrimSuffix(cols, ")"), ", ")
+	return &copyRows{b: b, table: table, columns: columns, width: width, skipped: skipped,
+		values: make([]any, 0, width*copyBatchRows)}
+}
+
+// put takes the rows of args (whose values it keeps: the caller's slice is reused). A batch of
+// fewer than full rows is the last of the rowBatch, and sends every row gathered.
+func (c *copyRows) put(args []any, full int) (rows int, err error) {
+	c.values = append(c.values, args...)
+	if len(args) == full*c.width && len(c.values) < c.width*copyBatchRows {
+		return 0, nil
+	}
+	return c.flush()
+}
+
+// flush copies the rows gathered, saying how many.
+func (c *copyRows) flush() (int, error) {
+	n := len(c.values) / c.width
+	if n == 0 {
+		return 0, nil
+	}
+	s := c.b.q.s
+	err := s.engine.(Copier).CopyRows(c.b.ctx, c.b.conn, c.table, c.columns, c.values)
+	clear(c.values) // the rows' values are the caller's: keep none alive
+	c.values = c.values[:0]
+	switch {
+	case err != nil && s.engine.IsUniqueViolation(err):
+		return 0, c.skipped
+	case err != nil:
+		return 0, fmt.Errorf("store: import %s: %w", c.table, s.classify(err))
+	}
+	return n, nil
+}
+
+// close sends what is left, if any (the rowBatch's user ended without a short batch); a failure
+// fails the import, at Load.
+func (c *copyRows) close() {
+	if _, err := c.flush(); err != nil && c.b.failed == nil {
+		c.b.failed = err
+	}
+}
