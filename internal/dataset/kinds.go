@@ -341,10 +341,7 @@ func leadArgs(r *domain.Lead) []any {
 
 // importLeadCardPlans stores each lead's selected card plans, once every lead is in.
 func importLeadCardPlans(im *importer, leads []domain.Lead) error {
-	ins, err := im.b.Inserter("lead_card_plans", "lead_id, card_plan_id")
-	if err != nil {
-		return err
-	}
+	ins := im.b.Batcher("lead_card_plans", "lead_id, card_plan_id")
 	defer ins.Close()
 	for i := range leads {
 		r := &leads[i]
@@ -356,12 +353,12 @@ func importLeadCardPlans(im *importer, leads []domain.Lead) error {
 			if err := im.ref(path, []string{"cardPlans"}, plan); err != nil {
 				return err
 			}
-			if _, err := ins.Insert(r.ID, plan); err != nil {
+			if err := ins.Add(nil, r.ID, plan); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return ins.Flush()
 }
 
 func exportLeads(x *exporter) ([]domain.Lead, error) {

@@ -177,3 +177,36 @@ func TestImportFileChanged(t *testing.T) {
 		}
 	})
 }
+
+// Records go in by batches of rows: a refused row deep in a key is named exactly, and before a
+// problem found later in the same batch.
+func TestImportNamesARefusedRowInABatch(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		testdb.Import(t, st, ds)
+		var leads []domain.Lead
+		for i := range 250 {
+			leads = append(leads, domain.Lead{ID: testdb.SAMID(20000 + i), PartnerID: ds.Partners[0].ID, BusinessName: "L"})
+		}
+		leads[130].ID = ds.Leads[1].ID // stored
+		for _, c := range []struct {
+			name string
+			bad  func(ls []domain.Lead)
+			want string
+		}{
+			{"stored id", func([]domain.Lead) {}, "leads[130].id: duplicate id " + string(ds.Leads[1].ID) + ": already in the database"},
+			{"then a bad reference", func(ls []domain.Lead) { ls[160].PartnerID = testdb.SAMID(5) },
+				"leads[130].id: duplicate id " + string(ds.Leads[1].ID) + ": already in the database"},
+		} {
+			ls := slices.Clone(leads)
+			c.bad(ls)
+			_, err := importBytes(t, st, fileOf(t, "leads", ls), dataset.Options{})
+			if err == nil || err.Error() != c.want {
+				t.Errorf("%s: %v, want %q", c.name, err, c.want)
+			}
+		}
+		if got := testdb.Export(t, st, nil); len(got.Leads) != 2 {
+			t.Fatalf("%d leads stored after the failed imports, want 2", len(got.Leads))
+		}
+	})
+}

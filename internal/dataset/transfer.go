@@ -180,16 +180,19 @@ func (s spec[T]) importAll(im *importer) error {
 	for i := range records {
 		r := &records[i]
 		if err := refs(i, r); err != nil {
-			return err
+			return w.flush(err) // a refused row before this one is the first problem
 		}
 		path := at(s.key, i)
 		args, err := s.rowOf(im, path, r)
 		if err != nil {
-			return err
+			return w.flush(err)
 		}
 		if err := w.put(path, *s.id(r), args); err != nil {
 			return err
 		}
+	}
+	if err := w.flush(nil); err != nil {
+		return err
 	}
 	if s.after != nil {
 		return s.after(im, records)

@@ -15,7 +15,7 @@ import (
 type rowWriter struct {
 	im  *importer
 	k   *kind
-	ins *store.Inserter
+	ins *store.Batcher
 	up  *store.Upserter
 }
 
@@ -25,7 +25,7 @@ func (im *importer) writer(k *kind, columns string) (*rowWriter, error) {
 	if im.upsert && !k.serviceWritten {
 		w.up, err = im.b.Upserter(k.table, columns)
 	} else {
-		w.ins, err = im.b.Inserter(k.table, columns)
+		w.ins = im.b.Batcher(k.table, columns)
 	}
 	return w, err
 }
@@ -39,23 +39,30 @@ func (w *rowWriter) close() {
 	}
 }
 
-// put writes the row of the record at path, whose id is id.
+// flush writes the rows still queued, and returns the problem of the first one refused; err, a
+// problem found after them, if none was.
+func (w *rowWriter) flush(err error) error {
+	if w.ins != nil {
+		if ferr := w.ins.Flush(); ferr != nil {
+			return ferr
+		}
+	}
+	return err
+}
+
+// put writes the row of the record at path, whose id is id. Inserts go in batches: a row that is
+// refused is named when its batch runs (at the latest, at flush).
 func (w *rowWriter) put(path string, id domain.ID, args []any) error {
 	im := w.im
 	if w.up == nil {
-		added, err := w.ins.Insert(args...)
-		if err != nil {
-			return err
-		}
-		if !added {
+		im.counts.Added++ // a refused row fails the import: no count is reported then
+		im.tick()
+		return w.ins.Add(func() error {
 			if dup, err := im.exists(w.k.key, id); err == nil && dup && im.upsert {
 				return Errorf(path, "%ss are written by the service and cannot be replaced", w.k.what)
 			}
 			return im.conflict(path, w.k.key, id)
-		}
-		im.counts.Added++
-		im.tick()
-		return nil
+		}, args...)
 	}
 	stored, err := im.b.Exists(w.k.table, id)
 	if err != nil {

@@ -256,9 +256,9 @@ func (b *rowBatch) close() {
 // run inserts the rows whose values args holds, row after row.
 func (b *rowBatch) run(args []any) error {
 	if b.copy != nil {
-		n, err := b.copy.put(args, b.rows)
-		if n > 0 && b.progress != nil {
-			b.progress(n)
+		err := b.copy.put(args, b.rows)
+		if n := len(args) / b.width; err == nil && n > 0 && b.progress != nil {
+			b.progress(n) // handed to the copy: the progress of a long one moves as smoothly
 		}
 		return err
 	}

@@ -85,19 +85,18 @@ func (b *Bulk) copier(into string, width int, skipped error) *copyRows {
 
 // put takes the rows of args (whose values it keeps: the caller's slice is reused). A batch of
 // fewer than full rows is the last of the rowBatch, and sends every row gathered.
-func (c *copyRows) put(args []any, full int) (rows int, err error) {
+func (c *copyRows) put(args []any, full int) error {
 	c.values = append(c.values, args...)
 	if len(args) == full*c.width && len(c.values) < c.width*copyBatchRows {
-		return 0, nil
+		return nil
 	}
 	return c.flush()
 }
 
-// flush copies the rows gathered, saying how many.
-func (c *copyRows) flush() (int, error) {
-	n := len(c.values) / c.width
-	if n == 0 {
-		return 0, nil
+// flush copies the rows gathered.
+func (c *copyRows) flush() error {
+	if len(c.values) == 0 {
+		return nil
 	}
 	s := c.b.q.s
 	err := s.engine.(Copier).CopyRows(c.b.ctx, c.b.conn, c.table, c.columns, c.values)
@@ -105,17 +104,17 @@ func (c *copyRows) flush() (int, error) {
 	c.values = c.values[:0]
 	switch {
 	case err != nil && s.engine.IsUniqueViolation(err):
-		return 0, c.skipped
+		return c.skipped
 	case err != nil:
-		return 0, fmt.Errorf("store: import %s: %w", c.table, s.classify(err))
+		return fmt.Errorf("store: import %s: %w", c.table, s.classify(err))
 	}
-	return n, nil
+	return nil
 }
 
 // close sends what is left, if any (the rowBatch's user ended without a short batch); a failure
 // fails the import, at Load.
 func (c *copyRows) close() {
-	if _, err := c.flush(); err != nil && c.b.failed == nil {
+	if err := c.flush(); err != nil && c.b.failed == nil {
 		c.b.failed = err
 	}
 }
