@@ -65,7 +65,12 @@ engine=${BACKOFFICE_DATABASE_URL%%:*}
 
 say "importing $(du -h "$WORKDIR/dataset.json" | cut -f1) of JSON"
 t0=$(date +%s.%N)
-"$WORKDIR/backoffice" import "$WORKDIR/dataset.json" >"$WORKDIR/import.out"
+# GNU time, when the host has it, gives the import's peak resident memory (its maximum RSS).
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -f %M -o "$WORKDIR/import.rss" "$WORKDIR/backoffice" import "$WORKDIR/dataset.json" >"$WORKDIR/import.out"
+else
+  "$WORKDIR/backoffice" import "$WORKDIR/dataset.json" >"$WORKDIR/import.out"
+fi
 t1=$(date +%s.%N)
 import_s=$(echo "$t1 - $t0" | bc -l)
 imported=$(awk '/^imported/ {print $2}' "$WORKDIR/import.out")
@@ -179,6 +184,9 @@ printf '\nserver memory: %.0f MiB resident after start-up, peak %.0f MiB (VmHWM)
   "$(echo "$rss_start / 1024" | bc -l)" "$(echo "$peak_kb / 1024" | bc -l)"
 printf 'import: %d records in %.1f s = %.0f records/s, %.0f SAM action logs/s (whole command: read, check, insert, commit)\n' \
   "$imported" "$import_s" "$records_per_s" "$sam_per_s"
+if [ -s "$WORKDIR/import.rss" ]; then
+  printf 'import memory: peak %.0f MiB resident (/usr/bin/time)\n' "$(echo "$(tail -1 "$WORKDIR/import.rss") / 1024" | bc -l)"
+fi
 printf 'non-2xx column: non-2xx answers/socket errors, all runs of the service\n'
 printf 'req/s of each round (service / bare):\n'
 for n in "${names[@]}"; do printf '  %-15s %s\n' "$n" "${rates[$n]}"; done
