@@ -2,7 +2,9 @@
 // records of the back office. Read decodes and checks a file on its own (syntax, types, enums,
 // uuids, duplicates within the file) and Write encodes one; Import adds a file's records to the
 // store, checking its references and duplicates against the database, and Export reads the store
-// back as a file. Every kind of record is listed once, in kinds.
+// back as a file. ReadFile and ImportFile do what Read and Import do for a file too big to hold:
+// its SAM action logs stay in the file, read again a chunk at a time (stream.go). Every kind of
+// record is listed once, in kinds.
 package dataset
 
 import (

@@ -49,9 +49,6 @@ func (f *File) Records() int { return f.ds.Records() + f.logs }
 // SAMLogs is how many SAM action logs the file holds.
 func (f *File) SAMLogs() int { return f.logs }
 
-// Dataset is the file's records, but for its SAM action logs, which stay in the file.
-func (f *File) Dataset() *Dataset { return f.ds }
-
 const samKey = "samActionLogs"
 
 // Limits of the stream: no SAM log comes near maxSAMLog (they are about 180 bytes), and one that
