@@ -188,7 +188,7 @@ func readCareful(b []byte, samErr *Error) (*Dataset, error) {
 	if err := dec.Decode(&top); err != nil {
 		return nil, &Error{Problem: "not a JSON object: " + describe(err)}
 	}
-	if dec.More() {
+	if skipSpace(b, int(dec.InputOffset())) != len(b) { // dec.More() is false before a '}' or ']'
 		return nil, &Error{Problem: "unexpected data after the JSON object"}
 	}
 	if top == nil {

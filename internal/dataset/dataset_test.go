@@ -23,6 +23,7 @@ var readProblems = []struct {
 }{
 	{"not an object", `[1]`, "not a JSON object"},
 	{"trailing data", `{} {}`, "unexpected data after the JSON object"},
+	{"trailing bracket", `{} }`, "unexpected data after the JSON object"},
 	{"unknown key", `{"partnerz": []}`, "partnerz: unknown key"},
 	{"not an array", `{"partners": {}}`, "partners: expected an array of objects"},
 	{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},

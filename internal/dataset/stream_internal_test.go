@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -151,4 +152,37 @@ func TestBloomMarksRepeats(t *testing.T) {
 			t.Fatalf("id %d given twice, not marked", k)
 		}
 	}
+}
+
+// FuzzReadFile: no input panics, and ReadFile accepts what Read accepts (but for SAM logs that
+// repeat an id, the import's to refuse), with the same records but the SAM logs, which it counts.
+func FuzzReadFile(f *testing.F) {
+	f.Add([]byte(validFile))
+	f.Add([]byte(`{"samActionLogs": [null], "samActionLogs": []}`))
+	f.Add([]byte(`{"samActionLogs": null, "partners": [{"id": "` + p1 + `", "name": "P"}]}`))
+	f.Add([]byte(`{"samActionLogs": [{"id": "\u0030` + p1[1:] + `", "entityId": "` + l1 + `", "action": "a", "actionDate": "2026-01-01T00:00:00Z"}]}`))
+	for _, c := range readProblems {
+		f.Add([]byte(c.file))
+	}
+	for _, logs := range samLogSeeds {
+		f.Add([]byte(`{"samActionLogs": ` + logs + `}`))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := ReadFile(bytes.NewReader(b), int64(len(b)))
+		ds, rerr := Read(bytes.NewReader(b))
+		if rerr != nil && strings.Contains(rerr.Error(), ".id: duplicate id") && strings.HasPrefix(rerr.Error(), "samActionLogs[") {
+			return // a repeated log id: ReadFile only marks it
+		}
+		if (err == nil) != (rerr == nil) {
+			t.Fatalf("ReadFile: %v; Read: %v", err, rerr)
+		}
+		if err != nil {
+			return
+		}
+		logs := len(ds.SAMActionLogs)
+		ds.SAMActionLogs = nil
+		if diff := cmp.Diff(ds, file.ds); diff != "" || file.SAMLogs() != logs {
+			t.Fatalf("datasets differ (-Read +ReadFile), %d logs against %d:\n%s", file.SAMLogs(), logs, diff)
+		}
+	})
 }
