@@ -20,11 +20,18 @@ type Batcher struct {
 	onSkip        []func() error
 	full          *sql.Stmt // the statement of a full batch, prepared on first use
 	returnsColumn string
+	// bytes is about how many bytes of values are queued: a batch of documents' contents goes
+	// before it reaches insertBatchBytes, however few rows it holds.
+	bytes int
 }
 
-// insertBatchRows is how many rows one statement carries (13 columns at most: far under either
-// engine's limit on parameters).
-const insertBatchRows = 100
+// insertBatchRows is how many rows one statement carries at most (a VAR sheet's 20-odd columns
+// make 2,000-odd parameters: far under either engine's limit), and insertBatchBytes about how many
+// bytes of values.
+const (
+	insertBatchRows  = 100
+	insertBatchBytes = 4 << 20
+)
 
 // Batcher prepares batched inserts of rows of columns (a comma-separated list, the record's id
 // first) into table.
@@ -39,7 +46,17 @@ func (b *Bulk) Batcher(table, columns string) *Batcher {
 func (in *Batcher) Add(onSkip func() error, args ...any) error {
 	in.args = append(in.args, args...)
 	in.onSkip = append(in.onSkip, onSkip)
-	if len(in.onSkip) == insertBatchRows {
+	for _, v := range args {
+		switch v := v.(type) {
+		case string:
+			in.bytes += len(v)
+		case []byte:
+			in.bytes += len(v)
+		default:
+			in.bytes += 8
+		}
+	}
+	if len(in.onSkip) == insertBatchRows || in.bytes >= insertBatchBytes {
 		return in.Flush()
 	}
 	return nil
@@ -52,7 +69,7 @@ func (in *Batcher) Flush() error {
 		return nil
 	}
 	args, onSkip := in.args, in.onSkip
-	in.args, in.onSkip = in.args[:0], in.onSkip[:0]
+	in.args, in.onSkip, in.bytes = in.args[:0], in.onSkip[:0], 0
 	rows, err := in.run(n, args)
 	if err != nil {
 		return fmt.Errorf("store: import %s: %w", in.table, err)

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"backoffice/internal/domain"
@@ -52,6 +54,31 @@ func TestCopyInsideTheImport(t *testing.T) {
 		}
 		if stored, err := st.StoredSAMLogIDs(ctx, []domain.ID{testdb.SAMID(10000)}); err != nil || stored[0] {
 			t.Fatalf("a failed import kept its ids: %v, %v", stored, err)
+		}
+	})
+}
+
+// Records go in by batches of rows, but a batch goes as soon as its values reach a few MB: a
+// hundred documents' contents are not one statement.
+func TestBatcherBoundsItsBytes(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		err := st.Load(context.Background(), func(b *store.Bulk) error {
+			in := b.Batcher("partners", "id, name")
+			defer in.Close()
+			queued := []int{}
+			for i := range 3 {
+				if err := in.Add(nil, testdb.SAMID(i), strings.Repeat("n", 3<<20)); err != nil {
+					return err
+				}
+				queued = append(queued, in.Queued())
+			}
+			if !slices.Equal(queued, []int{1, 0, 1}) {
+				t.Errorf("rows queued after each add: %v, want [1 0 1]", queued)
+			}
+			return in.Flush()
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -67,3 +67,6 @@ func (b *Bulk) AddSAMLogIDs(ids [][16]byte) (copied bool, err error) {
 
 // SAMLogIDBatch is how many ids a full batch of AddSAMLogIDs holds.
 const SAMLogIDBatch = samIDBatchRows
+
+// Queued is how many rows the batcher holds, not yet inserted.
+func (in *Batcher) Queued() int { return len(in.onSkip) }
