@@ -24,3 +24,6 @@ func MaybeTakenAll(f *File) {
 		f.maybeTaken[u] = true
 	}
 }
+
+// NewestFirst says whether the import will hand f's chunks of logs to the store last one first.
+func NewestFirst(f *File) bool { return f.newestFirst }

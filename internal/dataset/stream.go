@@ -41,6 +41,11 @@ type File struct {
 	sam        int64
 	logs       int
 	maybeTaken map[[16]byte]bool
+	// starts holds the offset of each chunk's first log (samChunkLogs logs a chunk), the first
+	// chunk's at the array's start; newestFirst says that the logs of an entity mostly come newest
+	// first (as export writes them), and the chunks go to the store last one first.
+	starts      []int64
+	newestFirst bool
 }
 
 // Records counts the records of the file, its SAM logs and deletes included.
@@ -153,7 +158,12 @@ func (f *File) walkSAM(s *jsonStream) (*Error, error) {
 	s.consume()
 	ids := newBloom(f.size)
 	var first *Error
+	var order dateOrder
+	var starts []int64
 	for {
+		if sr.i%samChunkLogs == 0 {
+			starts = append(starts, s.offset())
+		}
 		var r domain.SAMActionLog
 		ok, problem, err := sr.next(&r, first == nil)
 		switch {
@@ -163,14 +173,46 @@ func (f *File) walkSAM(s *jsonStream) (*Error, error) {
 			return nil, err
 		case !ok:
 			f.logs, f.maybeTaken = sr.i, ids.twice
+			f.starts = starts[:(f.logs+samChunkLogs-1)/samChunkLogs]
+			f.newestFirst = order.down > order.up
 			return first, nil
 		case problem != nil:
 			first = problem
 		case first == nil:
 			u, _ := r.ID.Bytes()
 			ids.add(u)
+			order.add(&r)
 		}
 	}
+}
+
+// dateOrder counts the logs newer and those older than the log before them of the same entity,
+// among the last few entities met (logs of a few entities may come interleaved).
+type dateOrder struct {
+	recent [8]struct {
+		entity domain.ID
+		date   int64
+	}
+	next     int // the slot a new entity takes
+	up, down int
+}
+
+func (o *dateOrder) add(r *domain.SAMActionLog) {
+	date := r.ActionDate.UnixMicro()
+	for k := range o.recent {
+		if e := &o.recent[k]; e.entity == r.EntityID {
+			switch {
+			case date > e.date:
+				o.up++
+			case date < e.date:
+				o.down++
+			}
+			e.date = date
+			return
+		}
+	}
+	o.recent[o.next].entity, o.recent[o.next].date = r.EntityID, date
+	o.next = (o.next + 1) % len(o.recent)
 }
 
 // samReader reads the SAM log array's logs one by one, from a stream just inside its '['.
@@ -324,55 +366,79 @@ func found(c byte, ok bool) []byte {
 var samChunkLogs = 200_000
 
 // streamSAMLogs reads the file's SAM logs again and imports them a chunk at a time, each log's
-// references checked as it comes, and the ids the first pass found perhaps repeated counted.
+// references checked as it comes, and the ids the first pass found perhaps repeated counted. The
+// store appends an entity's logs cheaply when they come oldest first, so a file whose logs come
+// newest first (an export) goes last chunk first.
 func (im *importer) streamSAMLogs() error {
 	f := im.file
-	if f.sam < 0 {
-		return nil
+	order := make([]int, len(f.starts))
+	for k := range order {
+		order[k] = k
+		if f.newestFirst {
+			order[k] = len(order) - 1 - k
+		}
 	}
-	refs := im.kinds[samKey].links[0].to // entityId
+	c := &samChunks{im: im, refs: im.kinds[samKey].links[0].to, seen: make(map[[16]byte]bool, len(f.maybeTaken)),
+		logs: make([]domain.SAMActionLog, 0, min(samChunkLogs, f.logs))}
+	for _, k := range order {
+		if err := c.importChunk(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// samChunks imports the file's SAM logs chunk by chunk.
+type samChunks struct {
+	im   *importer
+	refs []string              // the kinds a log's entityId may name
+	seen map[[16]byte]bool     // the ids of maybeTaken met so far
+	last domain.ID             // the entity last found: the logs of one entity come in runs
+	logs []domain.SAMActionLog // the chunk
+}
+
+// importChunk reads chunk k of the logs and imports it.
+func (c *samChunks) importChunk(k int) error {
+	im, f := c.im, c.im.file
 	sr := f.samLogs()
-	chunk := make([]domain.SAMActionLog, 0, min(samChunkLogs, f.logs))
-	seen := make(map[[16]byte]bool, len(f.maybeTaken))
-	var last domain.ID // the entity last found: the logs of one entity come in runs
-	for {
+	if k > 0 {
+		sr = &samReader{s: newJSONStream(io.NewSectionReader(f.r, f.starts[k], f.size-f.starts[k]), maxValue), i: k * samChunkLogs}
+	}
+	end := min((k+1)*samChunkLogs, f.logs)
+	c.logs = c.logs[:0]
+	for sr.i < end {
 		var r domain.SAMActionLog
 		ok, problem, err := sr.next(&r, true)
-		if err != nil || problem != nil {
+		if err != nil || problem != nil || !ok {
 			return errFileChanged
-		}
-		if !ok {
-			break
 		}
 		i := sr.i - 1
 		u, _ := r.ID.Bytes()
 		if f.maybeTaken[u] {
-			if seen[u] {
+			if c.seen[u] {
 				return Errorf(at(samKey, i)+".id", "duplicate id %s", r.ID)
 			}
-			seen[u] = true
+			c.seen[u] = true
 		}
 		if k, ok := im.deleted[samKey][r.ID]; ok {
 			return Errorf(fmt.Sprintf("%s.%s[%d]", deletesKey, samKey, k),
 				"%s is also a record of %s in this file: replace it or delete it, not both", r.ID, samKey)
 		}
-		if r.EntityID != last {
-			if err := im.ref(at(samKey, i)+".entityId", refs, r.EntityID); err != nil {
+		if r.EntityID != c.last {
+			if err := im.ref(at(samKey, i)+".entityId", c.refs, r.EntityID); err != nil {
 				return err
 			}
-			last = r.EntityID
+			c.last = r.EntityID
 		}
-		if chunk = append(chunk, r); len(chunk) == cap(chunk) {
-			if err := importSAMLogs(im, chunk); err != nil {
-				return err
-			}
-			chunk = chunk[:0]
+		c.logs = append(c.logs, r)
+	}
+	if end == f.logs { // the last chunk: the array must end after it, as it did
+		var r domain.SAMActionLog
+		if ok, _, err := sr.next(&r, false); ok || err != nil {
+			return errFileChanged
 		}
 	}
-	if sr.i != f.logs {
-		return errFileChanged
-	}
-	return importSAMLogs(im, chunk)
+	return importSAMLogs(im, c.logs)
 }
 
 // errFileChanged: the second reading of the file found other logs than the first.

@@ -210,3 +210,44 @@ func TestImportNamesARefusedRowInABatch(t *testing.T) {
 		}
 	})
 }
+
+// Logs that come newest first (as export writes them) go to the store last chunk first, so that
+// each chunk is newer than the stored ones; the pages come out exact either way, and a problem is
+// still named by the log's index in the file.
+func TestImportFileNewestFirst(t *testing.T) {
+	defer dataset.SetSAMChunkLogs(7)()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := samBase()
+		all := streamedLogs(0, 25)
+		slices.Reverse(all)
+		bad := slices.Clone(all)
+		bad[2].EntityID = testdb.SAMID(777)
+		_, err := importBytes(t, st, fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", bad), dataset.Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), "samActionLogs[2].entityId: no lead") {
+			t.Fatalf("unknown entity: %v", err)
+		}
+		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", all)
+		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+		if err != nil || !dataset.NewestFirst(f) {
+			t.Fatalf("ReadFile: %v, newest first: %v", err, err == nil && dataset.NewestFirst(f))
+		}
+		if c, err := dataset.ImportFile(context.Background(), st, f, nil, dataset.Options{}); err != nil || c.Added != 53 {
+			t.Fatalf("import: %+v, %v", c, err)
+		}
+		for _, lead := range ds.Leads {
+			var want []domain.SAMActionLog
+			for _, l := range all {
+				if l.EntityID == lead.ID {
+					want = append(want, l)
+				}
+			}
+			if got, total := walk(t, st, lead.ID, 4); !slices.Equal(got, idsInListOrder(want)) || total != 25 {
+				t.Fatalf("lead %s: %d logs, total %d", lead.ID, len(got), total)
+			}
+		}
+		oldestFirst := fileOf(t, "samActionLogs", streamedLogs(100, 3))
+		if f, err := dataset.ReadFile(bytes.NewReader(oldestFirst), int64(len(oldestFirst))); err != nil || dataset.NewestFirst(f) {
+			t.Fatalf("oldest first read as newest first: %v", err)
+		}
+	})
+}
