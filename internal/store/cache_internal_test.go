@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"backoffice/internal/domain"
 )
 
 // fakeVersion is a change counter a test moves by hand.
 type fakeVersion struct {
-	v   int64
-	err error
+	v     int64
+	err   error
+	reads int
 }
 
-func (f *fakeVersion) Version(context.Context) (int64, error) { return f.v, f.err }
+func (f *fakeVersion) Version(context.Context) (int64, error) { f.reads++; return f.v, f.err }
 
 func TestReadCacheIsBounded(t *testing.T) {
 	c := newReadCache(&fakeVersion{v: 1})
@@ -57,5 +60,38 @@ func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
 	}
 	if loads != 3 || len(c.entries) != 0 {
 		t.Errorf("%d loads, %d entries; want 3 loads and nothing filed", loads, len(c.entries))
+	}
+}
+
+// The reads of one request share one check of the version; a new request checks again, and so
+// does a read after the request's own write.
+func TestRequestReadsShareOneVersionCheck(t *testing.T) {
+	f := &fakeVersion{v: 1}
+	c := newReadCache(f)
+	read := func(ctx context.Context, key string) {
+		t.Helper()
+		if _, err := cached(ctx, c, cacheKey{read: key}, func() (string, error) { return key, nil }, func(v string) string { return v }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := domain.ShareFreshness(t.Context())
+	read(req, "credential")
+	read(req, "acceptance")
+	if f.reads != 1 {
+		t.Fatalf("one request's two reads checked the version %d times; want once", f.reads)
+	}
+	forgetFreshness(req) // what a write with the request's context does
+	read(req, "acceptance")
+	if f.reads != 2 {
+		t.Fatalf("a read after the request's write checked %d times in all; want 2", f.reads)
+	}
+	f.v = 2
+	next := domain.ShareFreshness(t.Context())
+	loads := 0
+	if _, err := cached(next, c, cacheKey{read: "credential"}, func() (string, error) { loads++; return "fresh", nil }, func(v string) string { return v }); err != nil {
+		t.Fatal(err)
+	}
+	if f.reads != 3 || loads != 1 {
+		t.Errorf("the next request after a change: %d checks in all, %d loads; want 3 and 1 (the cached answer is stale)", f.reads, loads)
 	}
 }

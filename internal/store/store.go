@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"backoffice/internal/domain"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
 )
@@ -170,6 +171,7 @@ type querier struct {
 // ErrUnavailable wherever the store wraps it.
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	defer forgetFreshness(ctx)
 	if q.writes != nil {
 		q.writes.Lock()
 		defer q.writes.Unlock()
@@ -279,6 +281,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	if err = fn(querier{x: tx, s: s}); err != nil {
 		return err
 	}
+	defer forgetFreshness(ctx)
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", s.classify(err))
 	}
@@ -311,4 +314,11 @@ func noRows(err error) error {
 		return errNotFound
 	}
 	return err
+}
+
+// forgetFreshness makes the request's next read check the database again: the request wrote.
+func forgetFreshness(ctx context.Context) {
+	if f := domain.FreshnessOf(ctx); f != nil {
+		f.Forget()
+	}
 }
