@@ -60,10 +60,3 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) string {
 	}
 	return string(out)
 }
-
-func writeFile(t *testing.T, name, content string) {
-	t.Helper()
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

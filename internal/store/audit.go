@@ -75,9 +75,12 @@ func (w *auditWriter) run(s *Store) {
 		for i, r := range group {
 			events[i] = r.event
 		}
-		err := s.tx(context.Background(), func(q querier) error {
-			return s.appendAudit(context.Background(), q, events)
-		})
+		err := s.prepareAudit(context.Background())
+		if err == nil {
+			err = s.txOn(context.Background(), s.auditDB, s.auditStmts, func(q querier) error {
+				return s.appendAudit(context.Background(), q, events)
+			})
+		}
 		for _, r := range group {
 			r.errc <- err
 		}

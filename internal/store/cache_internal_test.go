@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
 
 	"backoffice/internal/domain"
 )
@@ -93,5 +96,61 @@ func TestRequestReadsShareOneVersionCheck(t *testing.T) {
 	}
 	if f.reads != 3 || loads != 1 {
 		t.Errorf("the next request after a change: %d checks in all, %d loads; want 3 and 1 (the cached answer is stale)", f.reads, loads)
+	}
+}
+
+// testSigner links the audit chain under a fixed key.
+type testSigner struct{}
+
+func (testSigner) ActiveKeyID() string { return "test" }
+func (testSigner) ChainMAC(_ string, message []byte) ([]byte, error) {
+	m := hmac.New(sha256.New, []byte("test chain key"))
+	m.Write(message)
+	return m.Sum(nil), nil
+}
+
+// The audit writer commits on the change counter's own connection, so the events of decrypts
+// leave the read cache valid (no cached read reads the audit trail), while any other commit of
+// the same process still moves the version and empties it.
+func TestAuditCommitsKeepTheReadCache(t *testing.T) {
+	ctx := context.Background()
+	url := "sqlite:" + t.TempDir() + "/audit.db"
+	// Migrated by another store: migrating purges the WAL in the background, and a purge is a
+	// change to the other connections (SQLite counts the WAL's reset).
+	m, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetChainSigner(testSigner{})
+	before, err := s.changes.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.RecordAudit(ctx, domain.AuditEvent{At: time.Unix(int64(i), 0), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterAudit, err := s.changes.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if afterAudit != before {
+		t.Errorf("audit commits moved the data version %d → %d: every decrypt would empty the read cache", before, afterAudit)
+	}
+	if err := s.Writable(ctx); err != nil { // a commit on the pool
+		t.Fatal(err)
+	}
+	if v, err := s.changes.Version(ctx); err != nil || v == afterAudit {
+		t.Errorf("after a commit on the pool the version is %d (%v), as before it: the cache would serve stale answers", v, err)
 	}
 }
