@@ -14,12 +14,13 @@ import (
 )
 
 // SAM action logs come by the million, so their import differs from the other records'. Rows go
-// in multi-row batches. Positions count from an entity's oldest log, so an entity whose logs all
-// arrive in this import, or whose new logs are all newer than its stored ones (the usual cases),
-// gets its final positions computed here, and its rows append to the table (keyed by entity and
-// position) in that order: no renumbering pass runs. The ids go to sam_action_log_ids in id order:
-// an append as well, where inserting them in the file's order would be a random insert per log
-// (most of the import's time, before migration 0003).
+// in multi-row batches, each entity's in key order (action_date, id): the table is keyed by
+// (entity_id, action_date, id), so a fresh entity's logs, or logs newer than its stored ones,
+// append to it, and a late log is one insert in its place. The counts that make pages cheap,
+// sam_log_buckets (see samBuckets), are adjusted per entity, for the buckets from the one the
+// oldest new log falls in onwards. The ids go to sam_action_log_ids in id order: an append as
+// well, where inserting them in the file's order would be a random insert per log (most of the
+// import's time, before migration 0003).
 
 // ErrSAMLogTaken says that a SAM action log's id was already taken, by a stored log or by another
 // log of the same import. Inside the import the ids of its logs are all stored already, so which
@@ -57,11 +58,19 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 	return p, nil
 }
 
-// AddSAMLogs inserts logs, entity by entity, then their ids. An entity with no logs in the
-// database yet, or whose new logs are all newer than its newest stored one, gets its final
-// positions, and its rows go in in that order. Otherwise its new rows go in at positions below
-// zero, out of the way of the stored ones, and the entity is renumbered whole before the import
-// commits (renumberSAMLogs): its new logs interleave with stored ones.
+// keys are the keys of the entity k's logs, oldest first.
+func (p *samPlan) keys(logs []domain.SAMActionLog, k int) []samKey {
+	keys := make([]samKey, len(p.order[k]))
+	for r, i := range p.order[k] {
+		keys[r] = samKey{micros(logs[i].ActionDate), p.ids[i][:]}
+	}
+	return keys
+}
+
+// AddSAMLogs inserts logs, entity by entity, then their ids, and counts them into their
+// entities' buckets. It may be called many times in one import, with logs in any order: each
+// call costs what its logs and the buckets from its entities' oldest new log onwards cost, never
+// a rewrite of a stored entity.
 //
 // Every log's id must be a uuid, and every entity must exist: the caller checks both, to name
 // the log at fault. A log whose id is taken (stored already, or given twice) fails the import with
@@ -74,39 +83,27 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	if err != nil {
 		return err
 	}
-	// base is the position of each entity's oldest new log: the others follow it.
-	base := make([]int64, len(plan.entities))
+	// The buckets are planned before any row goes in: a bucket that splits reads its stored keys.
+	buckets := make([]*samBuckets, len(plan.entities))
 	for k, e := range plan.entities {
-		newest, err := b.newestSAMLog(e)
-		if err != nil {
+		if buckets[k], err = b.addToBuckets(e, plan.keys(logs, k)); err != nil {
 			return err
-		}
-		oldest := plan.order[k][0]
-		switch n := len(plan.order[k]); {
-		case newest == nil:
-			base[k] = 1
-		case newer(micros(logs[oldest].ActionDate), plan.ids[oldest][:], newest):
-			base[k] = newest.pos + 1
-		default:
-			base[k] = -int64(n)
-			b.renumber[e] = n
 		}
 	}
 
-	// Positions are the import's own doing: one taken twice is a fault of ours, not of the file.
-	rows, err := b.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows, len(logs),
-		errors.New("store: import SAM action logs: a position was given twice"))
+	// A row refused by the key is a log given twice within its entity and date: a taken id.
+	rows, err := b.newRowBatch(`sam_action_logs (entity_id, action_date, id, action, sam_id)`, 5, samBatchRows, len(logs), ErrSAMLogTaken)
 	if err != nil {
 		return err
 	}
 	rows.progress = b.Progress
 	defer rows.close()
-	args := make([]any, 0, 6*samBatchRows)
+	args := make([]any, 0, 5*samBatchRows)
 	for k, idx := range plan.order {
 		entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
-		for r, i := range idx {
+		for _, i := range idx {
 			l := &logs[i]
-			args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
+			args = append(args, entity, micros(l.ActionDate), plan.ids[i][:], l.Action, l.SamID)
 			if len(args) == cap(args) {
 				if err := rows.run(args); err != nil {
 					return err
@@ -135,10 +132,18 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 			args = args[:0]
 		}
 	}
-	return keys.run(args)
+	if err := keys.run(args); err != nil {
+		return err
+	}
+	for _, bs := range buckets {
+		if err := bs.write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
+// oldestFirst sorts the indexes of one entity's logs into key order: list order reversed,
 // action date ascending (at the stored precision, microseconds), then id ascending, by the ids'
 // 16 bytes as the database compares them.
 func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
@@ -162,32 +167,6 @@ func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
 		out[k] = keys[k].i
 	}
 	return out
-}
-
-// storedSAMLog is where an entity's newest stored log sorts.
-type storedSAMLog struct {
-	pos  int64
-	date int64
-	id   []byte
-}
-
-// newestSAMLog is the entity's newest stored log, or nil when it has none.
-func (b *Bulk) newestSAMLog(entity domain.ID) (*storedSAMLog, error) {
-	var l storedSAMLog
-	err := b.q.row(b.ctx, `SELECT pos, action_date, id FROM sam_action_logs WHERE entity_id = ? ORDER BY pos DESC LIMIT 1`, uuidArg(entity)).
-		Scan(&l.pos, &l.date, &l.id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
-	}
-	return &l, nil
-}
-
-// newer reports whether a log of this date and id comes after l in position order.
-func newer(date int64, id []byte, l *storedSAMLog) bool {
-	return date > l.date || date == l.date && bytes.Compare(id, l.id) > 0
 }
 
 // samBatchRows is how many logs one INSERT carries, and samIDBatchRows how many ids: far fewer
@@ -337,7 +316,7 @@ func storedSAMIDs(ctx context.Context, q querier, query string, args []any) (map
 // SAMActionLogs reads every SAM action log, entity by entity, newest first.
 func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 	var logs []domain.SAMActionLog
-	err := sn.ReadAll("sam_action_logs", "id, entity_id, action, action_date, sam_id", "entity_id, pos DESC", func(r Scanner) error {
+	err := sn.ReadAll("sam_action_logs", "id, entity_id, action, action_date, sam_id", "entity_id, action_date DESC, id DESC", func(r Scanner) error {
 		var l domain.SAMActionLog
 		var id, entity sql.RawBytes // read before the next row
 		var date int64
@@ -358,39 +337,8 @@ func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 	return logs, err
 }
 
-// renumberSAMLogs gives every log of the entities an import added logs to (n of them each, at
-// positions -n to -1) its position, inside the import's transaction, so readers see old positions
-// or new ones, never a mix. A position is part of the key, which no two logs may share even for a
-// moment: the logs that move go first below every position in use (their rank plus n, negated),
-// then to their rank. Only logs whose position changes are written: those newer than the oldest
-// new one.
-//
-// An entity that only lost logs (n is 0: replaced logs that went elsewhere or back in after its
-// newest) keeps its stored order: its rows are ranked by position, in the key's order, with no
-// sort of the entity's logs by date.
-func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]int) error {
-	for id, n := range entities {
-		key := uuidArg(id)
-		order := "action_date, id"
-		if n == 0 {
-			order = "pos"
-		}
-		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = -r.rn - ?
-FROM (SELECT pos AS old, row_number() OVER (ORDER BY `+order+`) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
-WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <> r.rn`, n, key, key)
-		if err == nil {
-			_, err = q.exec(ctx, `UPDATE sam_action_logs SET pos = -pos - ? WHERE entity_id = ? AND pos < 0`, n, key)
-		}
-		if err != nil {
-			return fmt.Errorf("store: renumber SAM logs of %s: %w", id, err)
-		}
-	}
-	return nil
-}
-
 // RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
-// was one. Its entity is renumbered before the import commits, so that its positions stay 1 to
-// its count with no gap: pages stay exact.
+// was one, and counts it out of its entity's buckets.
 func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
 	n, err := b.RemoveSAMLogs([]domain.ID{id}, []domain.ID{""})
 	return n == 1, err
@@ -399,8 +347,8 @@ func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
 // RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were; entities[i]
 // is where ids[i] is likely stored (the entity of the log that replaces it), looked in first, by
 // the table's key: the id has no index of its own in sam_action_logs, so a log looked for
-// elsewhere costs a scan. The ids go by the chunk, one statement each. A replaced log goes back in
-// through AddSAMLogs, as a new one.
+// elsewhere costs a scan. The ids go by the chunk, one statement each; the buckets of each entity
+// are adjusted once at the end. A replaced log goes back in through AddSAMLogs, as a new one.
 func (b *Bulk) RemoveSAMLogs(ids, entities []domain.ID) (int, error) {
 	byEntity := map[domain.ID][]domain.ID{}
 	var order []domain.ID
@@ -411,26 +359,48 @@ func (b *Bulk) RemoveSAMLogs(ids, entities []domain.ID) (int, error) {
 		}
 		byEntity[e] = append(byEntity[e], id)
 	}
+	gone := samRemoved{}
 	removed := 0
 	var elsewhere []domain.ID
 	for _, e := range order {
-		left, err := b.removeSAMLogs(byEntity[e], &e)
+		left, err := b.removeSAMLogs(byEntity[e], &e, gone)
 		if err != nil {
 			return 0, err
 		}
 		removed += len(byEntity[e]) - len(left)
 		elsewhere = append(elsewhere, left...)
 	}
-	left, err := b.removeSAMLogs(elsewhere, nil)
+	left, err := b.removeSAMLogs(elsewhere, nil, gone)
 	if err != nil {
+		return 0, err
+	}
+	if err := b.countOut(gone); err != nil {
 		return 0, err
 	}
 	return removed + len(elsewhere) - len(left), nil
 }
 
-// removeSAMLogs removes the logs of ids stored under entity (any entity when nil), and returns the
-// ids it did not find.
-func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID) ([]domain.ID, error) {
+// samRemoved holds the keys of the removed logs, by entity.
+type samRemoved map[domain.ID][]samKey
+
+// countOut counts the removed logs out of their entities' buckets.
+func (b *Bulk) countOut(gone samRemoved) error {
+	for e, keys := range gone {
+		slices.SortFunc(keys, samKey.compare)
+		bs, err := b.removeFromBuckets(e, keys)
+		if err != nil {
+			return err
+		}
+		if err := bs.write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeSAMLogs removes the logs of ids stored under entity (any entity when nil), noting their
+// keys in gone, and returns the ids it did not find.
+func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID, gone samRemoved) ([]domain.ID, error) {
 	var left []domain.ID
 	for start := 0; start < len(ids); start += samIDChunk {
 		chunk := ids[start:min(start+samIDChunk, len(ids))]
@@ -445,7 +415,7 @@ func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID) ([]domain.ID, e
 		if entity != nil {
 			args = append(args, uuidArg(*entity))
 		}
-		found, err := b.deleteSAMRows(query+` RETURNING id, entity_id`, args)
+		found, err := b.deleteSAMRows(query+` RETURNING id, entity_id, action_date`, args, gone)
 		if err != nil {
 			return nil, err
 		}
@@ -458,18 +428,18 @@ func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID) ([]domain.ID, e
 	return left, nil
 }
 
-// deleteSAMRows runs a DELETE … RETURNING id, entity_id of SAM logs, removes their ids from
-// sam_action_log_ids, marks their entities for renumbering, and returns the ids it removed.
-func (b *Bulk) deleteSAMRows(query string, args []any) (map[[16]byte]bool, error) {
+// deleteSAMRows runs a DELETE … RETURNING id, entity_id, action_date of SAM logs, removes their
+// ids from sam_action_log_ids, notes their keys in gone, and returns the ids it removed.
+func (b *Bulk) deleteSAMRows(query string, args []any, gone samRemoved) (map[[16]byte]bool, error) {
 	rows, err := b.q.query(b.ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}
 	found := map[[16]byte]bool{}
-	var entities []domain.ID
 	for rows.Next() {
 		var id, entity []byte
-		if err := rows.Scan(&id, &entity); err != nil {
+		var date int64
+		if err := rows.Scan(&id, &entity, &date); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 		}
@@ -479,7 +449,7 @@ func (b *Bulk) deleteSAMRows(query string, args []any) (map[[16]byte]bool, error
 			return nil, fmt.Errorf("store: import: remove SAM logs: a stored id of %d bytes", len(id))
 		}
 		found[[16]byte(id)] = true
-		entities = append(entities, e)
+		gone[e] = append(gone[e], samKey{date, id})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -488,11 +458,6 @@ func (b *Bulk) deleteSAMRows(query string, args []any) (map[[16]byte]bool, error
 	for id := range found {
 		if _, err := b.q.exec(b.ctx, `DELETE FROM sam_action_log_ids WHERE id = ?`, id[:]); err != nil {
 			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
-		}
-	}
-	for _, e := range entities {
-		if _, ok := b.renumber[e]; !ok {
-			b.renumber[e] = 0 // no new rows below zero, only gaps to close
 		}
 	}
 	return found, nil
