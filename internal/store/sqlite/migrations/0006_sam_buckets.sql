@@ -49,11 +49,11 @@ INSERT INTO sam_log_buckets (entity_id, start_date, start_id, n, below)
 SELECT entity_id,
        CASE WHEN rn = 1 THEN -9223372036854775808 ELSE action_date END,
        CASE WHEN rn = 1 THEN x'' ELSE id END,
-       MIN(1000, total - rn + 1), rn - 1
+       MIN(256, total - rn + 1), rn - 1
 FROM (SELECT entity_id, action_date, id,
              row_number() OVER (PARTITION BY entity_id ORDER BY action_date, id) AS rn,
              count(*) OVER (PARTITION BY entity_id) AS total
       FROM sam_action_logs) AS r
-WHERE (rn - 1) % 1000 = 0;
+WHERE (rn - 1) % 256 = 0;
 
 CREATE INDEX sam_log_buckets_rank ON sam_log_buckets (entity_id, below, start_date, start_id);
