@@ -217,3 +217,49 @@ func TestUpsertSAMLogsAcrossBuckets(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAddSAMLogsInChunks imports 1,000,000 logs of one entity into a fresh SQLite store in
+// one import, by calls of AddSAMLogs of 50,000 logs each (as a streaming import makes them), in
+// the three orders a file may hold: what the buckets cost an import.
+//
+//	go test ./internal/store -run '^$' -bench AddSAMLogsInChunks -benchtime 1x
+func BenchmarkAddSAMLogsInChunks(b *testing.B) {
+	const n, chunk = 1_000_000, 50_000
+	all := make([]domain.SAMActionLog, n)
+	for i := range all {
+		all[i] = samLog(10_000_000+i, merchantB, fixtureNow.Add(-time.Duration(n-i)*time.Second))
+	}
+	for _, c := range []struct {
+		name  string
+		order func([]domain.SAMActionLog)
+	}{
+		{"newest first", func(ls []domain.SAMActionLog) { slices.Reverse(ls) }},
+		{"oldest first", func([]domain.SAMActionLog) {}},
+		{"shuffled", func(ls []domain.SAMActionLog) {
+			rand.New(rand.NewPCG(7, 8)).Shuffle(len(ls), func(i, j int) { ls[i], ls[j] = ls[j], ls[i] })
+		}},
+	} {
+		file := slices.Clone(all)
+		c.order(file)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				st := testdb.Open(b, "sqlite")
+				testdb.Import(b, st, fixture())
+				b.StartTimer()
+				err := st.Load(context.Background(), func(bk *store.Bulk) error {
+					for start := 0; start < n; start += chunk {
+						if err := bk.AddSAMLogs(file[start : start+chunk]); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "logs/s")
+		})
+	}
+}
