@@ -29,14 +29,16 @@ var ErrSAMLogTaken = errors.New("store: import: a SAM action log's id is taken")
 
 // samPlan is what the import of SAM logs needs that no database query tells.
 type samPlan struct {
-	entities []domain.ID // in the order of their first log
-	order    [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
-	ids      [][16]byte  // each log's id as its 16 bytes
+	entities   []domain.ID // in the order of their first log
+	entityArgs []any       // each entity as a query argument, boxed once
+	entityOf   []int       // each log's entity, an index of entities
+	order      [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
+	ids        [][16]byte  // each log's id as its 16 bytes
 }
 
 // planSAMLogs groups the logs by entity, orders each entity's logs, and reads each id's bytes.
 func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
-	p := &samPlan{ids: make([][16]byte, len(logs))}
+	p := &samPlan{ids: make([][16]byte, len(logs)), entityOf: make([]int, len(logs))}
 	byEntity := map[domain.ID]int{}
 	for i := range logs {
 		e := logs[i].EntityID
@@ -45,7 +47,9 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 			k = len(p.entities)
 			byEntity[e] = k
 			p.entities, p.order = append(p.entities, e), append(p.order, nil)
+			p.entityArgs = append(p.entityArgs, uuidArg(e))
 		}
+		p.entityOf[i] = k
 		p.order[k] = append(p.order[k], i)
 		var ok bool
 		if p.ids[i], ok = logs[i].ID.Bytes(); !ok {
@@ -56,6 +60,16 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 		p.order[k] = oldestFirst(logs, p.ids, p.order[k])
 	}
 	return p, nil
+}
+
+// byID is the indexes of the logs in the order of their ids' bytes.
+func (p *samPlan) byID() []int {
+	idx := make([]int, len(p.ids))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(p.ids[a][:], p.ids[b][:]) })
+	return idx
 }
 
 // keys are the keys of the entity k's logs, oldest first.
@@ -100,7 +114,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	defer rows.close()
 	args := make([]any, 0, 5*samBatchRows)
 	for k, idx := range plan.order {
-		entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
+		entity := plan.entityArgs[k]
 		for _, i := range idx {
 			l := &logs[i]
 			args = append(args, entity, micros(l.ActionDate), plan.ids[i][:], l.Action, l.SamID)
@@ -116,16 +130,16 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		return err
 	}
 
-	keys, err := b.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, len(logs), ErrSAMLogTaken)
+	// Each id with where its log is (entity and date, with the id its row's key), so that a
+	// replaced or deleted log is found by its id alone.
+	keys, err := b.newRowBatch(`sam_action_log_ids (id, entity_id, action_date)`, 3, samIDBatchRows, len(logs), ErrSAMLogTaken)
 	if err != nil {
 		return err
 	}
 	defer keys.close()
-	sorted := slices.Clone(plan.ids)
-	slices.SortFunc(sorted, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	args = make([]any, 0, samIDBatchRows)
-	for k := range sorted {
-		if args = append(args, sorted[k][:]); len(args) == cap(args) {
+	args = make([]any, 0, 3*samIDBatchRows)
+	for _, i := range plan.byID() {
+		if args = append(args, plan.ids[i][:], plan.entityArgs[plan.entityOf[i]], micros(logs[i].ActionDate)); len(args) == cap(args) {
 			if err := keys.run(args); err != nil {
 				return err
 			}
@@ -340,44 +354,28 @@ func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 // RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
 // was one, and counts it out of its entity's buckets.
 func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
-	n, err := b.RemoveSAMLogs([]domain.ID{id}, []domain.ID{""})
+	n, err := b.RemoveSAMLogs([]domain.ID{id})
 	return n == 1, err
 }
 
-// RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were; entities[i]
-// is where ids[i] is likely stored (the entity of the log that replaces it), looked in first, by
-// the table's key: the id has no index of its own in sam_action_logs, so a log looked for
-// elsewhere costs a scan. The ids go by the chunk, one statement each; the buckets of each entity
-// are adjusted once at the end. A replaced log goes back in through AddSAMLogs, as a new one.
-func (b *Bulk) RemoveSAMLogs(ids, entities []domain.ID) (int, error) {
-	byEntity := map[domain.ID][]domain.ID{}
-	var order []domain.ID
-	for i, id := range ids {
-		e := entities[i]
-		if _, ok := byEntity[e]; !ok {
-			order = append(order, e)
-		}
-		byEntity[e] = append(byEntity[e], id)
-	}
+// RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were. Each id's
+// row in sam_action_log_ids says where its log is, so the logs go by their key, a probe each,
+// whatever the size of their entity; the ids go by the chunk. The buckets of each entity are
+// adjusted once at the end. A replaced log goes back in through AddSAMLogs, as a new one.
+func (b *Bulk) RemoveSAMLogs(ids []domain.ID) (int, error) {
 	gone := samRemoved{}
 	removed := 0
-	var elsewhere []domain.ID
-	for _, e := range order {
-		left, err := b.removeSAMLogs(byEntity[e], &e, gone)
+	for start := 0; start < len(ids); start += samIDChunk {
+		n, err := b.removeSAMLogs(ids[start:min(start+samIDChunk, len(ids))], gone)
 		if err != nil {
 			return 0, err
 		}
-		removed += len(byEntity[e]) - len(left)
-		elsewhere = append(elsewhere, left...)
-	}
-	left, err := b.removeSAMLogs(elsewhere, nil, gone)
-	if err != nil {
-		return 0, err
+		removed += n
 	}
 	if err := b.countOut(gone); err != nil {
 		return 0, err
 	}
-	return removed + len(elsewhere) - len(left), nil
+	return removed, nil
 }
 
 // samRemoved holds the keys of the removed logs, by entity.
@@ -398,67 +396,90 @@ func (b *Bulk) countOut(gone samRemoved) error {
 	return nil
 }
 
-// removeSAMLogs removes the logs of ids stored under entity (any entity when nil), noting their
-// keys in gone, and returns the ids it did not find.
-func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID, gone samRemoved) ([]domain.ID, error) {
-	var left []domain.ID
-	for start := 0; start < len(ids); start += samIDChunk {
-		chunk := ids[start:min(start+samIDChunk, len(ids))]
-		query := `DELETE FROM sam_action_logs WHERE id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
-		args := make([]any, 0, len(chunk)+1)
-		if entity != nil {
-			query += ` AND entity_id = ?`
+// samRemoveBatch is how many logs one DELETE removes by their keys.
+const samRemoveBatch = 64
+
+// removeSAMLogs removes the stored logs of ids (a chunk), noting their keys in gone, and says how
+// many there were.
+func (b *Bulk) removeSAMLogs(ids []domain.ID, gone samRemoved) (int, error) {
+	found, err := b.whereSAMLogs(ids)
+	if err != nil {
+		return 0, err
+	}
+	for start := 0; start < len(found); start += samRemoveBatch {
+		batch := found[start:min(start+samRemoveBatch, len(found))]
+		where := make([]string, len(batch))
+		args := make([]any, 0, 3*len(batch))
+		for k, l := range batch {
+			where[k] = `(entity_id = ? AND action_date = ? AND id = ?)`
+			args = append(args, l.entity, l.key.date, l.key.id)
 		}
-		for _, id := range chunk {
-			args = append(args, uuidArg(id))
+		if err := b.deleteAll(`DELETE FROM sam_action_logs WHERE `+strings.Join(where, " OR "), args, len(batch)); err != nil {
+			return 0, err
 		}
-		if entity != nil {
-			args = append(args, uuidArg(*entity))
+		ids := make([]any, len(batch))
+		for k, l := range batch {
+			ids[k] = l.key.id
 		}
-		found, err := b.deleteSAMRows(query+` RETURNING id, entity_id, action_date`, args, gone)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range chunk {
-			if u, ok := id.Bytes(); !ok || !found[u] {
-				left = append(left, id)
-			}
+		if err := b.deleteAll(`DELETE FROM sam_action_log_ids WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids, len(ids)); err != nil {
+			return 0, err
 		}
 	}
-	return left, nil
+	for _, l := range found {
+		e, err := idOfUUID(l.entity)
+		if err != nil {
+			return 0, fmt.Errorf("store: import: remove SAM logs: %w", err)
+		}
+		gone[e] = append(gone[e], l.key)
+	}
+	return len(found), nil
 }
 
-// deleteSAMRows runs a DELETE … RETURNING id, entity_id, action_date of SAM logs, removes their
-// ids from sam_action_log_ids, notes their keys in gone, and returns the ids it removed.
-func (b *Bulk) deleteSAMRows(query string, args []any, gone samRemoved) (map[[16]byte]bool, error) {
-	rows, err := b.q.query(b.ctx, query, args...)
+// samLogPlace is where a stored log is: its entity and its key there.
+type samLogPlace struct {
+	entity []byte
+	key    samKey
+}
+
+// whereSAMLogs reads where the stored logs of ids are; an id of no stored log has no place.
+func (b *Bulk) whereSAMLogs(ids []domain.ID) ([]samLogPlace, error) {
+	args := make([]any, len(ids))
+	for k, id := range ids {
+		args[k] = uuidArg(id)
+	}
+	rows, err := b.q.query(b.ctx, `SELECT id, entity_id, action_date FROM sam_action_log_ids WHERE id IN (?`+
+		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}
-	found := map[[16]byte]bool{}
+	defer rows.Close()
+	var found []samLogPlace
 	for rows.Next() {
-		var id, entity []byte
-		var date int64
-		if err := rows.Scan(&id, &entity, &date); err != nil {
-			rows.Close()
+		var l samLogPlace
+		if err := rows.Scan(&l.key.id, &l.entity, &l.key.date); err != nil {
 			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 		}
-		e, err := idOfUUID(entity)
-		if err != nil || len(id) != 16 {
-			rows.Close()
-			return nil, fmt.Errorf("store: import: remove SAM logs: a stored id of %d bytes", len(id))
-		}
-		found[[16]byte(id)] = true
-		gone[e] = append(gone[e], samKey{date, id})
+		found = append(found, l)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}
-	for id := range found {
-		if _, err := b.q.exec(b.ctx, `DELETE FROM sam_action_log_ids WHERE id = ?`, id[:]); err != nil {
-			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
-		}
-	}
 	return found, nil
+}
+
+// deleteAll runs a DELETE that must remove want rows: the two tables of SAM logs disagreeing is a
+// fault of the store, not of the file.
+func (b *Bulk) deleteAll(query string, args []any, want int) error {
+	res, err := b.q.exec(b.ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	if n != int64(want) {
+		return fmt.Errorf("store: import: remove SAM logs: %d rows removed of %d: the ids and the logs disagree", n, want)
+	}
+	return nil
 }

@@ -157,12 +157,12 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 // remove removes logs by id in one import, as import --upsert and deletes do.
 func remove(t *testing.T, st *store.Store, ls []domain.SAMActionLog) {
 	t.Helper()
-	ids, entities := make([]domain.ID, len(ls)), make([]domain.ID, len(ls))
+	ids := make([]domain.ID, len(ls))
 	for i := range ls {
-		ids[i], entities[i] = ls[i].ID, ls[i].EntityID
+		ids[i] = ls[i].ID
 	}
 	err := st.Load(context.Background(), func(b *store.Bulk) error {
-		n, err := b.RemoveSAMLogs(ids, entities)
+		n, err := b.RemoveSAMLogs(ids)
 		if err == nil && n != len(ids) {
 			t.Errorf("removed %d logs of %d", n, len(ids))
 		}

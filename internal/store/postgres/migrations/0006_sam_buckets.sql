@@ -1,5 +1,6 @@
 -- PostgreSQL twin of the SQLite migration of the same name (see there why): SAM action logs
--- keyed by (entity_id, action_date, id), their counts in per-entity buckets.
+-- keyed by (entity_id, action_date, id), their counts in per-entity buckets, and where each id's
+-- log is kept beside the id.
 
 CREATE TABLE sam_action_logs_v6 (
   entity_id   BYTEA NOT NULL,
@@ -38,3 +39,12 @@ FROM (SELECT entity_id, action_date, id,
 WHERE (rn - 1) % 256 = 0;
 
 CREATE INDEX sam_log_buckets_rank ON sam_log_buckets (entity_id, below, start_date, start_id);
+
+DROP TABLE sam_action_log_ids;
+CREATE TABLE sam_action_log_ids (
+  id          BYTEA PRIMARY KEY,
+  entity_id   BYTEA NOT NULL,
+  action_date BIGINT NOT NULL
+);
+INSERT INTO sam_action_log_ids (id, entity_id, action_date)
+SELECT id, entity_id, action_date FROM sam_action_logs ORDER BY id;
