@@ -62,13 +62,22 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 	return p, nil
 }
 
-// byID is the indexes of the logs in the order of their ids' bytes.
+// byID is the indexes of the logs in the order of their ids' bytes. The ids are sorted with their
+// index beside them, not through it: a million indirect compares cost twice as much.
 func (p *samPlan) byID() []int {
-	idx := make([]int, len(p.ids))
-	for i := range idx {
-		idx[i] = i
+	type ref struct {
+		id [16]byte
+		i  int
 	}
-	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(p.ids[a][:], p.ids[b][:]) })
+	refs := make([]ref, len(p.ids))
+	for i := range refs {
+		refs[i] = ref{p.ids[i], i}
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(a.id[:], b.id[:]) })
+	idx := make([]int, len(refs))
+	for k := range refs {
+		idx[k] = refs[k].i
+	}
 	return idx
 }
 
