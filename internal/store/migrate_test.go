@@ -180,12 +180,19 @@ func TestMigrationToSAMBuckets(t *testing.T) {
 				t.Fatalf("export after the upgrade: %d logs, in the order of before: false", len(got))
 			}
 
+			// A late log lands among the old ones, and an old log is replaced by its id (the ids
+			// table says where it is) with another date.
 			late := logs(l1, 50_000, 1)
 			late[0].ActionDate = testdb.SAMT0.Add(-time.Hour)
-			if _, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: late}, nil); err != nil {
-				t.Fatal(err)
+			moved := old[l1][100]
+			moved.ActionDate = testdb.SAMT0.Add(-2 * time.Hour)
+			c, err := dataset.ImportWith(ctx, st, &dataset.Dataset{SAMActionLogs: append(late, moved)}, nil, dataset.Options{Upsert: true})
+			if err != nil || c.Added != 1 || c.Replaced != 1 {
+				t.Fatalf("upsert after the upgrade: %+v, %v", c, err)
 			}
-			checkSAMLogs(t, st, l1, append(old[l1], late...))
+			now := slices.Clone(old[l1])
+			now[100] = moved
+			checkSAMLogs(t, st, l1, append(now, late...))
 		})
 	}
 }
