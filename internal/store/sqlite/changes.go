@@ -26,7 +26,7 @@ type ChangeCounter struct {
 
 // ChangeCounter opens the counter's connection (closed by ChangeCounter.Close).
 func (e Engine) ChangeCounter(ctx context.Context) (*ChangeCounter, error) {
-	db, err := sql.Open("sqlite", e.dsn)
+	db, err := sql.Open("sqlite", e.counterDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: change counter: %w", err)
 	}
@@ -62,7 +62,9 @@ func (c *ChangeCounter) Version(ctx context.Context) (int64, error) {
 
 // DB is the counter's connection, for writes that no cached read depends on (the audit trail):
 // its own commits leave the data version as it was, as SQLite documents. A transaction on it
-// holds the connection, so Version waits for its commit; never call Version inside one.
+// holds the connection, so Version waits for its commit; never call Version inside one. It does
+// not wait for another process's write lock (busy timeout 0): a writer retries instead, so that
+// no Version waits behind another process's import.
 func (c *ChangeCounter) DB() *sql.DB { return c.db }
 
 // Close releases the counter's connection.
