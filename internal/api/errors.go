@@ -34,6 +34,13 @@ type errorBody struct {
 // writeError renders err. Anything that is not an application error is our own fault: it is
 // logged with the request id and answered with a generic 500 that reveals nothing.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r, err) {
+		// Nobody reads this answer: the caller closed the connection (or gave up) while the
+		// request waited. Not a failure of ours, so not logged as one; 499 as nginx logs it.
+		loggerFrom(r.Context()).Info("client went away", slog.Int("status", statusClientClosedRequest))
+		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
 	e, ok := appError(err)
 	if !ok || e.Kind == domain.KindInternal {
 		loggerFrom(r.Context()).Error("request failed", slog.Int("status", http.StatusInternalServerError),
@@ -59,6 +66,15 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
 	}
 	writeErrorBody(w, status, e.Code, e.Detail)
+}
+
+// statusClientClosedRequest is logged for a request whose caller left before its answer.
+const statusClientClosedRequest = 499
+
+// clientGone tells an error that is only the request's own context ending: the caller left.
+func clientGone(r *http.Request, err error) bool {
+	ctxErr := r.Context().Err()
+	return ctxErr != nil && errors.Is(err, ctxErr)
 }
 
 // errDatabaseUnavailable answers a request that lost the database. It is checked before any

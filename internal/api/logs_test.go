@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,27 @@ func TestOwn5xxLoggedAtErrorWithCause(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A request whose caller has left (its context ended) is not a failure of ours: no 500, no
+// error line, only an info line with the 499 nginx would log.
+func TestClientGoneIsNotAFailure(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.handler = api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequest(http.MethodGet, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", nil).WithContext(ctx)
+		req.Header.Set("Authorization", "Api-Key "+staffKey)
+		rec := httptest.NewRecorder()
+		h.handler.ServeHTTP(rec, req)
+		if rec.Code != 499 {
+			t.Errorf("status %d, want 499", rec.Code)
+		}
+		if lines := logLines(t, h.logs.String(), "request failed"); len(lines) != 0 {
+			t.Errorf("logged as a failure: %v", lines)
+		}
+		if line := oneLogLine(t, h.logs.String(), "client went away"); line["level"] != "INFO" {
+			t.Errorf("client went away line = %v", line)
+		}
+	})
 }

@@ -213,6 +213,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // authentication spends a token of the address.
 func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The credential's read and the operation's share one check of the read cache.
+		r = r.WithContext(domain.ShareFreshness(r.Context()))
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
 		var addr string
 		if g.failures != nil {

@@ -29,8 +29,8 @@ func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain
 
 var samT0 = testdb.SAMT0
 
-// Logs are imported in batches; positions are computed for a fresh entity and renumbered for an
-// entity that already has logs. Either way every page is exactly right.
+// Logs are imported in batches, into a fresh entity and among the stored logs of an entity that
+// has some. Either way every page is exactly right.
 func TestImportSAMLogsPositions(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -104,8 +104,8 @@ func TestImportSAMLogsDuplicate(t *testing.T) {
 	})
 }
 
-// Logs newer than every stored log of their entity go in after them (no renumbering); any other
-// new logs are placed among the stored ones. Either way every page is exactly right, ties of
+// Logs newer than every stored log of their entity go in after them; any other new logs are
+// placed among the stored ones. Either way every page is exactly right, ties of
 // date with the newest stored log included.
 func TestImportSAMLogsAmongStoredOnes(t *testing.T) {
 	// The stored logs are 1000…1099; the newest two, 1098 and 1099, share their date.
@@ -161,7 +161,7 @@ func TestImportSAMLogsAmongStoredOnes(t *testing.T) {
 
 // A taken id is found once every row of the file went in, batch after batch, while the next
 // batches were being built: the whole import still rolls back. The entity that had logs keeps
-// its pages as they were (none renumbered), the other gets none, and the ids of the failed file
+// its pages as they were (its counts unchanged), the other gets none, and the ids of the failed file
 // stay free: the same file without the taken id imports.
 func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
@@ -174,7 +174,7 @@ func TestImportSAMLogsFailureLeavesNothing(t *testing.T) {
 		}
 		before, _ := walk(t, st, l1, 50)
 
-		// l1's new logs land among its stored ones (renumbered at the end, had it come), l2 is fresh.
+		// l1's new logs land among its stored ones, l2 is fresh.
 		file := append(logs(l1, 100_000, 2000), logs(l2, 200_000, 3000)...)
 		for i := range 2000 {
 			file[i].ActionDate = samT0.Add(time.Duration(i%300) * time.Minute)

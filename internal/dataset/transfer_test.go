@@ -192,7 +192,7 @@ func reverseAll(ds *dataset.Dataset) {
 }
 
 // TestConcurrentImportsKeepPositions runs two imports of logs of one entity at once: they must
-// not both number the entity's logs from its state before either (positions given twice).
+// not both count the entity's logs from its state before either (counts lost).
 func TestConcurrentImportsKeepPositions(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		testdb.Import(t, st, fixture())

@@ -221,11 +221,11 @@ func (im *importer) removeStoredSAMLogs(logs []domain.SAMActionLog) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	var replaced, entities []domain.ID
+	var replaced []domain.ID
 	for i, ok := range stored {
 		if ok {
-			replaced, entities = append(replaced, logs[i].ID), append(entities, logs[i].EntityID)
+			replaced = append(replaced, logs[i].ID)
 		}
 	}
-	return im.b.RemoveSAMLogs(replaced, entities)
+	return im.b.RemoveSAMLogs(replaced)
 }

@@ -295,8 +295,8 @@ func TestUpsertSAMLogsKeepPagesExact(t *testing.T) {
 			}
 		}
 
-		// Alone in its entity's import, a log that becomes the newest leaves a gap, closed in the
-		// stored order.
+		// Alone in its entity's import, a log that becomes the newest leaves its old place and its
+		// bucket's count.
 		newest := samLog(5101, leadA, fixtureNow.Add(2*time.Hour))
 		mustUpsert(t, st, &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{newest}})
 		for i, l := range byEntity[leadA] {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqlite"
 )
 
 // auditWriter commits audit events in groups. Every disclosure writes one, so under load the
@@ -75,12 +77,38 @@ func (w *auditWriter) run(s *Store) {
 		for i, r := range group {
 			events[i] = r.event
 		}
-		err := s.tx(context.Background(), func(q querier) error {
-			return s.appendAudit(context.Background(), q, events)
-		})
+		err := w.commit(s, events)
 		for _, r := range group {
 			r.errc <- err
 		}
+	}
+}
+
+// commit writes one group. Beside a read cache the group's connection is the change counter's,
+// which does not wait for another process's write lock (requests read the data version on it
+// and would wait too): the group is tried again after a pause instead, for as long as the pool's
+// writers would wait, and nothing is written by a try that met the lock.
+func (w *auditWriter) commit(s *Store, events []domain.AuditEvent) error {
+	deadline := time.Now().Add(sqlite.BusyTimeout)
+	pause := time.Millisecond
+	for {
+		err := s.prepareAudit(context.Background())
+		if err == nil {
+			err = s.txOn(context.Background(), s.auditDB, s.auditStmts, func(q querier) error {
+				return s.appendAudit(context.Background(), q, events)
+			})
+		}
+		if err == nil || s.auditDB == s.db || !s.engine.IsUnavailable(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-w.quit:
+			t.Stop()
+			return errStoreClosed
+		}
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 

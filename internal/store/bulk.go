@@ -19,9 +19,6 @@ import (
 type Bulk struct {
 	ctx context.Context
 	q   querier
-	// renumber holds the entities whose SAM action logs need their positions recomputed before
-	// commit, each with how many logs this import adds to it (see AddSAMLogs).
-	renumber map[domain.ID]int
 	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
 	// million logs are one call.
 	Progress func(rows int)
@@ -32,8 +29,8 @@ type Bulk struct {
 }
 
 // Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It
-// holds the engine's import lock (two imports numbering one entity's SAM logs at once would give
-// positions twice) and runs under the engine's bulk-load settings.
+// holds the engine's import lock (two imports counting logs into one entity's SAM log buckets at
+// once would lose counts) and runs under the engine's bulk-load settings.
 func (s *Store) Load(ctx context.Context, fn func(b *Bulk) error) error {
 	return s.loadTx(ctx, func(conn *sql.Conn, q querier) error {
 		end, err := s.engine.BeginImport(ctx, q.x.(*sql.Tx))
@@ -41,15 +38,12 @@ func (s *Store) Load(ctx context.Context, fn func(b *Bulk) error) error {
 			return fmt.Errorf("store: import: %w", s.classify(err))
 		}
 		defer end()
-		b := &Bulk{ctx: ctx, q: q, renumber: map[domain.ID]int{}, conn: conn}
+		b := &Bulk{ctx: ctx, q: q, conn: conn}
 		err = fn(b)
 		if b.failed != nil {
 			return b.failed
 		}
-		if err != nil {
-			return err
-		}
-		return renumberSAMLogs(ctx, q, b.renumber)
+		return err
 	})
 }
 

@@ -14,12 +14,13 @@ import (
 )
 
 // SAM action logs come by the million, so their import differs from the other records'. Rows go
-// in multi-row batches. Positions count from an entity's oldest log, so an entity whose logs all
-// arrive in this import, or whose new logs are all newer than its stored ones (the usual cases),
-// gets its final positions computed here, and its rows append to the table (keyed by entity and
-// position) in that order: no renumbering pass runs. The ids go to sam_action_log_ids in id order:
-// an append as well, where inserting them in the file's order would be a random insert per log
-// (most of the import's time, before migration 0003).
+// in multi-row batches, each entity's in key order (action_date, id): the table is keyed by
+// (entity_id, action_date, id), so a fresh entity's logs, or logs newer than its stored ones,
+// append to it, and a late log is one insert in its place. The counts that make pages cheap,
+// sam_log_buckets (see samBuckets), are adjusted per entity, for the buckets from the one the
+// oldest new log falls in onwards. The ids go to sam_action_log_ids in id order: an append as
+// well, where inserting them in the file's order would be a random insert per log (most of the
+// import's time, before migration 0003).
 
 // ErrSAMLogTaken says that a SAM action log's id was already taken, by a stored log or by another
 // log of the same import. Inside the import the ids of its logs are all stored already, so which
@@ -28,14 +29,16 @@ var ErrSAMLogTaken = errors.New("store: import: a SAM action log's id is taken")
 
 // samPlan is what the import of SAM logs needs that no database query tells.
 type samPlan struct {
-	entities []domain.ID // in the order of their first log
-	order    [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
-	ids      [][16]byte  // each log's id as its 16 bytes
+	entities   []domain.ID // in the order of their first log
+	entityArgs []any       // each entity as a query argument, boxed once
+	entityOf   []int       // each log's entity, an index of entities
+	order      [][]int     // the indexes of each entity's logs, oldest first (list order reversed)
+	ids        [][16]byte  // each log's id as its 16 bytes
 }
 
 // planSAMLogs groups the logs by entity, orders each entity's logs, and reads each id's bytes.
 func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
-	p := &samPlan{ids: make([][16]byte, len(logs))}
+	p := &samPlan{ids: make([][16]byte, len(logs)), entityOf: make([]int, len(logs))}
 	byEntity := map[domain.ID]int{}
 	for i := range logs {
 		e := logs[i].EntityID
@@ -44,7 +47,9 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 			k = len(p.entities)
 			byEntity[e] = k
 			p.entities, p.order = append(p.entities, e), append(p.order, nil)
+			p.entityArgs = append(p.entityArgs, uuidArg(e))
 		}
+		p.entityOf[i] = k
 		p.order[k] = append(p.order[k], i)
 		var ok bool
 		if p.ids[i], ok = logs[i].ID.Bytes(); !ok {
@@ -57,11 +62,38 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 	return p, nil
 }
 
-// AddSAMLogs inserts logs, entity by entity, then their ids. An entity with no logs in the
-// database yet, or whose new logs are all newer than its newest stored one, gets its final
-// positions, and its rows go in in that order. Otherwise its new rows go in at positions below
-// zero, out of the way of the stored ones, and the entity is renumbered whole before the import
-// commits (renumberSAMLogs): its new logs interleave with stored ones.
+// byID is the indexes of the logs in the order of their ids' bytes. The ids are sorted with their
+// index beside them, not through it: a million indirect compares cost twice as much.
+func (p *samPlan) byID() []int {
+	type ref struct {
+		id [16]byte
+		i  int
+	}
+	refs := make([]ref, len(p.ids))
+	for i := range refs {
+		refs[i] = ref{p.ids[i], i}
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(a.id[:], b.id[:]) })
+	idx := make([]int, len(refs))
+	for k := range refs {
+		idx[k] = refs[k].i
+	}
+	return idx
+}
+
+// keys are the keys of the entity k's logs, oldest first.
+func (p *samPlan) keys(logs []domain.SAMActionLog, k int) []samKey {
+	keys := make([]samKey, len(p.order[k]))
+	for r, i := range p.order[k] {
+		keys[r] = samKey{micros(logs[i].ActionDate), p.ids[i][:]}
+	}
+	return keys
+}
+
+// AddSAMLogs inserts logs, entity by entity, then their ids, and counts them into their
+// entities' buckets. It may be called many times in one import, with logs in any order: each
+// call costs what its logs and the buckets from its entities' oldest new log onwards cost, never
+// a rewrite of a stored entity.
 //
 // Every log's id must be a uuid, and every entity must exist: the caller checks both, to name
 // the log at fault. A log whose id is taken (stored already, or given twice) fails the import with
@@ -74,40 +106,27 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	if err != nil {
 		return err
 	}
-	// base is the position of each entity's oldest new log: the others follow it.
-	base := make([]int64, len(plan.entities))
+	// The buckets are planned before any row goes in: a bucket that splits reads its stored keys.
+	buckets := make([]*samBuckets, len(plan.entities))
 	for k, e := range plan.entities {
-		newest, err := b.newestSAMLog(e)
-		if err != nil {
+		if buckets[k], err = b.addToBuckets(e, plan.keys(logs, k)); err != nil {
 			return err
-		}
-		oldest := plan.order[k][0]
-		switch n := len(plan.order[k]); {
-		case newest == nil:
-			base[k] = 1
-		case newer(micros(logs[oldest].ActionDate), plan.ids[oldest][:], newest):
-			base[k] = newest.pos + 1
-		default:
-			// Below the rows an earlier call of this import put there for the same entity.
-			base[k] = -int64(b.renumber[e] + n)
-			b.renumber[e] += n
 		}
 	}
 
-	// Positions are the import's own doing: one taken twice is a fault of ours, not of the file.
-	rows, err := b.newRowBatch(`sam_action_logs (entity_id, pos, id, action, action_date, sam_id)`, 6, samBatchRows, len(logs),
-		errors.New("store: import SAM action logs: a position was given twice"))
+	// A row refused by the key is a log given twice within its entity and date: a taken id.
+	rows, err := b.newRowBatch(`sam_action_logs (entity_id, action_date, id, action, sam_id)`, 5, samBatchRows, len(logs), ErrSAMLogTaken)
 	if err != nil {
 		return err
 	}
 	rows.progress = b.Progress
 	defer rows.close()
-	args := make([]any, 0, 6*samBatchRows)
+	args := make([]any, 0, 5*samBatchRows)
 	for k, idx := range plan.order {
-		entity := any(uuidArg(plan.entities[k])) // boxed once for all its rows
-		for r, i := range idx {
+		entity := plan.entityArgs[k]
+		for _, i := range idx {
 			l := &logs[i]
-			args = append(args, entity, base[k]+int64(r), plan.ids[i][:], l.Action, micros(l.ActionDate), l.SamID)
+			args = append(args, entity, micros(l.ActionDate), plan.ids[i][:], l.Action, l.SamID)
 			if len(args) == cap(args) {
 				if err := rows.run(args); err != nil {
 					return err
@@ -120,26 +139,34 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		return err
 	}
 
-	keys, err := b.newRowBatch(`sam_action_log_ids (id)`, 1, samIDBatchRows, len(logs), ErrSAMLogTaken)
+	// Each id with where its log is (entity and date, with the id its row's key), so that a
+	// replaced or deleted log is found by its id alone.
+	keys, err := b.newRowBatch(`sam_action_log_ids (id, entity_id, action_date)`, 3, samIDBatchRows, len(logs), ErrSAMLogTaken)
 	if err != nil {
 		return err
 	}
 	defer keys.close()
-	sorted := slices.Clone(plan.ids)
-	slices.SortFunc(sorted, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	args = make([]any, 0, samIDBatchRows)
-	for k := range sorted {
-		if args = append(args, sorted[k][:]); len(args) == cap(args) {
+	args = make([]any, 0, 3*samIDBatchRows)
+	for _, i := range plan.byID() {
+		if args = append(args, plan.ids[i][:], plan.entityArgs[plan.entityOf[i]], micros(logs[i].ActionDate)); len(args) == cap(args) {
 			if err := keys.run(args); err != nil {
 				return err
 			}
 			args = args[:0]
 		}
 	}
-	return keys.run(args)
+	if err := keys.run(args); err != nil {
+		return err
+	}
+	for _, bs := range buckets {
+		if err := bs.write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// oldestFirst sorts the indexes of one entity's logs into position order: list order reversed,
+// oldestFirst sorts the indexes of one entity's logs into key order: list order reversed,
 // action date ascending (at the stored precision, microseconds), then id ascending, by the ids'
 // 16 bytes as the database compares them.
 func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
@@ -163,32 +190,6 @@ func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
 		out[k] = keys[k].i
 	}
 	return out
-}
-
-// storedSAMLog is where an entity's newest stored log sorts.
-type storedSAMLog struct {
-	pos  int64
-	date int64
-	id   []byte
-}
-
-// newestSAMLog is the entity's newest stored log, or nil when it has none.
-func (b *Bulk) newestSAMLog(entity domain.ID) (*storedSAMLog, error) {
-	var l storedSAMLog
-	err := b.q.row(b.ctx, `SELECT pos, action_date, id FROM sam_action_logs WHERE entity_id = ? ORDER BY pos DESC LIMIT 1`, uuidArg(entity)).
-		Scan(&l.pos, &l.date, &l.id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
-	}
-	return &l, nil
-}
-
-// newer reports whether a log of this date and id comes after l in position order.
-func newer(date int64, id []byte, l *storedSAMLog) bool {
-	return date > l.date || date == l.date && bytes.Compare(id, l.id) > 0
 }
 
 // samBatchRows is how many logs one INSERT carries, and samIDBatchRows how many ids: far fewer
@@ -350,7 +351,7 @@ func storedSAMIDs(ctx context.Context, q querier, query string, args []any) (map
 // SAMActionLogs reads every SAM action log, entity by entity, newest first.
 func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 	var logs []domain.SAMActionLog
-	err := sn.ReadAll("sam_action_logs", "id, entity_id, action, action_date, sam_id", "entity_id, pos DESC", func(r Scanner) error {
+	err := sn.ReadAll("sam_action_logs", "id, entity_id, action, action_date, sam_id", "entity_id, action_date DESC, id DESC", func(r Scanner) error {
 		var l domain.SAMActionLog
 		var id, entity sql.RawBytes // read before the next row
 		var date int64
@@ -371,142 +372,135 @@ func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 	return logs, err
 }
 
-// renumberSAMLogs gives every log of the entities an import added logs to (n of them each, at
-// positions -n to -1) its position, inside the import's transaction, so readers see old positions
-// or new ones, never a mix. A position is part of the key, which no two logs may share even for a
-// moment: the logs that move go first below every position in use (their rank plus n, negated),
-// then to their rank. Only logs whose position changes are written: those newer than the oldest
-// new one.
-//
-// An entity that only lost logs (n is 0: replaced logs that went elsewhere or back in after its
-// newest) keeps its stored order: its rows are ranked by position, in the key's order, with no
-// sort of the entity's logs by date.
-func renumberSAMLogs(ctx context.Context, q querier, entities map[domain.ID]int) error {
-	for id, n := range entities {
-		key := uuidArg(id)
-		order := "action_date, id"
-		if n == 0 {
-			order = "pos"
-		}
-		_, err := q.exec(ctx, `UPDATE sam_action_logs SET pos = -r.rn - ?
-FROM (SELECT pos AS old, row_number() OVER (ORDER BY `+order+`) AS rn FROM sam_action_logs WHERE entity_id = ?) AS r
-WHERE sam_action_logs.entity_id = ? AND sam_action_logs.pos = r.old AND r.old <> r.rn`, n, key, key)
-		if err == nil {
-			_, err = q.exec(ctx, `UPDATE sam_action_logs SET pos = -pos - ? WHERE entity_id = ? AND pos < 0`, n, key)
-		}
+// RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
+// was one, and counts it out of its entity's buckets.
+func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
+	n, err := b.RemoveSAMLogs([]domain.ID{id})
+	return n == 1, err
+}
+
+// RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were. Each id's
+// row in sam_action_log_ids says where its log is, so the logs go by their key, a probe each,
+// whatever the size of their entity; the ids go by the chunk. The buckets of each entity are
+// adjusted once at the end. A replaced log goes back in through AddSAMLogs, as a new one.
+func (b *Bulk) RemoveSAMLogs(ids []domain.ID) (int, error) {
+	gone := samRemoved{}
+	removed := 0
+	for start := 0; start < len(ids); start += samIDChunk {
+		n, err := b.removeSAMLogs(ids[start:min(start+samIDChunk, len(ids))], gone)
 		if err != nil {
-			return fmt.Errorf("store: renumber SAM logs of %s: %w", id, err)
+			return 0, err
+		}
+		removed += n
+	}
+	if err := b.countOut(gone); err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// samRemoved holds the keys of the removed logs, by entity.
+type samRemoved map[domain.ID][]samKey
+
+// countOut counts the removed logs out of their entities' buckets.
+func (b *Bulk) countOut(gone samRemoved) error {
+	for e, keys := range gone {
+		slices.SortFunc(keys, samKey.compare)
+		bs, err := b.removeFromBuckets(e, keys)
+		if err != nil {
+			return err
+		}
+		if err := bs.write(b); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there
-// was one. Its entity is renumbered before the import commits, so that its positions stay 1 to
-// its count with no gap: pages stay exact.
-func (b *Bulk) RemoveSAMLog(id domain.ID) (bool, error) {
-	n, err := b.RemoveSAMLogs([]domain.ID{id}, []domain.ID{""})
-	return n == 1, err
-}
+// samRemoveBatch is how many logs one DELETE removes by their keys.
+const samRemoveBatch = 64
 
-// RemoveSAMLogs removes the stored SAM action logs of ids, saying how many there were; entities[i]
-// is where ids[i] is likely stored (the entity of the log that replaces it), looked in first, by
-// the table's key: the id has no index of its own in sam_action_logs, so a log looked for
-// elsewhere costs a scan. The ids go by the chunk, one statement each. A replaced log goes back in
-// through AddSAMLogs, as a new one.
-func (b *Bulk) RemoveSAMLogs(ids, entities []domain.ID) (int, error) {
-	byEntity := map[domain.ID][]domain.ID{}
-	var order []domain.ID
-	for i, id := range ids {
-		e := entities[i]
-		if _, ok := byEntity[e]; !ok {
-			order = append(order, e)
-		}
-		byEntity[e] = append(byEntity[e], id)
-	}
-	removed := 0
-	var elsewhere []domain.ID
-	for _, e := range order {
-		left, err := b.removeSAMLogs(byEntity[e], &e)
-		if err != nil {
-			return 0, err
-		}
-		removed += len(byEntity[e]) - len(left)
-		elsewhere = append(elsewhere, left...)
-	}
-	left, err := b.removeSAMLogs(elsewhere, nil)
+// removeSAMLogs removes the stored logs of ids (a chunk), noting their keys in gone, and says how
+// many there were.
+func (b *Bulk) removeSAMLogs(ids []domain.ID, gone samRemoved) (int, error) {
+	found, err := b.whereSAMLogs(ids)
 	if err != nil {
 		return 0, err
 	}
-	return removed + len(elsewhere) - len(left), nil
-}
-
-// removeSAMLogs removes the logs of ids stored under entity (any entity when nil), and returns the
-// ids it did not find.
-func (b *Bulk) removeSAMLogs(ids []domain.ID, entity *domain.ID) ([]domain.ID, error) {
-	var left []domain.ID
-	for start := 0; start < len(ids); start += samIDChunk {
-		chunk := ids[start:min(start+samIDChunk, len(ids))]
-		query := `DELETE FROM sam_action_logs WHERE id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
-		args := make([]any, 0, len(chunk)+1)
-		if entity != nil {
-			query += ` AND entity_id = ?`
+	for start := 0; start < len(found); start += samRemoveBatch {
+		batch := found[start:min(start+samRemoveBatch, len(found))]
+		where := make([]string, len(batch))
+		args := make([]any, 0, 3*len(batch))
+		for k, l := range batch {
+			where[k] = `(entity_id = ? AND action_date = ? AND id = ?)`
+			args = append(args, l.entity, l.key.date, l.key.id)
 		}
-		for _, id := range chunk {
-			args = append(args, uuidArg(id))
+		if err := b.deleteAll(`DELETE FROM sam_action_logs WHERE `+strings.Join(where, " OR "), args, len(batch)); err != nil {
+			return 0, err
 		}
-		if entity != nil {
-			args = append(args, uuidArg(*entity))
+		ids := make([]any, len(batch))
+		for k, l := range batch {
+			ids[k] = l.key.id
 		}
-		found, err := b.deleteSAMRows(query+` RETURNING id, entity_id`, args)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range chunk {
-			if u, ok := id.Bytes(); !ok || !found[u] {
-				left = append(left, id)
-			}
+		if err := b.deleteAll(`DELETE FROM sam_action_log_ids WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids, len(ids)); err != nil {
+			return 0, err
 		}
 	}
-	return left, nil
+	for _, l := range found {
+		e, err := idOfUUID(l.entity)
+		if err != nil {
+			return 0, fmt.Errorf("store: import: remove SAM logs: %w", err)
+		}
+		gone[e] = append(gone[e], l.key)
+	}
+	return len(found), nil
 }
 
-// deleteSAMRows runs a DELETE … RETURNING id, entity_id of SAM logs, removes their ids from
-// sam_action_log_ids, marks their entities for renumbering, and returns the ids it removed.
-func (b *Bulk) deleteSAMRows(query string, args []any) (map[[16]byte]bool, error) {
-	rows, err := b.q.query(b.ctx, query, args...)
+// samLogPlace is where a stored log is: its entity and its key there.
+type samLogPlace struct {
+	entity []byte
+	key    samKey
+}
+
+// whereSAMLogs reads where the stored logs of ids are; an id of no stored log has no place.
+func (b *Bulk) whereSAMLogs(ids []domain.ID) ([]samLogPlace, error) {
+	args := make([]any, len(ids))
+	for k, id := range ids {
+		args[k] = uuidArg(id)
+	}
+	rows, err := b.q.query(b.ctx, `SELECT id, entity_id, action_date FROM sam_action_log_ids WHERE id IN (?`+
+		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}
-	found := map[[16]byte]bool{}
-	var entities []domain.ID
+	defer rows.Close()
+	var found []samLogPlace
 	for rows.Next() {
-		var id, entity []byte
-		if err := rows.Scan(&id, &entity); err != nil {
-			rows.Close()
+		var l samLogPlace
+		if err := rows.Scan(&l.key.id, &l.entity, &l.key.date); err != nil {
 			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 		}
-		e, err := idOfUUID(entity)
-		if err != nil || len(id) != 16 {
-			rows.Close()
-			return nil, fmt.Errorf("store: import: remove SAM logs: a stored id of %d bytes", len(id))
-		}
-		found[[16]byte(id)] = true
-		entities = append(entities, e)
+		found = append(found, l)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}
-	for id := range found {
-		if _, err := b.q.exec(b.ctx, `DELETE FROM sam_action_log_ids WHERE id = ?`, id[:]); err != nil {
-			return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
-		}
-	}
-	for _, e := range entities {
-		if _, ok := b.renumber[e]; !ok {
-			b.renumber[e] = 0 // no new rows below zero, only gaps to close
-		}
-	}
 	return found, nil
+}
+
+// deleteAll runs a DELETE that must remove want rows: the two tables of SAM logs disagreeing is a
+// fault of the store, not of the file.
+func (b *Bulk) deleteAll(query string, args []any, want int) error {
+	res, err := b.q.exec(b.ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: import: remove SAM logs: %w", err)
+	}
+	if n != int64(want) {
+		return fmt.Errorf("store: import: remove SAM logs: %d rows removed of %d: the ids and the logs disagree", n, want)
+	}
+	return nil
 }

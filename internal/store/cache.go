@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"sync"
+
+	"backoffice/internal/domain"
 )
 
 // cacheEntries bounds the read cache: when full it is emptied and fills again from the reads
@@ -45,7 +47,7 @@ func newReadCache(changes versioner) *readCache {
 // version to file a fresh answer under; ok is false when the version could not be read (then
 // nothing is to be filed).
 func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool) {
-	version, err := c.changes.Version(ctx)
+	version, err := c.currentVersion(ctx)
 	if err != nil {
 		return nil, false, 0, false
 	}
@@ -57,6 +59,23 @@ func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, ver
 	}
 	v, hit = c.entries[key]
 	return v, hit, version, true
+}
+
+// currentVersion reads the database's version, or takes the one the request's earlier read
+// checked (domain.ShareFreshness): that check began after the request did, so it saw every commit
+// made before the request began.
+func (c *readCache) currentVersion(ctx context.Context) (int64, error) {
+	f := domain.FreshnessOf(ctx)
+	if f != nil {
+		if v, ok := f.Version(); ok {
+			return v, nil
+		}
+	}
+	v, err := c.changes.Version(ctx)
+	if err == nil && f != nil {
+		f.Remember(v)
+	}
+	return v, err
 }
 
 // put files v, read after version was, unless the database has changed since.

@@ -2,17 +2,23 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
+
+	"backoffice/internal/domain"
 )
 
 // fakeVersion is a change counter a test moves by hand.
 type fakeVersion struct {
-	v   int64
-	err error
+	v     int64
+	err   error
+	reads int
 }
 
-func (f *fakeVersion) Version(context.Context) (int64, error) { return f.v, f.err }
+func (f *fakeVersion) Version(context.Context) (int64, error) { f.reads++; return f.v, f.err }
 
 func TestReadCacheIsBounded(t *testing.T) {
 	c := newReadCache(&fakeVersion{v: 1})
@@ -57,5 +63,94 @@ func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
 	}
 	if loads != 3 || len(c.entries) != 0 {
 		t.Errorf("%d loads, %d entries; want 3 loads and nothing filed", loads, len(c.entries))
+	}
+}
+
+// The reads of one request share one check of the version; a new request checks again, and so
+// does a read after the request's own write.
+func TestRequestReadsShareOneVersionCheck(t *testing.T) {
+	f := &fakeVersion{v: 1}
+	c := newReadCache(f)
+	read := func(ctx context.Context, key string) {
+		t.Helper()
+		if _, err := cached(ctx, c, cacheKey{read: key}, func() (string, error) { return key, nil }, func(v string) string { return v }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := domain.ShareFreshness(t.Context())
+	read(req, "credential")
+	read(req, "acceptance")
+	if f.reads != 1 {
+		t.Fatalf("one request's two reads checked the version %d times; want once", f.reads)
+	}
+	forgetFreshness(req) // what a write with the request's context does
+	read(req, "acceptance")
+	if f.reads != 2 {
+		t.Fatalf("a read after the request's write checked %d times in all; want 2", f.reads)
+	}
+	f.v = 2
+	next := domain.ShareFreshness(t.Context())
+	loads := 0
+	if _, err := cached(next, c, cacheKey{read: "credential"}, func() (string, error) { loads++; return "fresh", nil }, func(v string) string { return v }); err != nil {
+		t.Fatal(err)
+	}
+	if f.reads != 3 || loads != 1 {
+		t.Errorf("the next request after a change: %d checks in all, %d loads; want 3 and 1 (the cached answer is stale)", f.reads, loads)
+	}
+}
+
+// testSigner links the audit chain under a fixed key.
+type testSigner struct{}
+
+func (testSigner) ActiveKeyID() string { return "test" }
+func (testSigner) ChainMAC(_ string, message []byte) ([]byte, error) {
+	m := hmac.New(sha256.New, []byte("test chain key"))
+	m.Write(message)
+	return m.Sum(nil), nil
+}
+
+// The audit writer commits on the change counter's own connection, so the events of decrypts
+// leave the read cache valid (no cached read reads the audit trail), while any other commit of
+// the same process still moves the version and empties it.
+func TestAuditCommitsKeepTheReadCache(t *testing.T) {
+	ctx := context.Background()
+	url := "sqlite:" + t.TempDir() + "/audit.db"
+	// Migrated by another store: migrating purges the WAL in the background, and a purge is a
+	// change to the other connections (SQLite counts the WAL's reset).
+	m, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetChainSigner(testSigner{})
+	before, err := s.changes.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.RecordAudit(ctx, domain.AuditEvent{At: time.Unix(int64(i), 0), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterAudit, err := s.changes.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if afterAudit != before {
+		t.Errorf("audit commits moved the data version %d → %d: every decrypt would empty the read cache", before, afterAudit)
+	}
+	if err := s.Writable(ctx); err != nil { // a commit on the pool
+		t.Fatal(err)
+	}
+	if v, err := s.changes.Version(ctx); err != nil || v == afterAudit {
+		t.Errorf("after a commit on the pool the version is %d (%v), as before it: the cache would serve stale answers", v, err)
 	}
 }

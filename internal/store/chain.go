@@ -75,11 +75,10 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 	if s.signer == nil {
 		return ErrNoChainSigner
 	}
-	tx, ok := q.x.(*sql.Tx)
-	if !ok {
+	if _, ok := q.x.(*sql.Tx); !ok {
 		return errors.New("store: audit events written outside a transaction")
 	}
-	seq, prev, err := s.lockChainHead(ctx, tx)
+	seq, prev, err := s.lockChainHead(ctx, q)
 	if err != nil {
 		return fmt.Errorf("store: audit chain head: %w", err)
 	}
@@ -98,14 +97,14 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		prev = h
 		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, h)
 	}
-	return s.insertAuditRows(ctx, tx, args)
+	return s.insertAuditRows(ctx, q, args)
 }
 
-// lockChainHead takes the chain's turn in tx and reads its head: the newest event's sequence
+// lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence
 // number and link (0 and nil on an empty trail; a nil link after legacy events only).
-func (s *Store) lockChainHead(ctx context.Context, tx *sql.Tx) (seq int64, hash []byte, err error) {
+func (s *Store) lockChainHead(ctx context.Context, q querier) (seq int64, hash []byte, err error) {
 	if !s.engine.SingleWriter() {
-		lock, err := s.txStmt(ctx, tx, chainLock)
+		lock, err := s.txStmt(ctx, q, chainLock)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -116,7 +115,7 @@ func (s *Store) lockChainHead(ctx context.Context, tx *sql.Tx) (seq int64, hash 
 			return 0, nil, s.classify(err)
 		}
 	}
-	head, err := s.txStmt(ctx, tx, chainHead)
+	head, err := s.txStmt(ctx, q, chainHead)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -132,11 +131,11 @@ func (s *Store) lockChainHead(ctx context.Context, tx *sql.Tx) (seq int64, hash 
 // powers of two allow (11 rows are 8 + 2 + 1): running a statement costs more than the rows it
 // carries. There is one text per power of two up to maxAuditGroup, each a cached prepared
 // statement: parsing and planning anew for every group was most of a group's cost.
-func (s *Store) insertAuditRows(ctx context.Context, tx *sql.Tx, args []any) error {
+func (s *Store) insertAuditRows(ctx context.Context, q querier, args []any) error {
 	for len(args) > 0 {
 		rows := len(args) / auditColumns
 		n := 1 << (bits.Len(uint(min(rows, maxAuditGroup))) - 1)
-		st, err := s.txStmt(ctx, tx, auditInsertRows[bits.Len(uint(n))-1])
+		st, err := s.txStmt(ctx, q, auditInsertRows[bits.Len(uint(n))-1])
 		if err != nil {
 			return fmt.Errorf("store: audit event: %w", err)
 		}
@@ -150,13 +149,43 @@ func (s *Store) insertAuditRows(ctx context.Context, tx *sql.Tx, args []any) err
 	return nil
 }
 
-// txStmt is the cached prepared statement of text, bound to tx.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, text string) (*sql.Stmt, error) {
-	st, err := s.stmts.get(ctx, s.sql(text))
+// txStmt is the cached prepared statement of text, bound to q's transaction.
+func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, error) {
+	tx, ok := q.x.(*sql.Tx)
+	if !ok || q.prepared == nil {
+		return nil, errors.New("store: a transaction's statement asked for outside one")
+	}
+	text = s.sql(text)
+	if st, ok := q.prepared.lookup(text); ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	if q.prepared != s.stmts {
+		// The audit writer's connection is its one connection, held by tx: preparing on it
+		// would wait for tx's end. Its statements are prepared before its transactions begin
+		// (prepareAudit); anything else is prepared in tx, for tx alone.
+		st, err := tx.PrepareContext(ctx, text)
+		return st, s.classify(err)
+	}
+	st, err := q.prepared.get(ctx, text)
 	if err != nil {
 		return nil, s.classify(err)
 	}
 	return tx.StmtContext(ctx, st), nil
+}
+
+// prepareAudit prepares the audit writer's statements on its connection, outside any
+// transaction (see txStmt), once the schema has them: a failure (a store not yet migrated) is
+// tried again before the next group.
+func (s *Store) prepareAudit(ctx context.Context) error {
+	if s.auditStmts == s.stmts {
+		return nil
+	}
+	for _, text := range append([]string{chainHead}, auditInsertRows...) {
+		if _, err := s.auditStmts.get(ctx, s.sql(text)); err != nil {
+			return fmt.Errorf("store: audit event: %w", s.classify(err))
+		}
+	}
+	return nil
 }
 
 // hexHash is a stored link as the API and the dataset show it ("" for an unchained event).

@@ -20,7 +20,8 @@ type Copier interface {
 }
 
 // loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
-// on a connection of its own, handed to fn, for the copies to run inside it.
+// on a connection of its own, handed to fn, for the copies to run inside it. It does what txOn
+// does, but for the connection: keep the two in step.
 func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) error) (err error) {
 	if _, ok := s.engine.(Copier); !ok {
 		return s.tx(ctx, func(q querier) error { return fn(nil, q) })
@@ -50,9 +51,10 @@ func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) e
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(conn, querier{x: tx, s: s}); err != nil {
+	if err = fn(conn, querier{x: tx, s: s, prepared: s.stmts}); err != nil {
 		return err
 	}
+	defer forgetFreshness(ctx)
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", s.classify(err))
 	}

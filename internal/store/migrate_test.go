@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -116,4 +117,82 @@ func byID(ls []domain.SAMActionLog) map[domain.ID]domain.SAMActionLog {
 		m[l.ID] = l
 	}
 	return m
+}
+
+// A database at migration 0005 (logs keyed by entity and dense position) keeps its logs through
+// 0006: the same pages and totals, buckets that count them right (over several buckets), the
+// same export order; and a late log then lands among them.
+func TestMigrationToSAMBuckets(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			st, err := store.Open(ctx, testdb.URL(t, engine))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			if err := store.MigrateTo(ctx, st, "0005_push_idempotency"); err != nil {
+				t.Fatal(err)
+			}
+			base := samBase()
+			l1, l2 := base.Leads[0].ID, base.Leads[1].ID
+			exec := func(query string, args ...any) {
+				t.Helper()
+				if err := store.Exec(ctx, st, query, args...); err != nil {
+					t.Fatalf("%s: %v", query, err)
+				}
+			}
+			exec(`INSERT INTO partners (id, name) VALUES (?, ?)`, base.Partners[0].ID, "P")
+			for _, l := range base.Leads {
+				exec(`INSERT INTO leads (id, partner_id, business_name) VALUES (?, ?, ?)`, l.ID, l.PartnerID, l.BusinessName)
+			}
+			// 0005's rows: 16-byte uuids, each log at its rank from the oldest.
+			old := map[domain.ID][]domain.SAMActionLog{l1: bucketLogs(l1, 0, 2*store.SAMBucketTarget+345), l2: logs(l2, 100_000, 40)}
+			for entity, ls := range old {
+				ranked := idsInListOrder(ls)
+				slices.Reverse(ranked)
+				byID := byID(ls)
+				for pos, id := range ranked {
+					l := byID[id]
+					u, _ := l.ID.Bytes()
+					e, _ := entity.Bytes()
+					exec(`INSERT INTO sam_action_logs (entity_id, pos, id, action, action_date, sam_id) VALUES (?, ?, ?, ?, ?, ?)`,
+						e[:], pos+1, u[:], l.Action, l.ActionDate.UnixMicro(), l.SamID)
+					exec(`INSERT INTO sam_action_log_ids (id) VALUES (?)`, u[:])
+				}
+			}
+
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("upgrade: %v", err)
+			}
+			for entity, ls := range old {
+				checkSAMLogs(t, st, entity, ls)
+			}
+			exported := testdb.Export(t, st, nil)
+			var want []domain.ID
+			for _, entity := range []domain.ID{l1, l2} { // entities in the order of their bytes
+				want = append(want, idsInListOrder(old[entity])...)
+			}
+			got := make([]domain.ID, len(exported.SAMActionLogs))
+			for i, l := range exported.SAMActionLogs {
+				got[i] = l.ID
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("export after the upgrade: %d logs, in the order of before: false", len(got))
+			}
+
+			// A late log lands among the old ones, and an old log is replaced by its id (the ids
+			// table says where it is) with another date.
+			late := logs(l1, 50_000, 1)
+			late[0].ActionDate = testdb.SAMT0.Add(-time.Hour)
+			moved := old[l1][100]
+			moved.ActionDate = testdb.SAMT0.Add(-2 * time.Hour)
+			c, err := dataset.ImportWith(ctx, st, &dataset.Dataset{SAMActionLogs: append(late, moved)}, nil, dataset.Options{Upsert: true})
+			if err != nil || c.Added != 1 || c.Replaced != 1 {
+				t.Fatalf("upsert after the upgrade: %+v, %v", c, err)
+			}
+			now := slices.Clone(old[l1])
+			now[100] = moved
+			checkSAMLogs(t, st, l1, append(now, late...))
+		})
+	}
 }

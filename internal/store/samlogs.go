@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,17 +11,49 @@ import (
 	"backoffice/internal/domain"
 )
 
-// samPageQuery selects the entity's total and the logs of a page, newest first, given the entity
-// three times and the page's offset; the caller adds any condition, the order and the limit.
+// samPageQuery selects the entity's total and the logs of a page, newest first; the caller adds
+// any condition, the order (samPageOrder) and the limit. Its arguments are samPageArgs.
 //
-// Positions count from the oldest log (1) to the newest (the total), so a page is the range of
-// positions at most the total less the page's offset, read backwards along the table's key: a
-// deep page costs what the first does. The total is the largest position, one probe of the key,
-// computed in the same statement as the page so that the two agree even while an import lands;
-// only a page past the end asks for the total on its own.
+// The logs are keyed by their list order, (entity_id, action_date, id), and counted in buckets of
+// consecutive logs (sam_log_buckets, see migration 0006). The page's newest log is the one with
+// total - 1 - offset logs older than it. The bucket after the one holding it (nb) is the first
+// whose below is past that rank: one probe of the buckets' (entity_id, below) index. The page is
+// then read backwards from nb's start, skipping the logs between nb's start and the page's
+// newest log: fewer than a bucket holds, whatever the page's depth. Without such a bucket the
+// page is in the newest one and is read from the entity's newest log. The total is the newest
+// bucket's below + n, one probe too. All of it is one statement, so that the total and the page
+// agree even while an import lands; only a page past the end asks for the total on its own.
 const samPageQuery = `
-SELECT (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), id, action, action_date, sam_id
-FROM sam_action_logs WHERE entity_id = ? AND pos <= (SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?) - ?`
+WITH t AS (` + samTotalQuery + `),
+nb AS (SELECT start_date, start_id, below FROM sam_log_buckets
+  WHERE entity_id = ? AND below >= (SELECT total FROM t) - ?
+  ORDER BY below, start_date, start_id LIMIT 1)
+SELECT (SELECT total FROM t), id, action, action_date, sam_id
+FROM sam_action_logs
+WHERE entity_id = ? AND (action_date, id) < (COALESCE((SELECT start_date FROM nb), ?), COALESCE((SELECT start_id FROM nb), ?))`
+
+// samPageOrder orders and limits a page: newest first, skipping the logs newer than the page
+// inside its stretch (the arguments of samPageLimitArgs).
+const samPageOrder = `
+ORDER BY action_date DESC, id DESC
+LIMIT ? OFFSET COALESCE(? - (SELECT total FROM t) + COALESCE((SELECT below FROM nb), (SELECT total FROM t)), 0)`
+
+// samTotalQuery is an entity's count of logs as one probe: its newest bucket's below + n. An
+// emptied first bucket may share its below with the next one; the start breaks the tie.
+const samTotalQuery = `SELECT below + n AS total FROM sam_log_buckets WHERE entity_id = ?
+  ORDER BY below DESC, start_date DESC, start_id DESC LIMIT 1`
+
+// samAfterAll is past the key of every log, (action_date, id): an id of 17 bytes sorts after
+// every id of 16 at the largest date.
+var samAfterAll = samKey{date: math.MaxInt64, id: bytes.Repeat([]byte{0xff}, 17)}
+
+// samPageArgs are samPageQuery's arguments.
+func samPageArgs(key []byte, offset int64) []any {
+	return []any{key, key, offset, key, samAfterAll.date, samAfterAll.id}
+}
+
+// samPageLimitArgs are samPageOrder's arguments.
+func samPageLimitArgs(offset, size int64) []any { return []any{size, offset} }
 
 // visibleEntity says, as one SQL condition, whether an id names a lead, merchant, deployment order,
 // line item or equipment that the scope may see. Its parameters (visibleArgs) are, for each of the
@@ -76,10 +109,9 @@ func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	}
 	offset := (page - 1) * size
 	key := uuidArg(entity)
-	args := append([]any{key, key, key, offset}, visibleArgs(scope, entity)...)
+	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
 	rows, err := s.q().query(ctx, samPageQuery+`
-AND `+visibleEntity+`
-ORDER BY pos DESC LIMIT ?`, append(args, size)...)
+AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...)...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -101,7 +133,7 @@ ORDER BY pos DESC LIMIT ?`, append(args, size)...)
 	}
 	// No page: past the end, an entity without logs, or one the scope may not see.
 	var vis int64
-	err = s.q().row(ctx, `SELECT COALESCE((SELECT MAX(pos) FROM sam_action_logs WHERE entity_id = ?), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
+	err = s.q().row(ctx, `SELECT COALESCE((`+samTotalQuery+`), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
 		append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)

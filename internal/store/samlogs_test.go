@@ -22,5 +22,3 @@ func idsInListOrder(ls []domain.SAMActionLog) []domain.ID { return testdb.IDsInL
 func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain.ID, int64) {
 	return testdb.WalkSAMPages(t, st, entity, size)
 }
-
-// Logs are imported in batches; positions are computed for a fresh entity and renumbered for an

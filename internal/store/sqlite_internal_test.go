@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"backoffice/internal/domain"
 )
 
 // A SQLite database locked past the busy timeout by another process reads as unavailable (503),
@@ -69,5 +72,63 @@ func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 	}()
 	if empty, err := s.IsEmpty(ctx); err != nil || !empty {
 		t.Fatalf("after a failed and a panicking transaction: empty=%v, %v", empty, err)
+	}
+}
+
+// While another process holds the write lock (an import, say), a pending audit group must not
+// hold the change counter's connection: every request reads the data version on it. The group
+// waits outside the connection and is written once the lock is free.
+func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
+	ctx := context.Background()
+	url := "sqlite:" + t.TempDir() + "/busy.db"
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.SetChainSigner(testSigner{})
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	recorded := make(chan error, 1)
+	go func() {
+		recorded <- a.RecordAudit(ctx, domain.AuditEvent{At: time.Now(), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted})
+	}()
+	time.Sleep(100 * time.Millisecond) // the group meets the lock
+	// Bounded only so that a regression fails instead of hanging: the lock is held 10 s.
+	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for range 3 {
+		if _, err := a.changes.Version(vctx); err != nil {
+			t.Fatalf("the data version could not be read while an audit group waited for the lock: %v", err)
+		}
+	}
+	select {
+	case err := <-recorded:
+		t.Fatalf("the audit event was answered (%v) while another process held the write lock", err)
+	default:
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-recorded; err != nil {
+		t.Fatalf("the audit event was not written once the lock was free: %v", err)
+	}
+	var n int
+	if err := a.db.QueryRowContext(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d audit events (%v), want 1", n, err)
 	}
 }

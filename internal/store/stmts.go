@@ -43,6 +43,14 @@ func (c *stmtCache) get(ctx context.Context, text string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// lookup returns the statement for text if one is prepared.
+func (c *stmtCache) lookup(text string) (*sql.Stmt, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[text]
+	return st, ok
+}
+
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

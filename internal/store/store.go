@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"backoffice/internal/domain"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
 )
@@ -39,6 +40,12 @@ type Store struct {
 	// tells no changes); changes is what tells them, closed with the store.
 	cache   *readCache
 	changes *sqlite.ChangeCounter
+	// auditDB is where the audit writer commits its groups, with auditStmts its statements: the
+	// pool, or, beside a read cache, the change counter's own connection. SQLite's data_version
+	// does not count a connection's own commits, and no cached read reads the audit trail, so the
+	// disclosures' audit commits leave the cache valid; every other commit still empties it.
+	auditDB    *sql.DB
+	auditStmts *stmtCache
 }
 
 // changeCounting is an engine that tells when the database changed (SQLite): only there does the
@@ -113,6 +120,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		}
 		s.cache = newReadCache(s.changes)
 	}
+	s.auditDB, s.auditStmts = s.db, s.stmts
+	if s.changes != nil {
+		s.auditDB = s.changes.DB()
+		s.auditStmts = newStmtCache(s.auditDB)
+	}
 	return s, nil
 }
 
@@ -137,6 +149,7 @@ func (s *Store) Close() error {
 	s.engine.Close()
 	s.stmts.close()
 	if s.changes != nil {
+		s.auditStmts.close()
 		s.changes.Close()
 	}
 	return s.db.Close()
@@ -164,12 +177,15 @@ type querier struct {
 	stmts *stmtCache
 	// writes, on the pool, is held while a statement writes (see Store.writes).
 	writes *sync.Mutex
+	// prepared, in a transaction, holds the statements of its database that txStmt binds to it.
+	prepared *stmtCache
 }
 
 // Every error the querier hands back has been through classify, so that a lost database reads as
 // ErrUnavailable wherever the store wraps it.
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	defer forgetFreshness(ctx)
 	if q.writes != nil {
 		q.writes.Lock()
 		defer q.writes.Unlock()
@@ -256,6 +272,12 @@ func (s *Store) q() querier {
 // panic. It is scoped to one operation: never hold it across a network call, and never write
 // through s.q() inside it (with queued writers, that waits for itself).
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
+	return s.txOn(ctx, s.db, s.stmts, fn)
+}
+
+// txOn is tx on db (the pool, or the audit writer's connection), whose statements stmts keeps.
+// SQLite's writers of this process queue on s.writes whichever connection they use.
+func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *stmtCache, fn func(q querier) error) (err error) {
 	if s.writes != nil {
 		s.writes.Lock()
 		defer s.writes.Unlock()
@@ -263,7 +285,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	if err := s.beforeWrite(); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
@@ -276,9 +298,10 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(querier{x: tx, s: s}); err != nil {
+	if err = fn(querier{x: tx, s: s, prepared: stmts}); err != nil {
 		return err
 	}
+	defer forgetFreshness(ctx)
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", s.classify(err))
 	}
@@ -311,4 +334,11 @@ func noRows(err error) error {
 		return errNotFound
 	}
 	return err
+}
+
+// forgetFreshness makes the request's next read check the database again: the request wrote.
+func forgetFreshness(ctx context.Context) {
+	if f := domain.FreshnessOf(ctx); f != nil {
+		f.Forget()
+	}
 }

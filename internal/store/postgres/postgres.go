@@ -189,8 +189,8 @@ func unlock(ctx context.Context, conn *sql.Conn) {
 }
 
 // BeginImport takes a transaction-level advisory lock, held until the import commits or rolls
-// back whatever happens to the process: two imports numbering the same entity's SAM logs at once
-// would give positions twice.
+// back whatever happens to the process: two imports counting logs into the same entity's SAM log
+// buckets at once would lose counts.
 func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
 		return nil, fmt.Errorf("postgres: import lock: %w", err)

@@ -11,8 +11,8 @@ import (
 // ChangeCounter tells whether the database changed, through SQLite's documented PRAGMA
 // data_version: on a connection of its own, its value changes whenever any other connection
 // commits, whether another connection of this process's pool or one of another process (a CLI
-// command, the sqlite3 shell, another serve). The connection never writes, so every commit is
-// another's. A read cache files an answer under the value read before its query ran and serves it
+// command, the sqlite3 shell, another serve). Its own commits do not change it: the store writes
+// the audit trail, which no cached read reads, on this connection (DB), and nothing else. A read cache files an answer under the value read before its query ran and serves it
 // only while a fresh read gives the same value.
 type ChangeCounter struct {
 	db *sql.DB // one connection, outside the store's pool
@@ -26,7 +26,7 @@ type ChangeCounter struct {
 
 // ChangeCounter opens the counter's connection (closed by ChangeCounter.Close).
 func (e Engine) ChangeCounter(ctx context.Context) (*ChangeCounter, error) {
-	db, err := sql.Open("sqlite", e.dsn)
+	db, err := sql.Open("sqlite", e.counterDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: change counter: %w", err)
 	}
@@ -59,6 +59,13 @@ func (c *ChangeCounter) Version(ctx context.Context) (int64, error) {
 	c.ok = true
 	return c.last, nil
 }
+
+// DB is the counter's connection, for writes that no cached read depends on (the audit trail):
+// its own commits leave the data version as it was, as SQLite documents. A transaction on it
+// holds the connection, so Version waits for its commit; never call Version inside one. It does
+// not wait for another process's write lock (busy timeout 0): a writer retries instead, so that
+// no Version waits behind another process's import.
+func (c *ChangeCounter) DB() *sql.DB { return c.db }
 
 // Close releases the counter's connection.
 func (c *ChangeCounter) Close() error {

@@ -39,13 +39,7 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 	if err != nil {
 		return nil, Engine{}, err
 	}
-	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busyTimeout), "secure_delete(1)", "synchronous(NORMAL)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	q.Set("mode", "rw")
-	dsn := "file:" + path + "?" + q.Encode()
+	dsn := dataSource(path, busyTimeout)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, Engine{}, fmt.Errorf("sqlite: %w", err)
@@ -54,14 +48,28 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 		db.Close()
 		return nil, Engine{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return db, Engine{file: file, purger: newWALPurger(db), dsn: dsn}, nil
+	// The change counter's connection also commits the audit trail (ChangeCounter.DB). It never
+	// waits for another process's write lock: requests read the data version on it, and would
+	// wait too. The store retries the audit write instead (BusyTimeout).
+	return db, Engine{file: file, purger: newWALPurger(db), counterDSN: dataSource(path, 0)}, nil
+}
+
+// dataSource names the database file with the connection settings above and a busy timeout (ms).
+func dataSource(path string, busy int) string {
+	q := url.Values{}
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busy), "secure_delete(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	q.Set("mode", "rw")
+	return "file:" + path + "?" + q.Encode()
 }
 
 // Engine is SQLite's side of the store: the file it opened, and the purger of deleted bytes.
 type Engine struct {
-	file   *dbFile
-	purger *walPurger
-	dsn    string // for connections outside the pool (ChangeCounter)
+	file       *dbFile
+	purger     *walPurger
+	counterDSN string // the change counter's connection, outside the pool
 }
 
 func (Engine) Name() string { return "sqlite" }
