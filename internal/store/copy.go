@@ -20,45 +20,26 @@ type Copier interface {
 }
 
 // loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
-// on a connection of its own, handed to fn, for the copies to run inside it. It does what txOn
-// does, but for the connection: keep the two in step.
-func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) error) (err error) {
+// on a connection of its own, handed to fn, for the copies to run inside it.
+func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) error) error {
 	if _, ok := s.engine.(Copier); !ok {
 		return s.tx(ctx, func(q querier) error { return fn(nil, q) })
 	}
-	if s.writes != nil {
-		s.writes.Lock()
-		defer s.writes.Unlock()
-	}
-	if err := s.beforeWrite(); err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.classify(err))
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.classify(err))
-	}
+	var conn *sql.Conn
 	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			panic(p)
-		}
-		if err != nil {
-			_ = tx.Rollback()
+		if conn != nil {
+			conn.Close()
 		}
 	}()
-	if err = fn(conn, querier{x: tx, s: s, prepared: s.stmts}); err != nil {
-		return err
+	begin := func() (*sql.Tx, error) {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn = c
+		return conn.BeginTx(ctx, nil)
 	}
-	defer forgetFreshness(ctx)
-	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", s.classify(err))
-	}
-	return nil
+	return s.inTx(ctx, begin, s.stmts, func(q querier) error { return fn(conn, q) })
 }
 
 // copyBatchRows is how many rows one COPY carries: a few MB of SAM logs.

@@ -277,7 +277,14 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 
 // txOn is tx on db (the pool, or the audit writer's connection), whose statements stmts keeps.
 // SQLite's writers of this process queue on s.writes whichever connection they use.
-func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *stmtCache, fn func(q querier) error) (err error) {
+func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *stmtCache, fn func(q querier) error) error {
+	return s.inTx(ctx, func() (*sql.Tx, error) { return db.BeginTx(ctx, nil) }, stmts, fn)
+}
+
+// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with
+// this process's writers queued and the engine's write check made first; committed when fn
+// returns nil, rolled back on an error or a panic.
+func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *stmtCache, fn func(q querier) error) (err error) {
 	if s.writes != nil {
 		s.writes.Lock()
 		defer s.writes.Unlock()
@@ -285,7 +292,7 @@ func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *stmtCache, fn func(
 	if err := s.beforeWrite(); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := begin()
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
