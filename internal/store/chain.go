@@ -29,12 +29,12 @@ var ErrNoChainSigner = errors.New("store: audit events are chained under the mas
 func (s *Store) SetChainSigner(sig ChainSigner) { s.signer = sig }
 
 const (
-	// chainLock makes appenders take turns where the engine lets many writers in (PostgreSQL):
-	// a second one waits here until the first commits, and then reads its head. It writes
-	// nothing. A single-writer engine (SQLite) has serialized them already: its transactions take
-	// the write lock when they begin.
-	chainLock = `SELECT id FROM audit_chain_lock WHERE id = 1 FOR UPDATE`
-	// chainHead is the newest event: the last row along seq, one index step.
+	// chainLockedHead makes appenders take turns where the engine lets many writers in
+	// (PostgreSQL): it locks the chain's lock row, so that a second appender waits until the
+	// first commits, and then reads the head, in one round trip (migration 0007's function).
+	chainLockedHead = `SELECT seq, hash FROM audit_chain_head()`
+	// chainHead is the newest event: the last row along seq, one index step. A single-writer
+	// engine (SQLite) reads it alone: its transactions take the write lock when they begin.
 	chainHead = `SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1`
 )
 
@@ -83,8 +83,9 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		return fmt.Errorf("store: audit chain head: %w", err)
 	}
 	keyID := s.signer.ActiveKeyID()
-	args := make([]any, 0, auditColumns*len(events))
-	for _, e := range events {
+	linked := make([]domain.AuditEvent, len(events))
+	hashes := make([][]byte, len(events))
+	for i, e := range events {
 		if e.ID == "" {
 			e.ID = domain.NewTimeOrderedID(e.At)
 		}
@@ -95,27 +96,52 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 			return fmt.Errorf("store: audit chain link: %w", err)
 		}
 		prev = h
-		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, h)
+		linked[i], hashes[i] = e, h
+	}
+	if s.engine.Name() == "postgres" {
+		return s.insertAuditArrays(ctx, q, linked, hashes)
+	}
+	args := make([]any, 0, auditColumns*len(linked))
+	for i, e := range linked {
+		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, hashes[i])
 	}
 	return s.insertAuditRows(ctx, q, args)
+}
+
+// auditInsertArrays inserts any number of audit events in one statement, a column to an array:
+// PostgreSQL's round trip per statement is what a group commit pays most for, and powers of two
+// (insertAuditRows) take up to seven statements for a group of 127.
+const auditInsertArrays = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash)
+SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::bytea[])`
+
+// insertAuditArrays is insertAuditRows for PostgreSQL, in one statement.
+func (s *Store) insertAuditArrays(ctx context.Context, q querier, events []domain.AuditEvent, hashes [][]byte) error {
+	n := len(events)
+	ids, actors, actions, targets, outcomes, details, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ats, seqs := make([]int64, n), make([]int64, n)
+	for i, e := range events {
+		ids[i], ats[i], actors[i], actions[i], targets[i] = string(e.ID), micros(e.At), string(e.ActorUserID), e.Action, e.TargetID
+		outcomes[i], details[i], seqs[i], keys[i] = e.Outcome, e.Detail, e.Seq, e.ChainKeyID
+	}
+	st, err := s.txStmt(ctx, q, auditInsertArrays)
+	if err != nil {
+		return fmt.Errorf("store: audit event: %w", err)
+	}
+	defer st.Close()
+	if _, err := st.ExecContext(ctx, ids, ats, actors, actions, targets, outcomes, details, seqs, keys, hashes); err != nil {
+		return fmt.Errorf("store: audit event: %w", s.classify(err))
+	}
+	return nil
 }
 
 // lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence
 // number and link (0 and nil on an empty trail; a nil link after legacy events only).
 func (s *Store) lockChainHead(ctx context.Context, q querier) (seq int64, hash []byte, err error) {
+	text := chainHead
 	if !s.engine.SingleWriter() {
-		lock, err := s.txStmt(ctx, q, chainLock)
-		if err != nil {
-			return 0, nil, err
-		}
-		var id int
-		err = lock.QueryRowContext(ctx).Scan(&id)
-		lock.Close()
-		if err != nil {
-			return 0, nil, s.classify(err)
-		}
+		text = chainLockedHead
 	}
-	head, err := s.txStmt(ctx, q, chainHead)
+	head, err := s.txStmt(ctx, q, text)
 	if err != nil {
 		return 0, nil, err
 	}
