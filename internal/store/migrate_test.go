@@ -21,26 +21,9 @@ import (
 func TestMigrationKeepsSAMLogs(t *testing.T) {
 	for _, engine := range testdb.Engines() {
 		t.Run(engine, func(t *testing.T) {
-			st, err := store.Open(ctx, testdb.URL(t, engine))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := store.MigrateTo(ctx, st, "0002_credentials"); err != nil {
-				t.Fatal(err)
-			}
+			st, exec := oldDatabase(t, engine, "0002_credentials")
 			base := samBase()
 			l1, l2 := base.Leads[0].ID, base.Leads[1].ID
-			exec := func(query string, args ...any) {
-				t.Helper()
-				if err := store.Exec(ctx, st, query, args...); err != nil {
-					t.Fatalf("%s: %v", query, err)
-				}
-			}
-			exec(`INSERT INTO partners (id, name) VALUES (?, ?)`, base.Partners[0].ID, "P")
-			for _, l := range base.Leads {
-				exec(`INSERT INTO leads (id, partner_id, business_name) VALUES (?, ?, ?)`, l.ID, l.PartnerID, l.BusinessName)
-			}
 			// The old import's rows: text ids, each log at its rank in list order.
 			old := map[domain.ID][]domain.SAMActionLog{l1: logs(l1, 0, 250), l2: logs(l2, 1000, 40)}
 			for entity, ls := range old {
@@ -88,7 +71,7 @@ func TestMigrationKeepsSAMLogs(t *testing.T) {
 			// An id of the old rows is taken...
 			dup := logs(l2, 5000, 3)
 			dup[1].ID = old[l1][17].ID
-			_, err = dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: dup}, nil)
+			_, err := dataset.Import(ctx, st, &dataset.Dataset{SAMActionLogs: dup}, nil)
 			var de *dataset.Error
 			if !errors.As(err, &de) || de.Path != "samActionLogs[1].id" || !strings.Contains(de.Problem, "already in the database") {
 				t.Fatalf("import of an upgraded log's id: %v", err)
@@ -125,26 +108,9 @@ func byID(ls []domain.SAMActionLog) map[domain.ID]domain.SAMActionLog {
 func TestMigrationToSAMBuckets(t *testing.T) {
 	for _, engine := range testdb.Engines() {
 		t.Run(engine, func(t *testing.T) {
-			st, err := store.Open(ctx, testdb.URL(t, engine))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := store.MigrateTo(ctx, st, "0005_push_idempotency"); err != nil {
-				t.Fatal(err)
-			}
+			st, exec := oldDatabase(t, engine, "0005_push_idempotency")
 			base := samBase()
 			l1, l2 := base.Leads[0].ID, base.Leads[1].ID
-			exec := func(query string, args ...any) {
-				t.Helper()
-				if err := store.Exec(ctx, st, query, args...); err != nil {
-					t.Fatalf("%s: %v", query, err)
-				}
-			}
-			exec(`INSERT INTO partners (id, name) VALUES (?, ?)`, base.Partners[0].ID, "P")
-			for _, l := range base.Leads {
-				exec(`INSERT INTO leads (id, partner_id, business_name) VALUES (?, ?, ?)`, l.ID, l.PartnerID, l.BusinessName)
-			}
 			// 0005's rows: 16-byte uuids, each log at its rank from the oldest.
 			old := map[domain.ID][]domain.SAMActionLog{l1: bucketLogs(l1, 0, 2*store.SAMBucketTarget+345), l2: logs(l2, 100_000, 40)}
 			for entity, ls := range old {
@@ -195,4 +161,30 @@ func TestMigrationToSAMBuckets(t *testing.T) {
 			checkSAMLogs(t, st, l1, append(now, late...))
 		})
 	}
+}
+
+// oldDatabase opens a database migrated up to version, as an older release left it, with
+// samBase's partner and leads in it, and an exec for the rows the test writes as that release did.
+func oldDatabase(t *testing.T, engine, version string) (*store.Store, func(query string, args ...any)) {
+	t.Helper()
+	st, err := store.Open(ctx, testdb.URL(t, engine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := store.MigrateTo(ctx, st, version); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if err := store.Exec(ctx, st, query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	base := samBase()
+	exec(`INSERT INTO partners (id, name) VALUES (?, ?)`, base.Partners[0].ID, "P")
+	for _, l := range base.Leads {
+		exec(`INSERT INTO leads (id, partner_id, business_name) VALUES (?, ?, ?)`, l.ID, l.PartnerID, l.BusinessName)
+	}
+	return st, exec
 }

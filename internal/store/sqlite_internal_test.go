@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 // A SQLite database locked past the busy timeout by another process reads as unavailable (503),
 // not as our own fault (500).
 func TestSQLiteBusyIsUnavailable(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	a, err := Open(ctx, "sqlite:"+dir+"/busy.db")
+	url := "sqlite:" + t.TempDir() + "/busy.db"
+	a, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,21 +23,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	if err := a.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Hold the write lock on one connection of a second pool, as another process would.
-	b, err := Open(ctx, "sqlite:"+dir+"/busy.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	conn, err := b.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(ctx, "ROLLBACK")
+	defer holdWriteLock(t, url)()
 	a.db.SetMaxOpenConns(1) // one connection, so the pragma below applies to the insert's
 	if _, err := a.db.ExecContext(ctx, "PRAGMA busy_timeout = 1"); err != nil {
 		t.Fatal(err)
@@ -90,19 +77,7 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.SetChainSigner(testSigner{})
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	conn, err := b.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, url)
 	recorded := make(chan error, 1)
 	go func() {
 		recorded <- a.RecordAudit(ctx, domain.AuditEvent{At: time.Now(), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted})
@@ -121,9 +96,7 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 		t.Fatalf("the audit event was answered (%v) while another process held the write lock", err)
 	default:
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if err := <-recorded; err != nil {
 		t.Fatalf("the audit event was not written once the lock was free: %v", err)
 	}
@@ -131,4 +104,37 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	if err := a.db.QueryRowContext(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d audit events (%v), want 1", n, err)
 	}
+}
+
+// holdWriteLock takes the database's write lock on a connection of a second store, as another
+// process would, until the returned func is called.
+func holdWriteLock(t *testing.T, url string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		conn.Close()
+		b.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+			conn.Close()
+			b.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
