@@ -153,8 +153,8 @@ func (s *Store) lockChainHead(ctx context.Context, q querier) (seq int64, hash [
 	return seq, hash, s.classify(err)
 }
 
-// insertAuditRows inserts events' rows (auditColumns values each) in as few multi-row INSERTs as
-// powers of two allow (11 rows are 8 + 2 + 1): running a statement costs more than the rows it
+// insertAuditRows (SQLite) inserts events' rows (auditColumns values each) in as few multi-row
+// INSERTs as powers of two allow (11 rows are 8 + 2 + 1): running a statement costs more than the rows it
 // carries. There is one text per power of two up to maxAuditGroup, each a cached prepared
 // statement: parsing and planning anew for every group was most of a group's cost.
 func (s *Store) insertAuditRows(ctx context.Context, q querier, args []any) error {
