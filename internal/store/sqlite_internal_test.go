@@ -32,6 +32,9 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("insert into a locked database: %v, want ErrUnavailable", err)
 	}
+	if n := a.db.Stats().MaxIdleClosed; n != 0 {
+		t.Errorf("%d idle connections closed after a busy error; a SQLite connection outlives it", n)
+	}
 }
 
 // A transaction is rolled back when its function fails or panics: nothing of it stays.

@@ -23,16 +23,21 @@ func (e *unavailableError) Is(target error) bool { return target == ErrUnavailab
 // classify marks the errors of a database that cannot answer now with ErrUnavailable and passes
 // anything else through unchanged, so that not-found and constraint errors keep their meaning.
 //
-// The pool's idle connections are closed then: once the database was lost they are all dead (a
-// server restart or a network cut took them), yet the pool would hand each out once more after
-// the database returned, failing one request per connection. Shrinking the idle limit closes them
-// now, and restoring it lets new ones be kept.
+// On PostgreSQL the pool's idle connections are closed then: once the database was lost they are
+// all dead (a server restart or a network cut took them), yet the pool would hand each out once
+// more after the database returned, failing one request per connection. Shrinking the idle limit
+// closes them now, and restoring it lets new ones be kept.
 func (s *Store) classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) || !s.unavailable(err) {
 		return err
 	}
-	s.db.SetMaxIdleConns(0)
-	s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
+	// A SQLite connection is an open file, and a busy or locked database leaves it as good as
+	// before: closing the pool's would only make the next requests reopen them (and the audit
+	// writer retries a busy lock every few milliseconds).
+	if s.engine.Name() != "sqlite" {
+		s.db.SetMaxIdleConns(0)
+		s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
+	}
 	return &unavailableError{err: err}
 }
 
