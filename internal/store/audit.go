@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
 	reqs     chan auditReq
+	prepared bool // its statements are prepared (only its goroutine reads or sets it)
 	quit     chan struct{}
 	done     chan struct{}
 }
@@ -92,13 +92,13 @@ func (w *auditWriter) commit(s *Store, events []domain.AuditEvent) error {
 	deadline := time.Now().Add(sqlite.BusyTimeout)
 	pause := time.Millisecond
 	for {
-		err := s.prepareAudit(context.Background())
+		err := w.prepare(s)
 		if err == nil {
-			err = s.txOn(context.Background(), s.auditDB, s.auditStmts, func(q querier) error {
+			err = s.txOn(context.Background(), s.auditStmts.db, s.auditStmts, func(q querier) error {
 				return s.appendAudit(context.Background(), q, events)
 			})
 		}
-		if err == nil || s.auditDB == s.db || !s.engine.IsUnavailable(err) || time.Now().After(deadline) {
+		if err == nil || !s.engine.IsBusy(err) || time.Now().After(deadline) {
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -110,6 +110,17 @@ func (w *auditWriter) commit(s *Store, events []domain.AuditEvent) error {
 		}
 		pause = min(2*pause, 50*time.Millisecond)
 	}
+}
+
+// prepare prepares the writer's statements once (prepareAudit), trying again before the next
+// group while it fails (a store not yet migrated).
+func (w *auditWriter) prepare(s *Store) error {
+	if w.prepared {
+		return nil
+	}
+	err := s.prepareAudit(context.Background())
+	w.prepared = err == nil
+	return err
 }
 
 // gather adds the events already waiting to group, without waiting for more: under load the
@@ -142,13 +153,12 @@ func (w *auditWriter) stop() {
 var auditInsertRows = func() []string {
 	var texts []string
 	for n := 1; n <= maxAuditGroup; n *= 2 {
-		texts = append(texts, auditInsertHead+strings.Repeat(auditInsertRow+", ", n-1)+auditInsertRow)
+		texts = append(texts, auditInsertHead+valueRows(auditColumns, n))
 	}
 	return texts
 }()
 
 const (
 	auditInsertHead = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash) VALUES `
-	auditInsertRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	auditColumns    = 10
 )

@@ -115,17 +115,7 @@ func (in *Batcher) run(n int, args []any) (*rows, error) {
 }
 
 func (in *Batcher) insertOf(n int) string {
-	row := "(" + strings.Repeat("?, ", in.width-1) + "?)"
-	var sb strings.Builder
-	sb.WriteString(in.head)
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(row)
-	}
-	sb.WriteString(" ON CONFLICT DO NOTHING RETURNING " + in.returnsColumn)
-	return sb.String()
+	return in.head + valueRows(in.width, n) + " ON CONFLICT DO NOTHING RETURNING " + in.returnsColumn
 }
 
 // Close releases the prepared statement; rows still queued are dropped (call Flush first).

@@ -231,18 +231,13 @@ func (b *Bulk) newRowBatch(into string, width, rows, total int, skipped error) (
 // insertOf is an insert of n rows that skips a row whose key is taken.
 func (b *rowBatch) insertOf(n int) string {
 	head, tail := b.b.q.s.engine.InsertOrSkip()
-	row := "(" + strings.Repeat("?, ", b.width-1) + "?)"
-	var sb strings.Builder
-	sb.WriteString(head)
-	sb.WriteString(" " + b.into + " VALUES ")
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(row)
-	}
-	sb.WriteString(tail)
-	return sb.String()
+	return head + " " + b.into + " VALUES " + valueRows(b.width, n) + tail
+}
+
+// valueRows is the VALUES list of n rows of width placeholders: (?, ?), (?, ?), …
+func valueRows(width, n int) string {
+	row := "(" + strings.Repeat("?, ", width-1) + "?)"
+	return strings.Repeat(row+", ", n-1) + row
 }
 
 func (b *rowBatch) close() {

@@ -200,8 +200,7 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, 
 }
 
 // prepareAudit prepares the audit writer's statements on its connection, outside any
-// transaction (see txStmt), once the schema has them: a failure (a store not yet migrated) is
-// tried again before the next group.
+// transaction (see txStmt).
 func (s *Store) prepareAudit(ctx context.Context) error {
 	if s.auditStmts == s.stmts {
 		return nil

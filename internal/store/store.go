@@ -40,11 +40,10 @@ type Store struct {
 	// tells no changes); changes is what tells them, closed with the store.
 	cache   *readCache
 	changes *sqlite.ChangeCounter
-	// auditDB is where the audit writer commits its groups, with auditStmts its statements: the
-	// pool, or, beside a read cache, the change counter's own connection. SQLite's data_version
+	// auditStmts holds the statements of the connection the audit writer commits its groups on
+	// (auditStmts.db): the pool, or, beside a read cache, the change counter's own connection. SQLite's data_version
 	// does not count a connection's own commits, and no cached read reads the audit trail, so the
 	// disclosures' audit commits leave the cache valid; every other commit still empties it.
-	auditDB    *sql.DB
 	auditStmts *stmtCache
 }
 
@@ -64,9 +63,12 @@ type Engine interface {
 	Rebind(query string) string
 	// IsUniqueViolation tells a unique or primary-key violation by its error code.
 	IsUniqueViolation(err error) bool
-	// IsUnavailable tells the engine's errors of a database that cannot answer now (a lost
-	// connection, a lock held past the busy timeout) from errors of the statement.
-	IsUnavailable(err error) bool
+	// IsConnectionLost tells the engine's errors of a connection that is gone (the server
+	// restarted, the network cut) from errors of the statement.
+	IsConnectionLost(err error) bool
+	// IsBusy tells a database locked by another writer past the busy timeout: the connection is
+	// as good as before, and the write may be tried again.
+	IsBusy(err error) bool
 	// LockMigrations runs fn so that processes starting together migrate one after the other.
 	LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
@@ -120,10 +122,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		}
 		s.cache = newReadCache(s.changes)
 	}
-	s.auditDB, s.auditStmts = s.db, s.stmts
+	s.auditStmts = s.stmts
 	if s.changes != nil {
-		s.auditDB = s.changes.DB()
-		s.auditStmts = newStmtCache(s.auditDB)
+		s.auditStmts = newStmtCache(s.changes.DB())
 	}
 	return s, nil
 }

@@ -23,27 +23,28 @@ func (e *unavailableError) Is(target error) bool { return target == ErrUnavailab
 // classify marks the errors of a database that cannot answer now with ErrUnavailable and passes
 // anything else through unchanged, so that not-found and constraint errors keep their meaning.
 //
-// On PostgreSQL the pool's idle connections are closed then: once the database was lost they are
-// all dead (a server restart or a network cut took them), yet the pool would hand each out once
-// more after the database returned, failing one request per connection. Shrinking the idle limit
-// closes them now, and restoring it lets new ones be kept.
+// When the connection was lost the pool's idle connections are closed too: they are all dead (a
+// server restart or a network cut took them), yet the pool would hand each out once more after
+// the database returned, failing one request per connection. Shrinking the idle limit closes them
+// now, and restoring it lets new ones be kept. A busy database (another writer's lock) leaves
+// them as good as before, and they stay.
 func (s *Store) classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || !s.unavailable(err) {
+	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	// A SQLite connection is an open file, and a busy or locked database leaves it as good as
-	// before: closing the pool's would only make the next requests reopen them (and the audit
-	// writer retries a busy lock every few milliseconds).
-	if s.engine.Name() != "sqlite" {
+	switch {
+	case s.connectionLost(err):
 		s.db.SetMaxIdleConns(0)
 		s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
+	case !s.engine.IsBusy(err):
+		return err
 	}
 	return &unavailableError{err: err}
 }
 
-// unavailable tells errors of the connection from errors of the statement: those every engine
+// connectionLost tells errors of the connection from errors of the statement: those every engine
 // shares, then the engine's own.
-func (s *Store) unavailable(err error) bool {
+func (s *Store) connectionLost(err error) bool {
 	var ne net.Error
 	switch {
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
@@ -52,5 +53,5 @@ func (s *Store) unavailable(err error) bool {
 		// No query of ours runs long; a deadline passing means waiting for a connection.
 		return true
 	}
-	return s.engine.IsUnavailable(err)
+	return s.engine.IsConnectionLost(err)
 }

@@ -151,11 +151,11 @@ func (*Engine) IsUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// IsUnavailable tells the server's and pgx's connection-level failures: a failed connect
+// IsConnectionLost tells the server's and pgx's connection-level failures: a failed connect
 // (refused, timed out, database not accepting connections), a connection found closed when a
 // statement was about to use it, the connection exception class 08, and the server shutting
 // down or terminating our backend (57P01–57P03).
-func (*Engine) IsUnavailable(err error) bool {
+func (*Engine) IsConnectionLost(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
@@ -166,6 +166,9 @@ func (*Engine) IsUnavailable(err error) bool {
 	}
 	return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 }
+
+// IsBusy is never true: statements wait for PostgreSQL's row locks without a timeout of ours.
+func (*Engine) IsBusy(error) bool { return false }
 
 // LockMigrations runs fn holding a session-level advisory lock on conn, so that replicas starting
 // together migrate one after the other: the first applies the migrations, the others find them

@@ -92,10 +92,14 @@ func (Engine) IsUniqueViolation(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
-// IsUnavailable tells a database that stayed locked past the busy timeout (another process held
-// the write lock): a transient state of the database, to be answered "try again", not a fault of
+// IsConnectionLost is never true: a connection is an open file, which no busy or locked
+// database takes away.
+func (Engine) IsConnectionLost(error) bool { return false }
+
+// IsBusy tells a database that stayed locked past the busy timeout (another process held the
+// write lock): a transient state of the database, to be answered "try again", not a fault of
 // ours.
-func (Engine) IsUnavailable(err error) bool {
+func (Engine) IsBusy(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false
