@@ -107,6 +107,11 @@ func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
 		repeated[31].ID = repeated[4].ID
 		taken := streamedLogs(0, 20)
 		taken[29].ID = stored[1].ID
+		// Ids that differ only in letter case are the same id (a repeat in the file, or one stored).
+		repeatedCase := streamedLogs(0, 20)
+		repeatedCase[31].ID = domain.ID(strings.ToUpper(string(repeatedCase[4].ID)))
+		takenCase := streamedLogs(0, 20)
+		takenCase[29].ID = domain.ID(strings.ToUpper(string(stored[1].ID)))
 		deleted := streamedLogs(0, 20)
 		deleted[26].ID = stored[2].ID
 		for _, c := range []struct {
@@ -121,6 +126,10 @@ func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
 				"samActionLogs[31].id: duplicate id " + string(repeated[4].ID)},
 			{"repeated id, upsert", fileOf(t, "samActionLogs", repeated), dataset.Options{Upsert: true},
 				"samActionLogs[31].id: duplicate id " + string(repeated[4].ID)},
+			{"repeated id in capitals", fileOf(t, "samActionLogs", repeatedCase), dataset.Options{},
+				"samActionLogs[31].id: duplicate id"},
+			{"stored id in capitals", fileOf(t, "samActionLogs", takenCase), dataset.Options{},
+				"samActionLogs[29].id: duplicate id"},
 			{"stored id", fileOf(t, "samActionLogs", taken), dataset.Options{},
 				"samActionLogs[29].id: duplicate id " + string(stored[1].ID) + ": already in the database"},
 			{"deleted and given", fileOf(t, "deletes", map[string][]domain.ID{"samActionLogs": {stored[0].ID, deleted[26].ID}}, "samActionLogs", deleted),
