@@ -17,10 +17,18 @@ import (
 // can be lost after the service has acted on it; a single caller waits for one commit, as
 // before. One commit per group instead of per event is what lets decrypts scale: the commit,
 // not the insert, is the expensive part of a write.
+//
+// Beside a read cache (SQLite) the same goroutine owns the change counter's connection, and so
+// also answers the cache's checks (version): SQLite does not count a connection's own commits in
+// its data_version, so the audit commits made there leave the cache valid, and one goroutine
+// taking turns on the connection never makes a check queue for a lock behind a commit. The checks
+// that arrive while it works share one read, made after all of them arrived: each sees every
+// commit made before it asked, which is all a check promises.
 type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
 	reqs     chan auditReq
+	checks   chan chan versionAnswer
 	prepared bool // its statements are prepared (only its goroutine reads or sets it)
 	quit     chan struct{}
 	done     chan struct{}
@@ -31,13 +39,22 @@ type auditReq struct {
 	errc  chan error
 }
 
+type versionAnswer struct {
+	version int64
+	err     error
+}
+
 const maxAuditGroup = 128
+
+// auditLinger is how long a group waits for company when the last one had some.
+var auditLinger = 200 * time.Microsecond
 
 var errStoreClosed = errors.New("store: closed")
 
 func (w *auditWriter) start(s *Store) {
 	w.once.Do(func() {
-		w.reqs, w.quit, w.done = make(chan auditReq), make(chan struct{}), make(chan struct{})
+		w.reqs, w.checks = make(chan auditReq), make(chan chan versionAnswer)
+		w.quit, w.done = make(chan struct{}), make(chan struct{})
 		go w.run(s)
 	})
 }
@@ -62,53 +79,160 @@ func (w *auditWriter) record(ctx context.Context, s *Store, e domain.AuditEvent)
 	}
 }
 
+// version is the change counter's reading, made after the call began (the read cache's check).
+func (w *auditWriter) version(ctx context.Context, s *Store) (int64, error) {
+	w.start(s)
+	answer := make(chan versionAnswer, 1)
+	select {
+	case w.checks <- answer:
+	case <-w.quit:
+		return 0, errStoreClosed
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case a := <-answer:
+		return a.version, a.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// writerTurn is what the writer's goroutine holds between two turns: the checks to answer, and
+// the group to commit, which may be waiting out another process's write lock (retry set).
+type writerTurn struct {
+	checks   []chan versionAnswer
+	group    []auditReq
+	retry    *time.Timer
+	waiting  bool      // the group waits for retry: a linger, or a pause after meeting the lock
+	linger   int       // 0: the group has not lingered; 1: it lingers (retry); 2: it has
+	last     int       // the size of the last group committed
+	deadline time.Time // when a group that keeps meeting the lock gives up
+	pause    time.Duration
+}
+
 func (w *auditWriter) run(s *Store) {
 	defer close(w.done)
-	group := make([]auditReq, 0, maxAuditGroup)
+	t := &writerTurn{group: make([]auditReq, 0, maxAuditGroup), retry: time.NewTimer(time.Hour)}
+	t.retry.Stop()
 	for {
+		reqs := w.reqs
+		if len(t.group) == maxAuditGroup {
+			reqs = nil // a full group takes no more until it is committed
+		}
 		select {
 		case <-w.quit:
+			t.answerAll(errStoreClosed)
 			return
-		case r := <-w.reqs:
-			group = append(group[:0], r)
+		case c := <-w.checks:
+			t.checks = append(t.checks, c)
+		case r := <-reqs:
+			t.group = append(t.group, r)
+		case <-t.retry.C:
+			t.waiting = false
+			if t.linger == 1 {
+				t.linger = 2
+			}
 		}
-		group = w.gather(group)
-		events := make([]domain.AuditEvent, len(group))
-		for i, r := range group {
-			events[i] = r.event
+		w.gather(t)
+		if len(t.checks) > 0 {
+			v, err := s.changes.Version(context.Background())
+			for _, c := range t.checks {
+				c <- versionAnswer{v, err}
+			}
+			t.checks = t.checks[:0]
 		}
-		err := w.commit(s, events)
-		for _, r := range group {
-			r.errc <- err
+		if len(t.group) == maxAuditGroup && t.linger == 1 { // full: no more company to wait for
+			t.retry.Stop()
+			t.waiting, t.linger = false, 2
+		}
+		if len(t.group) > 0 && !t.waiting {
+			w.lingerOrCommit(s, t)
 		}
 	}
 }
 
-// commit writes one group. Beside a read cache the group's connection is the change counter's,
-// which does not wait for another process's write lock (requests read the data version on it
-// and would wait too): the group is tried again after a pause instead, for as long as the pool's
-// writers would wait, and nothing is written by a try that met the lock.
-func (w *auditWriter) commit(s *Store, events []domain.AuditEvent) error {
-	deadline := time.Now().Add(sqlite.BusyTimeout)
-	pause := time.Millisecond
+// gather adds what is already waiting, without waiting for more: under load the checks and
+// events that arrived during the previous turn share the next one, and a lone one is served at
+// once.
+func (w *auditWriter) gather(t *writerTurn) {
 	for {
-		err := w.prepare(s)
-		if err == nil {
-			err = s.txOn(context.Background(), s.auditStmts.db, s.auditStmts, func(q querier) error {
-				return s.appendAudit(context.Background(), q, events)
-			})
+		reqs := w.reqs
+		if len(t.group) == maxAuditGroup {
+			reqs = nil
 		}
-		if err == nil || !s.engine.IsBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(pause)
 		select {
-		case <-t.C:
-		case <-w.quit:
-			t.Stop()
-			return errStoreClosed
+		case c := <-w.checks:
+			t.checks = append(t.checks, c)
+		case r := <-reqs:
+			t.group = append(t.group, r)
+		default:
+			return
 		}
-		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// commit writes the group and answers its callers, unless the group met another process's write
+// lock: beside a read cache the group's connection is the change counter's, which never waits
+// for that lock (checks are read on it and would wait too). The group then waits a pause, while
+// checks go on being answered, and is tried again, for as long as the pool's writers would wait;
+// nothing is written by a try that met the lock.
+func (w *auditWriter) commit(s *Store, t *writerTurn) {
+	events := make([]domain.AuditEvent, len(t.group))
+	for i, r := range t.group {
+		events[i] = r.event
+	}
+	err := w.prepare(s)
+	if err == nil {
+		err = s.txOn(context.Background(), s.auditStmts.db, s.auditStmts, func(q querier) error {
+			return s.appendAudit(context.Background(), q, events)
+		})
+	}
+	if err != nil && s.engine.IsBusy(err) {
+		if t.deadline.IsZero() {
+			t.deadline, t.pause = time.Now().Add(sqlite.BusyTimeout), time.Millisecond
+		}
+		if time.Now().Before(t.deadline) {
+			t.waiting = true
+			t.retry.Reset(t.pause)
+			t.pause = min(2*t.pause, 50*time.Millisecond)
+			return
+		}
+	}
+	for _, r := range t.group {
+		r.errc <- err
+	}
+	t.last, t.linger = len(t.group), 0
+	t.group, t.deadline = t.group[:0], time.Time{}
+}
+
+// lingerOrCommit commits the group, or first lets it wait auditLinger for more events when the
+// last group had company: PostgreSQL's commit_delay and commit_siblings. Under concurrent decrypts
+// the events of a few hundred microseconds then share one commit (its BEGIN, the chain's head,
+// and one write of each B-tree's page) instead of a commit each; checks go on being answered
+// meanwhile, which is what brings the next events in. A lone caller is never held.
+func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
+	if t.shouldLinger() {
+		t.linger, t.waiting = 1, true
+		t.retry.Reset(auditLinger)
+		return
+	}
+	w.commit(s, t)
+}
+
+// shouldLinger: only a group that has not lingered yet, is not full, and follows a group that had
+// company.
+func (t *writerTurn) shouldLinger() bool {
+	return t.linger == 0 && t.last > 1 && len(t.group) < maxAuditGroup
+}
+
+// answerAll tells every caller still waiting that the store closed.
+func (t *writerTurn) answerAll(err error) {
+	for _, c := range t.checks {
+		c <- versionAnswer{err: err}
+	}
+	for _, r := range t.group {
+		r.errc <- err
 	}
 }
 
@@ -121,21 +245,6 @@ func (w *auditWriter) prepare(s *Store) error {
 	err := s.prepareAudit(context.Background())
 	w.prepared = err == nil
 	return err
-}
-
-// gather adds the events already waiting to group, without waiting for more: under load the
-// events that arrived during the previous commit share the next one, and a lone event is written
-// at once.
-func (w *auditWriter) gather(group []auditReq) []auditReq {
-	for len(group) < maxAuditGroup {
-		select {
-		case r := <-w.reqs:
-			group = append(group, r)
-		default:
-			return group
-		}
-	}
-	return group
 }
 
 // stop ends the writer; later callers are told the store is closed.

@@ -70,3 +70,28 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
+
+// A group lingers for company only after a group that had some, once, and not when full: a lone
+// caller (the last group held one event) is committed at once.
+func TestAuditGroupLingersOnlyUnderConcurrency(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		last   int
+		linger int
+		group  int
+		want   bool
+	}{
+		{"first group ever", 0, 0, 1, false},
+		{"after a lone event", 1, 0, 1, false},
+		{"after a lone event, others waiting already", 1, 0, 5, false},
+		{"after a group of two", 2, 0, 1, true},
+		{"lingering already", 9, 1, 3, false},
+		{"lingered", 9, 2, 3, false},
+		{"full", 9, 0, maxAuditGroup, false},
+	} {
+		turn := &writerTurn{last: c.last, linger: c.linger, group: make([]auditReq, c.group)}
+		if got := turn.shouldLinger(); got != c.want {
+			t.Errorf("%s: shouldLinger = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

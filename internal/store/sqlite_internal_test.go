@@ -66,8 +66,9 @@ func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 }
 
 // While another process holds the write lock (an import, say), a pending audit group must not
-// hold the change counter's connection: every request reads the data version on it. The group
-// waits outside the connection and is written once the lock is free.
+// hold up the read cache's checks: every request makes one, on the connection the group is
+// written on, through the same goroutine. The group waits outside the connection, the checks go
+// on being answered, and the group is written once the lock is free.
 func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	ctx := context.Background()
 	url := "sqlite:" + t.TempDir() + "/busy.db"
@@ -90,7 +91,7 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for range 3 {
-		if _, err := a.changes.Version(vctx); err != nil {
+		if _, err := a.cache.changes.Version(vctx); err != nil {
 			t.Fatalf("the data version could not be read while an audit group waited for the lock: %v", err)
 		}
 	}

@@ -120,13 +120,21 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		s.cache = newReadCache(s.changes)
+		s.cache = newReadCache(writerChecks{s})
 	}
 	s.auditStmts = s.stmts
 	if s.changes != nil {
 		s.auditStmts = newStmtCache(s.changes.DB())
 	}
 	return s, nil
+}
+
+// writerChecks reads the change counter through the audit writer's goroutine, which owns its
+// connection (see auditWriter).
+type writerChecks struct{ s *Store }
+
+func (c writerChecks) Version(ctx context.Context) (int64, error) {
+	return c.s.audits.version(ctx, c.s)
 }
 
 // Engine names the engine: "sqlite" or "postgres".

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
 // ChangeCounter tells whether the database changed, through SQLite's documented PRAGMA
@@ -18,10 +17,6 @@ type ChangeCounter struct {
 	db *sql.DB // one connection, outside the store's pool
 	mu sync.Mutex
 	st *sql.Stmt
-	// started counts the reads begun (under mu); last and ok are the latest read's outcome.
-	started atomic.Uint64
-	last    int64
-	ok      bool
 }
 
 // ChangeCounter opens the counter's connection (closed by ChangeCounter.Close).
@@ -40,24 +35,16 @@ func (e Engine) ChangeCounter(ctx context.Context) (*ChangeCounter, error) {
 	return &ChangeCounter{db: db, st: st}, nil
 }
 
-// Version reads the data version. The reads run one at a time; a caller that finds, once its turn
-// comes, that a read began after it called and has finished takes that read's value instead of
-// making another: that read saw every commit made before the caller called, which is all the
-// caller needs. Under concurrency most callers so share a read rather than queue for their own.
+// Version reads the data version, one read at a time. The store calls it from one goroutine,
+// which shares each read among the checks that arrived before it began.
 func (c *ChangeCounter) Version(ctx context.Context) (int64, error) {
-	arrived := c.started.Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.started.Load() > arrived && c.ok {
-		return c.last, nil
-	}
-	c.started.Add(1)
-	c.ok = false
-	if err := c.st.QueryRowContext(ctx).Scan(&c.last); err != nil {
+	var v int64
+	if err := c.st.QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, fmt.Errorf("sqlite: data version: %w", err)
 	}
-	c.ok = true
-	return c.last, nil
+	return v, nil
 }
 
 // DB is the counter's connection, for writes that no cached read depends on (the audit trail):
