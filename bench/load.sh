@@ -78,9 +78,10 @@ records_per_s=$(echo "$imported / $import_s" | bc -l)
 sam_per_s=$(echo "$BENCH_SAM_LOGS / $import_s" | bc -l)
 
 # --- servers -----------------------------------------------------------------------------------
-# The rate limit is on but far out of reach: the benchmark pays for the limiter, never meets it.
+# The rate limits are off: a load run measures the service, not 429s (the limiters' own cost is
+# BenchmarkOperations' concern).
 say "serving on 127.0.0.1:$PORT"
-BACKOFFICE_ADDR="127.0.0.1:$PORT" BACKOFFICE_RATE_LIMIT=100000000 BACKOFFICE_RATE_BURST=100000000 \
+BACKOFFICE_ADDR="127.0.0.1:$PORT" BACKOFFICE_RATE_LIMIT=off BACKOFFICE_AUTH_FAILURE_LIMIT=off \
   "$WORKDIR/backoffice" serve 2>"$WORKDIR/serve.log" &
 server=$!
 pids+=("$server")
