@@ -142,7 +142,7 @@ func (w *auditWriter) run(s *Store) {
 			}
 			t.checks = t.checks[:0]
 		}
-		if len(t.group) == maxAuditGroup && t.linger == 1 { // full: no more company to wait for
+		if t.linger == 1 && !t.expectsCompany() { // the company came
 			t.retry.Stop()
 			t.waiting, t.linger = false, 2
 		}
@@ -206,11 +206,12 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	t.group, t.deadline = t.group[:0], time.Time{}
 }
 
-// lingerOrCommit commits the group, or first lets it wait auditLinger for more events when the
-// last group had company: PostgreSQL's commit_delay and commit_siblings. Under concurrent decrypts
-// the events of a few hundred microseconds then share one commit (its BEGIN, the chain's head,
-// and one write of each B-tree's page) instead of a commit each; checks go on being answered
-// meanwhile, which is what brings the next events in. A lone caller is never held.
+// lingerOrCommit commits the group, or first lets it wait up to auditLinger for as many events as
+// the last group had (PostgreSQL's commit_delay and commit_siblings, with the siblings counted by
+// the last commit). Under concurrent decrypts the events of a few hundred microseconds then share
+// one commit (its BEGIN, the chain's head, and one write of each B-tree's page) instead of a
+// commit each; checks go on being answered meanwhile, which is what brings the next events in. A
+// lone caller is never held.
 func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	if t.shouldLinger() {
 		t.linger, t.waiting = 1, true
@@ -220,10 +221,16 @@ func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	w.commit(s, t)
 }
 
-// shouldLinger: only a group that has not lingered yet, is not full, and follows a group that had
-// company.
+// shouldLinger: only a group that has not lingered yet and still expects company.
 func (t *writerTurn) shouldLinger() bool {
-	return t.linger == 0 && t.last > 1 && len(t.group) < maxAuditGroup
+	return t.linger == 0 && t.expectsCompany()
+}
+
+// expectsCompany: the last group was larger than this one is, and this one is not full. A group
+// stops waiting once it is as large as the last: with two callers it waits for the second and no
+// longer, and under load it waits at most auditLinger.
+func (t *writerTurn) expectsCompany() bool {
+	return len(t.group) < t.last && len(t.group) < maxAuditGroup
 }
 
 // answerAll tells every caller still waiting that the store closed.

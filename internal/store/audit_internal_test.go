@@ -71,9 +71,10 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 	}
 }
 
-// A group lingers for company only after a group that had some, once, and not when full: a lone
-// caller (the last group held one event) is committed at once.
-func TestAuditGroupLingersOnlyUnderConcurrency(t *testing.T) {
+// A group lingers for company only while it is smaller than the last group, once, and not when
+// full: a lone caller (the last group held one event) is committed at once, and so is a group
+// that already holds as many events as the last.
+func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		last   int
@@ -85,9 +86,11 @@ func TestAuditGroupLingersOnlyUnderConcurrency(t *testing.T) {
 		{"after a lone event", 1, 0, 1, false},
 		{"after a lone event, others waiting already", 1, 0, 5, false},
 		{"after a group of two", 2, 0, 1, true},
+		{"after a group of two, two here", 2, 0, 2, false},
+		{"after a group of nine, three here", 9, 0, 3, true},
 		{"lingering already", 9, 1, 3, false},
 		{"lingered", 9, 2, 3, false},
-		{"full", 9, 0, maxAuditGroup, false},
+		{"full", maxAuditGroup + 1, 0, maxAuditGroup, false},
 	} {
 		turn := &writerTurn{last: c.last, linger: c.linger, group: make([]auditReq, c.group)}
 		if got := turn.shouldLinger(); got != c.want {
