@@ -278,8 +278,10 @@ func (s *Store) q() querier {
 }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
-// panic. It is scoped to one operation: never hold it across a network call, and never write
-// through s.q() inside it (with queued writers, that waits for itself).
+// panic. It is scoped to one operation: never hold it across a network call, never write through
+// s.q() inside it (with queued writers, that waits for itself), and never read through the read
+// cache or record an audit event with RecordAudit inside it (the audit writer, which answers the
+// cache's checks, queues for the same writers' lock).
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	return s.txOn(ctx, s.db, s.stmts, fn)
 }
