@@ -46,8 +46,8 @@ type versionAnswer struct {
 
 const maxAuditGroup = 128
 
-// auditLinger is how long a group waits for company when the last one had some.
-var auditLinger = 200 * time.Microsecond
+// auditLinger is how long a group waits, at most, for company when the last one had some.
+const auditLinger = 200 * time.Microsecond
 
 var errStoreClosed = errors.New("store: closed")
 
@@ -98,16 +98,25 @@ func (w *auditWriter) version(ctx context.Context, s *Store) (int64, error) {
 	}
 }
 
+// lingerState is where a group stands with its wait for company.
+type lingerState int
+
+const (
+	mayLinger lingerState = iota // it has not waited yet
+	lingering                    // it waits (retry runs)
+	lingered                     // it has waited, or met the lock: it commits as soon as it can
+)
+
 // writerTurn is what the writer's goroutine holds between two turns: the checks to answer, and
 // the group to commit, which may be waiting out another process's write lock (retry set).
 type writerTurn struct {
 	checks   []chan versionAnswer
 	group    []auditReq
 	retry    *time.Timer
-	waiting  bool      // the group waits for retry: a linger, or a pause after meeting the lock
-	linger   int       // 0: the group has not lingered; 1: it lingers (retry); 2: it has
-	last     int       // the size of the last group committed
-	deadline time.Time // when a group that keeps meeting the lock gives up
+	waiting  bool        // the group waits for retry: a linger, or a pause after meeting the lock
+	linger   lingerState // whether the group may still wait for company
+	last     int         // the size of the last group committed
+	deadline time.Time   // when a group that keeps meeting the lock gives up
 	pause    time.Duration
 }
 
@@ -130,8 +139,8 @@ func (w *auditWriter) run(s *Store) {
 			t.group = append(t.group, r)
 		case <-t.retry.C:
 			t.waiting = false
-			if t.linger == 1 {
-				t.linger = 2
+			if t.linger == lingering {
+				t.linger = lingered
 			}
 		}
 		w.gather(t)
@@ -142,9 +151,9 @@ func (w *auditWriter) run(s *Store) {
 			}
 			t.checks = t.checks[:0]
 		}
-		if t.linger == 1 && !t.expectsCompany() { // the company came
+		if t.linger == lingering && !t.expectsCompany() { // the company came
 			t.retry.Stop()
-			t.waiting, t.linger = false, 2
+			t.waiting, t.linger = false, lingered
 		}
 		if len(t.group) > 0 && !t.waiting {
 			w.lingerOrCommit(s, t)
@@ -193,7 +202,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 			t.deadline, t.pause = time.Now().Add(sqlite.BusyTimeout), time.Millisecond
 		}
 		if time.Now().Before(t.deadline) {
-			t.waiting = true
+			t.waiting, t.linger = true, lingered // after the pause it commits as soon as it can
 			t.retry.Reset(t.pause)
 			t.pause = min(2*t.pause, 50*time.Millisecond)
 			return
@@ -202,7 +211,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	for _, r := range t.group {
 		r.errc <- err
 	}
-	t.last, t.linger = len(t.group), 0
+	t.last, t.linger = len(t.group), mayLinger
 	t.group, t.deadline = t.group[:0], time.Time{}
 }
 
@@ -214,7 +223,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 // lone caller is never held.
 func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	if t.shouldLinger() {
-		t.linger, t.waiting = 1, true
+		t.linger, t.waiting = lingering, true
 		t.retry.Reset(auditLinger)
 		return
 	}
@@ -223,7 +232,7 @@ func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 
 // shouldLinger: only a group that has not lingered yet and still expects company.
 func (t *writerTurn) shouldLinger() bool {
-	return t.linger == 0 && t.expectsCompany()
+	return t.linger == mayLinger && t.expectsCompany()
 }
 
 // expectsCompany: the last group was larger than this one is, and this one is not full. A group

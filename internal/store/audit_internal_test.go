@@ -78,19 +78,19 @@ func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		last   int
-		linger int
+		linger lingerState
 		group  int
 		want   bool
 	}{
-		{"first group ever", 0, 0, 1, false},
-		{"after a lone event", 1, 0, 1, false},
-		{"after a lone event, others waiting already", 1, 0, 5, false},
-		{"after a group of two", 2, 0, 1, true},
-		{"after a group of two, two here", 2, 0, 2, false},
-		{"after a group of nine, three here", 9, 0, 3, true},
-		{"lingering already", 9, 1, 3, false},
-		{"lingered", 9, 2, 3, false},
-		{"full", maxAuditGroup + 1, 0, maxAuditGroup, false},
+		{"first group ever", 0, mayLinger, 1, false},
+		{"after a lone event", 1, mayLinger, 1, false},
+		{"after a lone event, others waiting already", 1, mayLinger, 5, false},
+		{"after a group of two", 2, mayLinger, 1, true},
+		{"after a group of two, two here", 2, mayLinger, 2, false},
+		{"after a group of nine, three here", 9, mayLinger, 3, true},
+		{"lingering already", 9, lingering, 3, false},
+		{"lingered, or met the lock", 9, lingered, 3, false},
+		{"full", maxAuditGroup + 1, mayLinger, maxAuditGroup, false},
 	} {
 		turn := &writerTurn{last: c.last, linger: c.linger, group: make([]auditReq, c.group)}
 		if got := turn.shouldLinger(); got != c.want {
