@@ -125,17 +125,13 @@ func (w *auditWriter) run(s *Store) {
 	t := &writerTurn{group: make([]auditReq, 0, maxAuditGroup), retry: time.NewTimer(time.Hour)}
 	t.retry.Stop()
 	for {
-		reqs := w.reqs
-		if len(t.group) == maxAuditGroup {
-			reqs = nil // a full group takes no more until it is committed
-		}
 		select {
 		case <-w.quit:
 			t.answerAll(errStoreClosed)
 			return
 		case c := <-w.checks:
 			t.checks = append(t.checks, c)
-		case r := <-reqs:
+		case r := <-t.intake(w):
 			t.group = append(t.group, r)
 		case <-t.retry.C:
 			t.waiting = false
@@ -166,14 +162,10 @@ func (w *auditWriter) run(s *Store) {
 // once.
 func (w *auditWriter) gather(t *writerTurn) {
 	for {
-		reqs := w.reqs
-		if len(t.group) == maxAuditGroup {
-			reqs = nil
-		}
 		select {
 		case c := <-w.checks:
 			t.checks = append(t.checks, c)
-		case r := <-reqs:
+		case r := <-t.intake(w):
 			t.group = append(t.group, r)
 		default:
 			return
@@ -228,6 +220,14 @@ func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 		return
 	}
 	w.commit(s, t)
+}
+
+// intake is where the group takes events from: nowhere while it is full, until it is committed.
+func (t *writerTurn) intake(w *auditWriter) chan auditReq {
+	if len(t.group) == maxAuditGroup {
+		return nil
+	}
+	return w.reqs
 }
 
 // shouldLinger: only a group that has not lingered yet and still expects company.
