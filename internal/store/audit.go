@@ -98,13 +98,14 @@ func (w *auditWriter) version(ctx context.Context, s *Store) (int64, error) {
 	}
 }
 
-// lingerState is where a group stands with its wait for company.
-type lingerState int
+// groupWait is where the pending group stands with waiting.
+type groupWait int
 
 const (
-	mayLinger lingerState = iota // it has not waited yet
-	lingering                    // it waits (retry runs)
-	lingered                     // it has waited, or met the lock: it commits as soon as it can
+	mayLinger groupWait = iota // it may still wait for company
+	lingering                  // it waits for company (retry runs)
+	pausing                    // it met another process's write lock and waits a pause (retry runs)
+	due                        // it commits as soon as the writer gets to it
 )
 
 // writerTurn is what the writer's goroutine holds between two turns: the checks to answer, and
@@ -113,10 +114,9 @@ type writerTurn struct {
 	checks   []chan versionAnswer
 	group    []auditReq
 	retry    *time.Timer
-	waiting  bool        // the group waits for retry: a linger, or a pause after meeting the lock
-	linger   lingerState // whether the group may still wait for company
-	last     int         // the size of the last group committed
-	deadline time.Time   // when a group that keeps meeting the lock gives up
+	wait     groupWait
+	last     int       // the size of the last group committed
+	deadline time.Time // when a group that keeps meeting the lock gives up
 	pause    time.Duration
 }
 
@@ -134,10 +134,7 @@ func (w *auditWriter) run(s *Store) {
 		case r := <-t.intake(w):
 			t.group = append(t.group, r)
 		case <-t.retry.C:
-			t.waiting = false
-			if t.linger == lingering {
-				t.linger = lingered
-			}
+			t.wait = due
 		}
 		w.gather(t)
 		if len(t.checks) > 0 {
@@ -147,11 +144,11 @@ func (w *auditWriter) run(s *Store) {
 			}
 			t.checks = t.checks[:0]
 		}
-		if t.linger == lingering && !t.expectsCompany() { // the company came
+		if t.wait == lingering && !t.expectsCompany() { // the company came
 			t.retry.Stop()
-			t.waiting, t.linger = false, lingered
+			t.wait = due
 		}
-		if len(t.group) > 0 && !t.waiting {
+		if len(t.group) > 0 && t.wait != lingering && t.wait != pausing {
 			w.lingerOrCommit(s, t)
 		}
 	}
@@ -194,7 +191,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 			t.deadline, t.pause = time.Now().Add(sqlite.BusyTimeout), time.Millisecond
 		}
 		if time.Now().Before(t.deadline) {
-			t.waiting, t.linger = true, lingered // after the pause it commits as soon as it can
+			t.wait = pausing // and after the pause, due: it does not linger as well
 			t.retry.Reset(t.pause)
 			t.pause = min(2*t.pause, 50*time.Millisecond)
 			return
@@ -203,7 +200,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	for _, r := range t.group {
 		r.errc <- err
 	}
-	t.last, t.linger = len(t.group), mayLinger
+	t.last, t.wait = len(t.group), mayLinger
 	t.group, t.deadline = t.group[:0], time.Time{}
 }
 
@@ -215,7 +212,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 // lone caller is never held.
 func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	if t.shouldLinger() {
-		t.linger, t.waiting = lingering, true
+		t.wait = lingering
 		t.retry.Reset(auditLinger)
 		return
 	}
@@ -232,7 +229,7 @@ func (t *writerTurn) intake(w *auditWriter) chan auditReq {
 
 // shouldLinger: only a group that has not lingered yet and still expects company.
 func (t *writerTurn) shouldLinger() bool {
-	return t.linger == mayLinger && t.expectsCompany()
+	return t.wait == mayLinger && t.expectsCompany()
 }
 
 // expectsCompany: the last group was larger than this one is, and this one is not full. A group

@@ -76,11 +76,11 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 // that already holds as many events as the last.
 func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		last   int
-		linger lingerState
-		group  int
-		want   bool
+		name  string
+		last  int
+		wait  groupWait
+		group int
+		want  bool
 	}{
 		{"first group ever", 0, mayLinger, 1, false},
 		{"after a lone event", 1, mayLinger, 1, false},
@@ -89,10 +89,11 @@ func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 		{"after a group of two, two here", 2, mayLinger, 2, false},
 		{"after a group of nine, three here", 9, mayLinger, 3, true},
 		{"lingering already", 9, lingering, 3, false},
-		{"lingered, or met the lock", 9, lingered, 3, false},
+		{"lingered", 9, due, 3, false},
+		{"waiting out the lock", 9, pausing, 3, false},
 		{"full", maxAuditGroup + 1, mayLinger, maxAuditGroup, false},
 	} {
-		turn := &writerTurn{last: c.last, linger: c.linger, group: make([]auditReq, c.group)}
+		turn := &writerTurn{last: c.last, wait: c.wait, group: make([]auditReq, c.group)}
 		if got := turn.shouldLinger(); got != c.want {
 			t.Errorf("%s: shouldLinger = %v, want %v", c.name, got, c.want)
 		}

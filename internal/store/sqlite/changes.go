@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
 )
 
 // ChangeCounter tells whether the database changed, through SQLite's documented PRAGMA
@@ -15,7 +14,6 @@ import (
 // only while a fresh read gives the same value.
 type ChangeCounter struct {
 	db *sql.DB // one connection, outside the store's pool
-	mu sync.Mutex
 	st *sql.Stmt
 }
 
@@ -35,11 +33,9 @@ func (e Engine) ChangeCounter(ctx context.Context) (*ChangeCounter, error) {
 	return &ChangeCounter{db: db, st: st}, nil
 }
 
-// Version reads the data version, one read at a time. The store calls it from one goroutine,
-// which shares each read among the checks that arrived before it began.
+// Version reads the data version. The store calls it from one goroutine, which shares each read
+// among the checks that arrived before it began.
 func (c *ChangeCounter) Version(ctx context.Context) (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var v int64
 	if err := c.st.QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, fmt.Errorf("sqlite: data version: %w", err)
