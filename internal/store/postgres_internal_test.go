@@ -13,8 +13,8 @@ import (
 	"backoffice/internal/store/postgres"
 )
 
-// TestClassify: connection-level errors become ErrUnavailable; statement errors keep their
-// meaning.
+// TestClassify: connection-level errors and a server that takes no write (full, a standby)
+// become ErrUnavailable; statement errors keep their meaning.
 func TestClassify(t *testing.T) {
 	db, err := sql.Open("pgx", "postgres://127.0.0.1:1/unused") // never connects
 	if err != nil {
@@ -28,6 +28,9 @@ func TestClassify(t *testing.T) {
 		&pgconn.PgError{Code: "08006"},
 		fmt.Errorf("begin: %w", pgconn.ErrConnClosed),
 		context.DeadlineExceeded,
+		&pgconn.PgError{Code: "53100"},                           // disk_full
+		fmt.Errorf("commit: %w", &pgconn.PgError{Code: "25006"}), // read_only_sql_transaction
+		&pgconn.PgError{Code: "58030"},                           // io_error
 	}
 	for _, err := range lost {
 		if got := pg.classify(err); !errors.Is(got, ErrUnavailable) || !errors.Is(got, err) {

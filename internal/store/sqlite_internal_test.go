@@ -2,12 +2,15 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 )
 
 // A SQLite database locked past the busy timeout by another process reads as unavailable (503),
@@ -141,4 +144,52 @@ func holdWriteLock(t *testing.T, url string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// A SQLite database that takes no write (here full: SQLite's max_page_count caps it as a full
+// disk would) reads as unavailable (503), not as our own fault (500), on the audit writer's
+// connection and on the pool's; once it has room again, writes go on.
+func TestSQLiteFullIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/full.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetChainSigner(ring)
+	st.db.SetMaxOpenConns(1) // one connection each, so the cap below holds for every write
+	capPages := func(n string) {
+		t.Helper()
+		for _, db := range []*sql.DB{st.db, st.changes.DB()} {
+			if _, err := db.ExecContext(ctx, "PRAGMA max_page_count = "+n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
+		TargetID: "t", Outcome: domain.OutcomeGranted, Detail: strings.Repeat("d", 500)}
+	capPages("1") // SQLite keeps it at the file's current size
+	err = nil
+	for i := 0; i < 1000 && err == nil; i++ {
+		err = st.RecordAudit(ctx, event)
+	}
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("audit event into a full database: %v, want ErrUnavailable", err)
+	}
+	_, err = st.q().exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", strings.Repeat("p", 5000))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("insert into a full database: %v, want ErrUnavailable", err)
+	}
+
+	capPages("1073741823")
+	if err := st.RecordAudit(ctx, event); err != nil {
+		t.Fatalf("audit event once there is room: %v", err)
+	}
 }

@@ -69,6 +69,10 @@ type Engine interface {
 	// IsBusy tells a database locked by another writer past the busy timeout: the connection is
 	// as good as before, and the write may be tried again.
 	IsBusy(err error) bool
+	// IsUnwritable tells a database that takes no write until its operator acts (out of space, a
+	// read-only file or server, a failing disk): no fault of the service's, so answered like a
+	// lost connection (503), and not retried.
+	IsUnwritable(err error) bool
 	// LockMigrations runs fn so that processes starting together migrate one after the other.
 	LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk

@@ -20,8 +20,10 @@ func (e *unavailableError) Error() string        { return "database unavailable:
 func (e *unavailableError) Unwrap() error        { return e.err }
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// classify marks the errors of a database that cannot answer now with ErrUnavailable and passes
-// anything else through unchanged, so that not-found and constraint errors keep their meaning.
+// classify marks the errors of a database that cannot answer now (a lost connection, another
+// writer's lock past the busy timeout, a full disk or a read-only database) with ErrUnavailable
+// and passes anything else through unchanged, so that not-found and constraint errors keep their
+// meaning.
 //
 // When the connection was lost the pool's idle connections are closed too: they are all dead (a
 // server restart or a network cut took them), yet the pool would hand each out once more after
@@ -36,7 +38,7 @@ func (s *Store) classify(err error) error {
 	case s.connectionLost(err):
 		s.db.SetMaxIdleConns(0)
 		s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
-	case !s.engine.IsBusy(err):
+	case !s.engine.IsBusy(err) && !s.engine.IsUnwritable(err):
 		return err
 	}
 	return &unavailableError{err: err}

@@ -170,6 +170,17 @@ func (*Engine) IsConnectionLost(err error) bool {
 // IsBusy is never true: statements wait for PostgreSQL's row locks without a timeout of ours.
 func (*Engine) IsBusy(error) bool { return false }
 
+// IsUnwritable tells a server that takes no write now: out of disk, memory or connections (class
+// 53), in a read-only transaction (25006: a standby, such as a primary that a failover demoted),
+// or failing its own disk (58030).
+func (*Engine) IsUnwritable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return strings.HasPrefix(pe.Code, "53") || pe.Code == "25006" || pe.Code == "58030"
+}
+
 // LockMigrations runs fn holding a session-level advisory lock on conn, so that replicas starting
 // together migrate one after the other: the first applies the migrations, the others find them
 // applied. The lock dies with the session, so a crashed migrator cannot wedge the others.

@@ -84,12 +84,17 @@ func (Engine) Rebind(query string) string { return query }
 
 // IsUniqueViolation tells a unique or primary-key violation by its extended result code.
 func (Engine) IsUniqueViolation(err error) bool {
+	c, ok := resultCode(err)
+	return ok && (c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+}
+
+// resultCode is the extended result code of a SQLite error; its low byte is the primary code.
+func resultCode(err error) (int, bool) {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return false
+		return 0, false
 	}
-	c := se.Code()
-	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	return se.Code(), true
 }
 
 // IsConnectionLost is never true: a connection is an open file, which no busy or locked
@@ -100,12 +105,25 @@ func (Engine) IsConnectionLost(error) bool { return false }
 // write lock): a transient state of the database, to be answered "try again", not a fault of
 // ours.
 func (Engine) IsBusy(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
+	c, ok := resultCode(err)
+	primary := c & 0xff
+	return ok && (primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED)
+}
+
+// IsUnwritable tells a file that takes no write now: the disk (or max_page_count) is full, the
+// file or its folder is read-only, the operating system failed a read or a write, or a file that
+// SQLite needs (the WAL, its index) cannot be opened. Each lasts until someone frees space, fixes
+// permissions or the disk; the database is as it was before the failed write.
+func (Engine) IsUnwritable(err error) bool {
+	c, ok := resultCode(err)
+	if !ok {
 		return false
 	}
-	primary := se.Code() & 0xff
-	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+	switch c & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
+		return true
+	}
+	return false
 }
 
 // LockMigrations needs no lock of its own: each migration's transaction takes SQLite's write

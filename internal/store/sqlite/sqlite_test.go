@@ -2,6 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -23,5 +26,55 @@ func TestSQLiteSettings(t *testing.T) {
 		if got != value {
 			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, value)
 		}
+	}
+}
+
+// The errors of a database that takes no write (full, read-only) read as unwritable, from the
+// driver's own errors; a constraint or a busy lock does not.
+func TestUnwritableErrors(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/full.db"
+	db, e, err := Open(ctx, path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the pragma below holds for the connection that inserts
+	for _, q := range []string{`CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)`, `INSERT INTO t VALUES (1, x'00')`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, dup := db.ExecContext(ctx, `INSERT INTO t VALUES (1, x'00')`)
+
+	// SQLite's documented cap on a database's pages fails a write as a full disk does.
+	if _, err := db.ExecContext(ctx, `PRAGMA max_page_count = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, full := db.ExecContext(ctx, `INSERT INTO t VALUES (2, zeroblob(100000))`)
+
+	ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, readOnly := ro.ExecContext(ctx, `INSERT INTO t VALUES (3, x'00')`)
+
+	for name, err := range map[string]error{"full": full, "read-only": readOnly} {
+		if err == nil {
+			t.Fatalf("%s: the write succeeded", name)
+		}
+		if !e.IsUnwritable(fmt.Errorf("wrapped: %w", err)) {
+			t.Errorf("%s: IsUnwritable(%v) = false", name, err)
+		}
+		if e.IsBusy(err) || e.IsUniqueViolation(err) {
+			t.Errorf("%s: %v also reads as busy or a unique violation", name, err)
+		}
+	}
+	if dup == nil || !e.IsUniqueViolation(dup) || e.IsUnwritable(dup) {
+		t.Errorf("duplicate key: %v: want a unique violation, not unwritable", dup)
+	}
+	if e.IsUnwritable(errors.New("not sqlite's")) {
+		t.Error("IsUnwritable of a non-SQLite error")
 	}
 }
