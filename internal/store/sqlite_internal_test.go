@@ -10,28 +10,19 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/secrets"
 )
 
 // A SQLite database locked past the busy timeout by another process reads as unavailable (503),
 // not as our own fault (500).
 func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	ctx := context.Background()
-	url := "sqlite:" + t.TempDir() + "/busy.db"
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, url := openSQLite(t)
 	defer holdWriteLock(t, url)()
 	a.db.SetMaxOpenConns(1) // one connection, so the pragma below applies to the insert's
 	if _, err := a.db.ExecContext(ctx, "PRAGMA busy_timeout = 1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.q().exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
+	_, err := a.q().exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("insert into a locked database: %v, want ErrUnavailable", err)
 	}
@@ -43,14 +34,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 // A transaction is rolled back when its function fails or panics: nothing of it stays.
 func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite:"+t.TempDir()+"/tx.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openSQLite(t)
 	insert := func(q querier) error {
 		_, err := q.exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
 		return err
@@ -74,16 +58,7 @@ func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 // on being answered, and the group is written once the lock is free.
 func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	ctx := context.Background()
-	url := "sqlite:" + t.TempDir() + "/busy.db"
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.SetChainSigner(testSigner{})
+	a, url := openSQLite(t)
 	release := holdWriteLock(t, url)
 	recorded := make(chan error, 1)
 	go func() {
@@ -151,19 +126,7 @@ func holdWriteLock(t *testing.T, url string) (release func()) {
 // connection and on the pool's; once it has room again, writes go on.
 func TestSQLiteFullIsUnavailable(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/full.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetChainSigner(ring)
+	st, _ := openSQLite(t)
 	st.db.SetMaxOpenConns(1) // one connection each, so the cap below holds for every write
 	capPages := func(n string) {
 		t.Helper()
@@ -176,7 +139,7 @@ func TestSQLiteFullIsUnavailable(t *testing.T) {
 	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
 		TargetID: "t", Outcome: domain.OutcomeGranted, Detail: strings.Repeat("d", 500)}
 	capPages("1") // SQLite keeps it at the file's current size
-	err = nil
+	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
 		err = st.RecordAudit(ctx, event)
 	}
@@ -192,4 +155,22 @@ func TestSQLiteFullIsUnavailable(t *testing.T) {
 	if err := st.RecordAudit(ctx, event); err != nil {
 		t.Fatalf("audit event once there is room: %v", err)
 	}
+}
+
+// openSQLite opens a migrated SQLite store in a folder of its own, its audit chain signed by
+// testSigner, closed when the test ends; url names the file for other connections.
+func openSQLite(t *testing.T) (s *Store, url string) {
+	t.Helper()
+	ctx := context.Background()
+	url = "sqlite:" + t.TempDir() + "/store.db"
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.SetChainSigner(testSigner{})
+	return s, url
 }
