@@ -46,12 +46,21 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, Engine{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, Engine{}, openError(path, err)
 	}
 	// The change counter's connection also commits the audit trail (ChangeCounter.DB). It never
 	// waits for another process's write lock: requests read the data version on it, and would
 	// wait too. The store retries the audit write instead (BusyTimeout).
 	return db, Engine{file: file, purger: newWALPurger(db), counterDSN: dataSource(path, 0)}, nil
+}
+
+// openError names the file and, where SQLite could not write to it (on a full disk it cannot grow
+// the WAL's index and says only "disk I/O error"), what to look at.
+func openError(path string, err error) error {
+	if (Engine{}).IsUnwritable(err) {
+		return fmt.Errorf("sqlite: open %s: %w (is its disk full, or the file or its folder read-only?)", path, err)
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
 }
 
 // dataSource names the database file with the connection settings above and a busy timeout (ms).

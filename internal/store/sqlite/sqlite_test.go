@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -70,6 +71,12 @@ func TestUnwritableErrors(t *testing.T) {
 		if e.IsBusy(err) || e.IsUniqueViolation(err) {
 			t.Errorf("%s: %v also reads as busy or a unique violation", name, err)
 		}
+	}
+	if got := openError("x.db", full).Error(); !strings.Contains(got, "is its disk full") {
+		t.Errorf("opening a full database: %q, want a hint at the disk", got)
+	}
+	if got := openError("x.db", dup).Error(); strings.Contains(got, "disk full") {
+		t.Errorf("%q: a hint at the disk for an error that is not about it", got)
 	}
 	if dup == nil || !e.IsUniqueViolation(dup) || e.IsUnwritable(dup) {
 		t.Errorf("duplicate key: %v: want a unique violation, not unwritable", dup)
