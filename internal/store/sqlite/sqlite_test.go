@@ -31,7 +31,7 @@ func TestSQLiteSettings(t *testing.T) {
 }
 
 // The errors of a database that takes no write (full, read-only) read as unwritable, from the
-// driver's own errors; a constraint or a busy lock does not.
+// driver's own errors; a constraint does not.
 func TestUnwritableErrors(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/full.db"
