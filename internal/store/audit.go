@@ -137,13 +137,7 @@ func (w *auditWriter) run(s *Store) {
 			t.wait = due
 		}
 		w.gather(t)
-		if len(t.checks) > 0 {
-			v, err := s.changes.Version(context.Background())
-			for _, c := range t.checks {
-				c <- versionAnswer{v, err}
-			}
-			t.checks = t.checks[:0]
-		}
+		t.answerChecks(s)
 		if t.wait == lingering && !t.expectsCompany() { // the company came
 			t.retry.Stop()
 			t.wait = due
@@ -237,6 +231,19 @@ func (t *writerTurn) shouldLinger() bool {
 // longer, and under load it waits at most auditLinger.
 func (t *writerTurn) expectsCompany() bool {
 	return len(t.group) < t.last && len(t.group) < maxAuditGroup
+}
+
+// answerChecks answers every check waiting with one read of the change counter, made after all
+// of them arrived.
+func (t *writerTurn) answerChecks(s *Store) {
+	if len(t.checks) == 0 {
+		return
+	}
+	v, err := s.changes.Version(context.Background())
+	for _, c := range t.checks {
+		c <- versionAnswer{v, err}
+	}
+	t.checks = t.checks[:0]
 }
 
 // answerAll tells every caller still waiting that the store closed.

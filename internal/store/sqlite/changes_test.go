@@ -10,12 +10,7 @@ import (
 // database handle (another process), and stays put while nothing commits.
 func TestChangeCounterSeesOtherConnections(t *testing.T) {
 	ctx := context.Background()
-	path := t.TempDir() + "/changes.db"
-	db, e, err := Open(ctx, path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, e, path := createTemp(t)
 	c, err := e.ChangeCounter(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -11,22 +11,18 @@ import (
 	"testing"
 )
 
-// openDocs opens a new database at dir/docs.db holding one document with content.
+// openDocs creates a database holding one document with content, in a folder of its own; path
+// names its file.
 func openDocs(t *testing.T, content []byte) (*sql.DB, Engine, string) {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, e, err := Open(ctx, filepath.Join(dir, "docs.db"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(); db.Close() })
+	db, e, path := createTemp(t)
 	for _, q := range []string{`CREATE TABLE docs (id INTEGER PRIMARY KEY, content BLOB NOT NULL)`, `INSERT INTO docs (id, content) VALUES (1, ?)`} {
 		if _, err := db.ExecContext(ctx, q, content); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return db, e, dir
+	return db, e, path
 }
 
 // filesHolding names the files of dir that contain b.
@@ -53,14 +49,15 @@ func filesHolding(t *testing.T, dir string, b []byte) []string {
 func TestPurgeDeletedWaitsForNoReader(t *testing.T) {
 	ctx := context.Background()
 	secret := []byte("UNIQUE-DOCUMENT-CONTENT-5d81e2")
-	db, e, dir := openDocs(t, secret)
+	db, e, path := openDocs(t, secret)
+	dir := filepath.Dir(path)
 	// One connection, whose busy timeout is past any test's time limit: a purge that waited for
 	// the reader below would never return.
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(ctx, "PRAGMA busy_timeout = 2147483647"); err != nil {
 		t.Fatal(err)
 	}
-	other, oe, err := Open(ctx, filepath.Join(dir, "docs.db"), false)
+	other, oe, err := Open(ctx, path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +87,8 @@ func TestPurgeDeletedWaitsForNoReader(t *testing.T) {
 
 // The database file and the files SQLite makes beside it are readable by their owner only.
 func TestFilesAreCreated0600(t *testing.T) {
-	_, _, dir := openDocs(t, []byte("content"))
-	files, _ := filepath.Glob(filepath.Join(dir, "docs.db*"))
+	_, _, path := openDocs(t, []byte("content"))
+	files, _ := filepath.Glob(path + "*")
 	if len(files) < 3 {
 		t.Fatalf("files %v, want the database, -wal and -shm", files)
 	}
@@ -122,8 +119,7 @@ func TestOpenWithoutCreate(t *testing.T) {
 // empty file where the old one was.
 func TestBeforeWriteTellsARemovedFile(t *testing.T) {
 	ctx := context.Background()
-	db, e, dir := openDocs(t, []byte("content"))
-	path := filepath.Join(dir, "docs.db")
+	db, e, path := openDocs(t, []byte("content"))
 	if err := e.BeforeWrite(); err != nil {
 		t.Fatalf("healthy file: %v", err)
 	}

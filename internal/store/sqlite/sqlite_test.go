@@ -13,11 +13,7 @@ import (
 // deleted content overwritten.
 func TestSQLiteSettings(t *testing.T) {
 	ctx := context.Background()
-	db, _, err := Open(ctx, t.TempDir()+"/settings.db", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _, _ := createTemp(t)
 	want := map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "secure_delete": "1"}
 	for pragma, value := range want {
 		var got string
@@ -34,12 +30,7 @@ func TestSQLiteSettings(t *testing.T) {
 // driver's own errors; a constraint does not.
 func TestUnwritableErrors(t *testing.T) {
 	ctx := context.Background()
-	path := t.TempDir() + "/full.db"
-	db, e, err := Open(ctx, path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, e, path := createTemp(t)
 	db.SetMaxOpenConns(1) // the pragma below holds for the connection that inserts
 	for _, q := range []string{`CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)`, `INSERT INTO t VALUES (1, x'00')`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -84,4 +75,17 @@ func TestUnwritableErrors(t *testing.T) {
 	if e.IsUnwritable(errors.New("not sqlite's")) {
 		t.Error("IsUnwritable of a non-SQLite error")
 	}
+}
+
+// createTemp creates a database in a folder of its own, closed with its engine when the test ends;
+// path names its file for other connections.
+func createTemp(t *testing.T) (db *sql.DB, e Engine, path string) {
+	t.Helper()
+	path = t.TempDir() + "/test.db"
+	db, e, err := Open(context.Background(), path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(); db.Close() })
+	return db, e, path
 }
