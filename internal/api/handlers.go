@@ -220,6 +220,8 @@ type Pusher interface {
 	Push(ctx context.Context, actor domain.Actor, orderID, lineItemID domain.ID, callerKey string) (*domain.LineItemView, error)
 	// Lease is how long one push may run, at most.
 	Lease() time.Duration
+	// Remaining is how long a push whose lease (or key claim) expires at until may still run.
+	Remaining(until time.Time) time.Duration
 }
 
 func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {

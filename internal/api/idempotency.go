@@ -65,7 +65,7 @@ func pushOnce(w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStor
 		return nil
 	case domain.KeyRunning:
 		e := domain.Conflict("push_in_progress", "a push with this Idempotency-Key is still running; try again when it has finished")
-		e.RetryAfter = max(claim.RunningUntil.Sub(now()), time.Second)
+		e.RetryAfter = p.Remaining(claim.RunningUntil)
 		return e
 	case domain.KeyReused:
 		return domain.Conflict("idempotency_key_reused", "this Idempotency-Key was used for another line item; use a new key for a new push")

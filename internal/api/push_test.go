@@ -203,9 +203,10 @@ func TestPushLease(t *testing.T) {
 		}
 		r := h.push(orderA, itemOK, staffKey)
 		wantError(t, r, http.StatusConflict, "push_in_progress")
-		// When to come back: the lease's remaining time, in whole seconds rounded up.
-		if got := r.Header.Get("Retry-After"); got != "3600" {
-			t.Errorf("Retry-After %q, want 3600", got)
+		// When to come back: when the running push's gateway budget ends, 30 s before its lease
+		// does, in whole seconds rounded up.
+		if got := r.Header.Get("Retry-After"); got != "3570" {
+			t.Errorf("Retry-After %q, want 3570", got)
 		}
 		if n := len(h.export(t).MerchantNotes); n != 0 {
 			t.Fatalf("%d notes after a refused push", n)
@@ -249,9 +250,9 @@ func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 		for _, r := range results {
 			if r.Status == http.StatusConflict {
 				wantError(t, r, http.StatusConflict, "push_in_progress")
-				// The running push's lease: budget 10 s + 30 s, less what has passed.
-				if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n < 1 || n > 40 {
-					t.Errorf("Retry-After %q, want 1 to 40 seconds", r.Header.Get("Retry-After"))
+				// What the running push's budget (10 s) has left, not its lease (40 s).
+				if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n < 1 || n > 10 {
+					t.Errorf("Retry-After %q, want 1 to 10 seconds", r.Header.Get("Retry-After"))
 				}
 			}
 		}

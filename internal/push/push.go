@@ -201,8 +201,7 @@ func (s *Service) Wait() {
 	}
 }
 
-// inProgress answers a push refused by another's lease, with how long that lease has left: the
-// longest the caller may have to wait (a push that ends sooner releases it sooner).
+// inProgress answers a push refused by another's lease, with how long that push may still run.
 func (s *Service) inProgress(ctx context.Context, lineItemID domain.ID) error {
 	e := domain.Conflict("push_in_progress", "another push of this line item is running; try again when it has finished")
 	e.RetryAfter = time.Second // released meanwhile: try again at once
@@ -211,9 +210,22 @@ func (s *Service) inProgress(ctx context.Context, lineItemID domain.ID) error {
 		return err
 	}
 	if ok {
-		e.RetryAfter = max(expires.Sub(s.now()), time.Second)
+		e.RetryAfter = s.Remaining(expires)
 	}
 	return e
+}
+
+// Remaining is how long a push whose lease (or Idempotency-Key claim, taken for as long) expires
+// at until may still run, at least a second: the wait a refused caller is told. Its gateway
+// budget ends leaseMargin before the lease, whichever replica's budget it runs under, and the
+// push ends then at the latest, but for writing its note. A lease held past its push's budget is
+// a note being written or a process that died: then only the lease's expiry is certain.
+func (s *Service) Remaining(until time.Time) time.Duration {
+	left := until.Sub(s.now())
+	if budget := left - leaseMargin; budget > 0 {
+		left = budget
+	}
+	return max(left, time.Second)
 }
 
 // errNoGateway is the outcome of a push when no gateway is configured.

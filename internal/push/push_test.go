@@ -180,10 +180,14 @@ func TestUnknownLineItemIsNotFound(t *testing.T) {
 }
 
 // A push while another of the same line item runs answers push_in_progress at once, with the
-// time the other's lease has left (at least a second: released meanwhile, try again at once).
+// time the other may still run: what is left of its gateway budget, which ends leaseMargin (30 s)
+// before its lease does; past its budget, what is left of its lease (it is writing its note, or
+// its process died). At least a second: released meanwhile, try again at once.
 func TestPushInProgress(t *testing.T) {
 	for expires, want := range map[time.Time]time.Duration{
-		testNow.Add(41500 * time.Millisecond): 41500 * time.Millisecond,
+		testNow.Add(41500 * time.Millisecond): 11500 * time.Millisecond,
+		testNow.Add(30300 * time.Millisecond): time.Second, // its budget ends in 0.3 s
+		testNow.Add(20 * time.Second):         20 * time.Second,
 		testNow.Add(time.Millisecond):         time.Second,
 		{}:                                    time.Second,
 	} {
