@@ -37,13 +37,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if clientGone(r, err) {
 		// Nobody reads this answer: the caller closed the connection (or gave up) while the
 		// request waited. Not a failure of ours, so not logged as one; 499 as nginx logs it.
-		loggerFrom(r.Context()).Info("client went away", slog.Int("status", statusClientClosedRequest))
+		loggerFrom(r.Context()).InfoContext(r.Context(), "client went away", slog.Int("status", statusClientClosedRequest))
 		w.WriteHeader(statusClientClosedRequest)
 		return
 	}
 	e, ok := appError(err)
 	if !ok || e.Kind == domain.KindInternal {
-		loggerFrom(r.Context()).Error("request failed", slog.Int("status", http.StatusInternalServerError),
+		loggerFrom(r.Context()).ErrorContext(r.Context(), "request failed", slog.Int("status", http.StatusInternalServerError),
 			slog.String("code", "internal"), slog.String("cause", err.Error()))
 		writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
 		return

@@ -136,7 +136,7 @@ func decrypt(r *http.Request, st DecryptStore, ring secrets.Opener, actor domain
 	ssn, err := secrets.OpenSSN(ring, principal, sealed.KeyID, sealed.Sealed)
 	if err != nil {
 		// The key id is safe to log; it names a key, never reveals it.
-		loggerFrom(r.Context()).Error("ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
+		loggerFrom(r.Context()).ErrorContext(r.Context(), "ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
 		return domain.SSN{}, fmt.Errorf("principal %s: %w", principal, err)
 	}
 	return ssn, nil

@@ -32,7 +32,7 @@ func handleReadyz(h Health) http.HandlerFunc {
 				if err != nil {
 					attrs = append(attrs, slog.String("error", err.Error()))
 				}
-				loggerFrom(r.Context()).Warn("not ready", attrs...)
+				loggerFrom(r.Context()).WarnContext(r.Context(), "not ready", attrs...)
 				writeErrorBody(w, http.StatusServiceUnavailable, "not_ready", detail)
 				return
 			}

@@ -83,7 +83,7 @@ func pushOnce(w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStor
 		err = keys.ReleasePushKey(settle, actor.UserID, hash[:])
 	}
 	if err != nil {
-		loggerFrom(r.Context()).Error("idempotency key not settled; a repeat may run the push again", "error", err.Error())
+		loggerFrom(r.Context()).ErrorContext(settle, "idempotency key not settled; a repeat may run the push again", "error", err.Error())
 	}
 	for k, v := range rec.header {
 		w.Header()[k] = v

@@ -76,11 +76,13 @@ func TestPushFailureLoggedAtWarn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, h *harness) {
 				h.useGateway(t, gateway.NewSimulator(c.sim), c.token, 300*time.Millisecond)
-				if r := h.push(orderA, itemOK, staffKey); r.Status != http.StatusBadGateway {
+				r := h.push(orderA, itemOK, staffKey)
+				if r.Status != http.StatusBadGateway {
 					t.Fatalf("status %d, want 502", r.Status)
 				}
 				line := oneLogLine(t, h.logs.String(), "push failed")
-				if line["level"] != "WARN" || line["line_item"] != itemOK.String() || line["terminal_id"] != "TID/1 ?#%" {
+				if line["level"] != "WARN" || line["line_item"] != itemOK.String() || line["terminal_id"] != "TID/1 ?#%" ||
+					line["request_id"] != r.Header.Get("X-Request-Id") {
 					t.Errorf("push failed line = %v", line)
 				}
 				if reason, _ := line["reason"].(string); !strings.Contains(reason, c.reason) {

@@ -16,6 +16,7 @@ import (
 
 	"backoffice/internal/auth"
 	"backoffice/internal/domain"
+	"backoffice/internal/reqlog"
 )
 
 type ctxKey int
@@ -25,19 +26,13 @@ const (
 	actorKey
 )
 
-// requestInfo is what observe knows of a request: its id, and the logger to make a per-request
-// logger from. The per-request logger is made only when something is logged besides the access
-// line (errors, mostly), so that an ordinary request does not pay for it.
-type requestInfo struct {
-	id  string
-	log *slog.Logger
-}
-
+// loggerFrom is the service's logger, as observe put it in the request's context. Log with its
+// *Context methods and that context: the line then carries the request's id (and trace id).
 func loggerFrom(ctx context.Context) *slog.Logger {
-	if ri, ok := ctx.Value(loggerKey).(*requestInfo); ok {
-		return ri.log.With(slog.String("request_id", ri.id))
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
 	}
-	return slog.Default()
+	return reqlog.Wrap(slog.Default())
 }
 
 func actorFrom(ctx context.Context) domain.Actor {
@@ -75,16 +70,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe gives each request an id and a logger that carries it, logs one line per request with
-// the route pattern (never the raw path: it holds ids) and the outcome, and hands the same to the
-// metrics. It never logs headers or bodies. Probes and scrapes log at debug level only.
+// observe gives each request an id in its context, which every line logged with that context
+// carries (reqlog), logs one line per request with the route pattern (never the raw path: it
+// holds ids) and the outcome, and hands the same to the metrics. It never logs headers or
+// bodies. Probes and scrapes log at debug level only.
 func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handler) http.Handler {
+	log = reqlog.Wrap(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
 		w.Header()["X-Request-Id"] = []string{id}
 		ctx, span := startRequestSpan(tracer, r)
-		r = r.WithContext(context.WithValue(ctx, loggerKey, &requestInfo{id: id, log: log}))
+		r = r.WithContext(context.WithValue(reqlog.WithID(ctx, id), loggerKey, log))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
@@ -104,7 +101,6 @@ func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handle
 			level = slog.LevelDebug
 		}
 		log.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id),
 			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", sw.status),
@@ -139,7 +135,7 @@ func recoverPanics(next http.Handler) http.Handler {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			loggerFrom(r.Context()).Error("panic", slog.Any("panic", p))
+			loggerFrom(r.Context()).ErrorContext(r.Context(), "panic", slog.Any("panic", p))
 			writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
 		}()
 		next.ServeHTTP(w, r)

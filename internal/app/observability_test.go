@@ -107,6 +107,36 @@ func TestServeLogsGatewayAttemptsAtDebug(t *testing.T) {
 	}
 }
 
+// Every line logged while a push is served (each gateway attempt, the access line) carries the
+// request's id and, the request being traced, the caller's trace id: one id finds them all.
+func TestPushLogLinesCarryRequestAndTraceIDs(t *testing.T) {
+	logs := &lockedBuffer{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	incoming := http.Header{"Traceparent": {"00-" + callerTrace + "-00f067aa0ba902b7-01"}}
+	pushDemoTerminal(t, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), tp, incoming)
+	var msgs []string
+	requestIDs := map[any]bool{}
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m["msg"].(string))
+		requestIDs[m["request_id"]] = true
+		if id, _ := m["request_id"].(string); id == "" || m["trace_id"] != callerTrace {
+			t.Errorf("line without the request's ids: %s", sc.Bytes())
+		}
+	}
+	if diff := cmp.Diff([]string{"gateway attempt", "gateway attempt", "request"}, msgs); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if len(requestIDs) != 1 {
+		t.Errorf("one request's lines carry %d request ids", len(requestIDs))
+	}
+}
+
 // The spans of a push with one retry: the request's, one per store call and one per gateway
 // attempt, all in the caller's trace, with the traceparent of each attempt sent to the gateway,
 // and nothing that identifies a person, a record or a key.

@@ -20,6 +20,8 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"backoffice/internal/reqlog"
 )
 
 // DefaultTimeout is the total budget of one push when Config.Timeout is zero.
@@ -116,6 +118,8 @@ func New(cfg Config) *Client {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	// Each attempt's line carries the id of the request that pushes (and its trace id).
+	c.log = reqlog.Wrap(c.log)
 	if cfg.TracerProvider != nil {
 		c.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}

@@ -17,6 +17,7 @@ import (
 	"backoffice/internal/deviceparams"
 	"backoffice/internal/domain"
 	"backoffice/internal/gateway"
+	"backoffice/internal/reqlog"
 )
 
 // Store is what a push reads and writes.
@@ -93,6 +94,8 @@ func New(cfg Config) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	// An outcome's line carries the id of the request that pushed (and its trace id).
+	s.log = reqlog.Wrap(s.log)
 	return s
 }
 
@@ -125,7 +128,7 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	settle := context.WithoutCancel(ctx)
 	defer func() {
 		if err := s.store.ReleasePushLease(settle, lineItemID, holder); err != nil {
-			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
+			s.log.ErrorContext(settle, "push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
 	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
