@@ -110,12 +110,9 @@ var (
 
 func router(t testing.TB) routers.Router {
 	openapiOnce.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
+		doc, err := strictDocument()
 		if err != nil {
 			openapiErr = err
-			return
-		}
-		if openapiErr = doc.Validate(context.Background()); openapiErr != nil {
 			return
 		}
 		openapiRouter, openapiErr = gorillamux.NewRouter(doc)
@@ -124,6 +121,49 @@ func router(t testing.TB) routers.Router {
 		t.Fatalf("openapi.yaml: %v", openapiErr)
 	}
 	return openapiRouter
+}
+
+// strictDocument is openapi.yaml closed for what this service sends. The document lets the
+// contract grow: response objects may gain fields and the error codes are an open set, so that
+// clients ignore what they do not know. What the service sends today must still be exactly what
+// the document lists: here every named object schema refuses properties it does not declare,
+// and every x-extensible-enum (the known codes) is an enum.
+func strictDocument() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	closed := false
+	for _, ref := range doc.Components.Schemas {
+		if s := ref.Value; s.Type.Is("object") && len(s.Properties) > 0 {
+			s.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
+		}
+		closeEnums(ref.Value, map[*openapi3.Schema]bool{})
+	}
+	return doc, doc.Validate(context.Background())
+}
+
+// closeEnums makes the x-extensible-enum of s, and of the schemas within it, an enum.
+func closeEnums(s *openapi3.Schema, seen map[*openapi3.Schema]bool) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	if known, ok := s.Extensions["x-extensible-enum"].([]any); ok {
+		s.Enum = known
+	}
+	for _, ref := range s.AllOf {
+		closeEnums(ref.Value, seen)
+	}
+	for _, ref := range s.Properties {
+		closeEnums(ref.Value, seen)
+	}
+	if s.Items != nil {
+		closeEnums(s.Items.Value, seen)
+	}
 }
 
 // validate checks one response against the operation of the document that matches the request.
@@ -233,4 +273,57 @@ func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string,
 		Budget: budget, Now: func() time.Time { return fixtureNow }, Logger: log})
 	h.handler = api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: func() time.Time { return fixtureNow }})
 	h.sim = sim
+}
+
+// The tests' copy of the document refuses what the served one lets grow: a field the document
+// does not list, and a code it does not know. The served document accepts both.
+func TestStrictDocumentRefusesTheUndocumented(t *testing.T) {
+	strict, served := router(t), servedRouter(t)
+	cases := map[string]struct {
+		status int
+		body   string
+	}{
+		"added field":  {http.StatusOK, `{"status":"ok","newField":1}`},
+		"unknown code": {http.StatusNotFound, `{"status":404,"code":"gone_forever","detail":"gone"}`},
+	}
+	for name, c := range cases {
+		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		if c.status == http.StatusNotFound {
+			req = httptest.NewRequest(http.MethodGet, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", nil)
+		}
+		for _, r := range []struct {
+			router routers.Router
+			want   bool
+		}{{strict, false}, {served, true}} {
+			if got := validBody(t, r.router, req, c.status, c.body) == nil; got != r.want {
+				t.Errorf("%s: valid %v, want %v", name, got, r.want)
+			}
+		}
+	}
+}
+
+func servedRouter(t *testing.T) routers.Router {
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func validBody(t *testing.T, r routers.Router, req *http.Request, status int, body string) error {
+	route, params, err := r.FindRoute(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 status, Header: http.Header{"Content-Type": {"application/json"}}, Options: opts,
+	}
+	in.SetBodyBytes([]byte(body))
+	return openapi3filter.ValidateResponse(context.Background(), in)
 }

@@ -102,7 +102,7 @@ func TestSAMLogsPagingEdges(t *testing.T) {
 		if p := h.samPage(t, leadA, "?page=13"); len(p.Data) != 10 {
 			t.Fatalf("last page: %d items", len(p.Data))
 		}
-		for _, q := range []string{"?page=14", "?page=1000000000000000", "?page=9223372036854775807&size=100"} {
+		for _, q := range []string{"?page=14", "?page=1000000000000000", "?page=9007199254740991&size=100"} {
 			p := h.samPage(t, leadA, q)
 			if len(p.Data) != 0 || p.Meta.TotalCount != samLogsOnLead || p.Meta.TotalPages == 0 {
 				t.Fatalf("%s: %+v with %d items", q, p.Meta, len(p.Data))
@@ -117,7 +117,7 @@ func TestSAMLogsPagingEdges(t *testing.T) {
 			t.Fatalf("size=100: %d items", len(p.Data))
 		}
 		for _, q := range []string{"?page=", "?page=0", "?page=-1", "?page=%2B1", "?page=%201", "?page=1.0", "?page=1e2",
-			"?page=abc", "?page=99999999999999999999", "?size=", "?size=0", "?size=101", "?size=-5", "?size=2.5", "?size=1e1",
+			"?page=abc", "?page=99999999999999999999", "?page=9007199254740992", "?page=9223372036854775807", "?size=", "?size=0", "?size=101", "?size=-5", "?size=2.5", "?size=1e1",
 			"?size=%2010", "?size=10%20", "?page=%EF%BC%91"} {
 			wantError(t, h.get(samPath(leadA.String())+q, staffKey), http.StatusBadRequest, "invalid_parameter")
 		}

@@ -16,7 +16,7 @@ func pathID(r *http.Request, name string) (domain.ID, error) {
 	return id, nil
 }
 
-// Page is a validated page request: page >= 1, 1 <= size <= MaxPageSize.
+// Page is a validated page request: 1 <= page <= MaxPage, 1 <= size <= MaxPageSize.
 type Page struct {
 	Number int64
 	Size   int64
@@ -25,6 +25,10 @@ type Page struct {
 const (
 	DefaultPageSize = 20
 	MaxPageSize     = 100
+	// MaxPage is 2^53-1, the largest integer a JavaScript number (an IEEE double) holds exactly:
+	// meta.page, which repeats the page asked for, must read back as what was asked. It also keeps
+	// the offset, (page-1)*size, far inside an int64.
+	MaxPage = 1<<53 - 1
 )
 
 // ParsePage reads page and size from the query. Only plain ASCII digits are accepted: signs,
@@ -33,8 +37,8 @@ func ParsePage(page, size string, pagePresent, sizePresent bool) (Page, error) {
 	p := Page{Number: 1, Size: DefaultPageSize}
 	var err error
 	if pagePresent {
-		if p.Number, err = parseCount(page); err != nil || p.Number < 1 {
-			return p, domain.InvalidParameter("page", "must be a whole number from 1 up")
+		if p.Number, err = parseCount(page); err != nil || p.Number < 1 || p.Number > MaxPage {
+			return p, domain.InvalidParameter("page", "must be a whole number from 1 to 9007199254740991")
 		}
 	}
 	if sizePresent {

@@ -23,6 +23,9 @@ func TestParsePage(t *testing.T) {
 		{" 1", "", true, false, Page{}, false},
 		{"1.0", "", true, false, Page{}, false},
 		{"1e3", "", true, false, Page{}, false},
+		{"9007199254740991", "100", true, true, Page{MaxPage, 100}, true},
+		{"9007199254740992", "", true, false, Page{}, false},
+		{"4611686018427387905", "", true, false, Page{}, false},
 		{"99999999999999999999", "", true, false, Page{}, false},
 		{"", "101", false, true, Page{}, false},
 		{"", "0", false, true, Page{}, false},
@@ -46,7 +49,7 @@ func FuzzParsePage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if p.Number < 1 || p.Size < 1 || p.Size > MaxPageSize {
+		if p.Number < 1 || p.Number > MaxPage || p.Size < 1 || p.Size > MaxPageSize {
 			t.Fatalf("ParsePage(%q, %q) = %+v: out of range", page, size, p)
 		}
 		if hasPage {

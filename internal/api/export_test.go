@@ -1,0 +1,4 @@
+package api
+
+// GoCmd runs the go command for the tests of package api_test.
+var GoCmd = goCmd
