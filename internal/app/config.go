@@ -142,8 +142,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if v := getenv("BACKOFFICE_LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return c, fmt.Errorf("BACKOFFICE_LOG_LEVEL: %q is not one of debug, info, warn, error", v)
+		if err := (levelFlag{&c.LogLevel}).Set(v); err != nil {
+			return c, fmt.Errorf("BACKOFFICE_LOG_LEVEL: %w", err)
 		}
 	}
 	if err := loadPool(getenv, &c.Pool); err != nil {
@@ -191,7 +191,38 @@ func (m memoryFlag) String() string {
 	if *m.dst == math.MaxInt64 {
 		return "off"
 	}
-	return strconv.FormatInt(*m.dst, 10) + "B"
+	return formatSize(*m.dst)
+}
+
+// formatSize writes n bytes as a user writes a size: in the largest unit that holds it exactly
+// (512MiB, 1536KiB, 1000B).
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// levelFlag is a flag.Value over a log level, written as the users write it: info, not INFO.
+type levelFlag struct{ dst *slog.Level }
+
+func (l levelFlag) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	return strings.ToLower(l.dst.String())
+}
+
+func (l levelFlag) Set(v string) error {
+	if err := l.dst.UnmarshalText([]byte(v)); err != nil {
+		return fmt.Errorf("%q is not one of debug, info, warn, error", v)
+	}
+	return nil
 }
 
 func (m memoryFlag) Set(v string) error {
@@ -322,7 +353,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GatewayURL, "gateway-url", c.GatewayURL, "device gateway base URL (BACKOFFICE_GATEWAY_URL)")
 	fs.DurationVar(&c.GatewayTimeout, "gateway-timeout", c.GatewayTimeout, "total budget of one push, retries included (BACKOFFICE_GATEWAY_TIMEOUT)")
 	fs.DurationVar(&c.GatewayAttemptTimeout, "gateway-attempt-timeout", c.GatewayAttemptTimeout, "cut one gateway request after this long, to retry within the budget; 0: no cut (BACKOFFICE_GATEWAY_ATTEMPT_TIMEOUT)")
-	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (BACKOFFICE_LOG_LEVEL)")
+	fs.Var(levelFlag{&c.LogLevel}, "log-level", "debug, info, warn or error (BACKOFFICE_LOG_LEVEL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "where GET /metrics is served: empty for the main listener, off, or an address (BACKOFFICE_METRICS_ADDR)")
 	fs.Var(rateFlag{&c.RateLimit}, "rate-limit", "requests per second per credential, or off (BACKOFFICE_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "requests a credential may make at once (BACKOFFICE_RATE_BURST)")

@@ -171,3 +171,13 @@ func TestGatewayAttemptTimeoutConfig(t *testing.T) {
 		})
 	}
 }
+
+// A memory limit prints in the largest unit that holds it exactly, and reads back the same.
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{512 << 20: "512MiB", 2 << 30: "2GiB", 1536 << 10: "1536KiB", 1000: "1000B", 3 << 40: "3TiB"} {
+		got := formatSize(n)
+		if back, err := parseMemoryLimit(got); got != want || err != nil || back != n {
+			t.Errorf("formatSize(%d) = %s (reads back as %d, %v), want %s", n, got, back, err, want)
+		}
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // commandDoc is what help says about one command: how to call it, what it does, and an example
@@ -163,13 +165,49 @@ func withHelpPointer(path string, err error) error {
 	return fmt.Errorf("%s: %w (see 'backoffice %s --help')", path, err, path)
 }
 
-// flagError turns the flag package's message into one line naming the flag as it was typed.
-func flagError(err error, args []string) error {
+// flagError turns the flag package's message into one line in the tool's words: an unknown flag
+// as it was typed, any other flag as --name, and a bad value the way the BACKOFFICE_* variables
+// report theirs (`--batch: "x" is not a whole number`).
+func flagError(fs *flag.FlagSet, err error, args []string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return usagef("unknown flag %s", typedFlag(name, args))
 	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return usagef("--%s needs a value", name)
+	}
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		value, name, reason := m[1], m[2], m[3]
+		if f := fs.Lookup(name); f != nil {
+			if want := wantedValue(f); want != "" {
+				return usagef("--%s: %s is not %s", name, value, want)
+			}
+		}
+		return usagef("--%s: %s", name, reason)
+	}
 	return usagef("%s", msg)
+}
+
+// badFlagValue matches the flag package's "invalid value" messages: the value as %q, the flag's
+// name and what its Set said.
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:\s]+): (.*)$`)
+
+// wantedValue says what a flag of a built-in type takes, for the flags whose own error says only
+// "parse error"; "" for the flags whose Set says it in our words.
+func wantedValue(f *flag.Flag) string {
+	switch kind, _ := flag.UnquoteUsage(f); kind {
+	case "int", "uint":
+		return "a whole number"
+	case "float":
+		return "a number"
+	case "duration":
+		return "a duration such as 30s, 10m or 24h"
+	case "":
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			return "true or false"
+		}
+	}
+	return ""
 }
 
 // typedFlag finds how the user spelled flag name (-name or --name), for the error message.
@@ -187,7 +225,11 @@ func typedFlag(name string, args []string) string {
 // A command's flags are read from the command itself, asked for its help under the built-in
 // configuration, so that defaults shown never come from the environment (the gateway token is
 // the default of gateway-sim --token).
-func help(ctx context.Context, env Env, path []string) error {
+func help(ctx context.Context, env Env, args []string) error {
+	path, err := helpPath(args)
+	if err != nil {
+		return withHelpPointer("help", err)
+	}
 	name := strings.Join(path, " ")
 	if name == "" {
 		fmt.Fprint(env.Stdout, usageText())
@@ -195,7 +237,7 @@ func help(ctx context.Context, env Env, path []string) error {
 	}
 	doc, ok := findDoc(name)
 	if !ok {
-		return withHelpPointer("", usagef("unknown command %q", name))
+		return withHelpPointer("", unknownCommand(name, docNames()))
 	}
 	var fs *flag.FlagSet
 	if len(subcommands(name)) == 0 && name != "help" {
@@ -216,6 +258,95 @@ func help(ctx context.Context, env Env, path []string) error {
 }
 
 func noEnvironment(string) string { return "" }
+
+// helpPath is the command help's arguments name. A help flag among them asks for the help of
+// help itself when no command is named (`help --help`), and is ignored otherwise (`help serve
+// -h`); any other flag is a mistake.
+func helpPath(args []string) ([]string, error) {
+	var path []string
+	asked := false
+	for _, a := range args {
+		switch {
+		case a != "help" && isHelpArg(a):
+			asked = true
+		case strings.HasPrefix(a, "-"):
+			return nil, usagef("unknown flag %s", a)
+		default:
+			path = append(path, a)
+		}
+	}
+	if asked && len(path) == 0 {
+		path = []string{"help"}
+	}
+	return path, nil
+}
+
+// unknownCommand refuses a command name, suggesting the known one it is closest to, if any is
+// close: a letter or two missed, added, swapped or mistyped.
+func unknownCommand(name string, known []string) error {
+	if s := closest(name, known); s != "" {
+		return usagef("unknown command %q; did you mean %q?", name, s)
+	}
+	return usagef("unknown command %q", name)
+}
+
+// docNames is every command help knows, as typed: "serve", "apikey create".
+func docNames() []string {
+	var names []string
+	for _, d := range commandDocs {
+		names = append(names, d.name)
+	}
+	return names
+}
+
+// topCommands is the commands that may come first on the command line.
+func topCommands() []string {
+	var names []string
+	for _, d := range commandDocs {
+		if !strings.Contains(d.name, " ") {
+			names = append(names, d.name)
+		}
+	}
+	return names
+}
+
+// closest is the candidate nearest to name by edit distance, if it is near enough to be what
+// was meant: at most two edits, and fewer than half of name's letters.
+func closest(name string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDist && 2*d < len(name) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b: insertions, deletions,
+// substitutions and swaps of neighbours, one edit each.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
 
 func printHelp(w io.Writer, doc commandDoc, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: backoffice %s %s\n\n%s.\n", doc.name, doc.synopsis, capitalize(doc.summary))
@@ -251,10 +382,35 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		switch f.DefValue {
 		case "", "0", "false", "0s":
 		default:
-			fmt.Fprintf(w, " (default %q)", f.DefValue)
+			fmt.Fprintf(w, " (default %s)", defaultText(f, kind))
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// defaultText is a flag's default as a user would type it: 24h rather than 24h0m0s, and no
+// quotes unless it holds a space. (The flags' own values print info and 512MiB already.)
+func defaultText(f *flag.Flag, kind string) string {
+	v := f.DefValue
+	if d, err := time.ParseDuration(v); err == nil && kind == "duration" {
+		v = shortDuration(d)
+	}
+	if strings.ContainsAny(v, " \t") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}
+
+// shortDuration drops the zero minutes and seconds time.Duration.String writes: 24h, 1h30m, 5m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func capitalize(s string) string {

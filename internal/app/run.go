@@ -44,7 +44,7 @@ func Run(ctx context.Context, env Env) error {
 		return help(ctx, env, args[1:])
 	}
 	if commandPath(args) == "" {
-		return withHelpPointer("", usagef("unknown command %q", args[0]))
+		return withHelpPointer("", unknownCommand(args[0], topCommands()))
 	}
 	cfg, err := loadConfig(env.Getenv)
 	if err != nil {
@@ -117,6 +117,9 @@ func runGroup(ctx context.Context, env Env, cfg Config, group string, args []str
 	}
 	run, ok := subs[args[0]]
 	if !ok {
+		if s := closest(args[0], strings.Split(subcommandNames(group), ", ")); s != "" {
+			return usagef("unknown command %q; did you mean %q?", args[0], s)
+		}
 		return usagef("unknown command %q: want %s", args[0], subcommandNames(group))
 	}
 	return run(ctx, env, cfg, args[1:])
@@ -156,7 +159,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpRequest{name: fs.Name(), fs: fs}
 			}
-			return nil, flagError(err, args)
+			return nil, flagError(fs, err, args)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
