@@ -1,12 +1,13 @@
 // Package client is a Go client of the back-office service: a typed method per operation, errors
-// as *Error, and an iterator over the pages of SAM action logs.
+// as *Error, and iterators over the pages of SAM action logs and of the audit trail.
 //
 //	c, err := client.New("https://backoffice.example.com", client.WithAPIKey(key))
 //	for log, err := range c.SAMActionLogs(ctx, leadID, 100) { … }
 //
 // Every call takes a context. A 429 (the caller's credential is over its rate) is retried after
 // the answer's Retry-After, within the context: the service answers 429 before any operation
-// runs, so even a push is safe to send again.
+// runs, so even a push is safe to send again. WithResponse gives a call's answer headers
+// (RateLimit, Retry-After, Idempotent-Replayed, X-Request-Id); an *Error carries them too.
 package client
 
 import (
@@ -84,12 +85,18 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 
 // Error is every answer of the service that is not a success: its error body. Match it with
 // errors.As. Code is one of the document's snake_case codes (not_found, push_in_progress, …);
-// it is empty when the answer was not the service's error body (a proxy's page, say), and then
-// Detail describes what came.
+// the set is open, so expect codes this package does not name, and act on Status. Code is empty
+// when the answer was not the service's error body (a proxy's page, say), and then Detail
+// describes what came.
 type Error struct {
 	Status int
 	Code   string
 	Detail string
+	// RetryAfter is the answer's Retry-After (409 push_in_progress, 429): how long to wait
+	// before trying again; 0 when the answer has none.
+	RetryAfter time.Duration
+	// Header is the answer's header (X-Request-Id, RateLimit, …).
+	Header http.Header
 }
 
 func (e *Error) Error() string {
@@ -99,8 +106,29 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("backoffice: %d %s: %s", e.Status, e.Code, e.Detail)
 }
 
+// CallOption is an option of one call: WithResponse, or WithIdempotencyKey for a push.
+type CallOption interface {
+	apply(*call)
+}
+
+// call is what the options of one call ask for.
+type call struct {
+	prepare  []func(*http.Request)
+	response *Response
+}
+
+func newCall(opts []CallOption) *call {
+	c := &call{}
+	for _, o := range opts {
+		o.apply(c)
+	}
+	return c
+}
+
 // PushOption is an option of PushDeviceParameters.
 type PushOption func(*http.Request)
+
+func (o PushOption) apply(c *call) { c.prepare = append(c.prepare, o) }
 
 // WithIdempotencyKey sends an Idempotency-Key with the push (1 to 255 printable ASCII
 // characters): a push repeated with the same key by the same user gets the first one's answer
@@ -109,17 +137,48 @@ func WithIdempotencyKey(key string) PushOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
 }
 
+// Response is a call's answer besides its body: its status and header, error or not.
+type Response struct {
+	Status int
+	Header http.Header
+}
+
+// WithResponse makes a call fill r with its answer's status and header (the last answer, after
+// any 429 waited out). A call that got no answer leaves r as it was.
+func WithResponse(r *Response) CallOption { return responseOption{r} }
+
+type responseOption struct{ r *Response }
+
+func (o responseOption) apply(c *call) { c.response = o.r }
+
+// RetryAfter is the answer's Retry-After (delta-seconds or an HTTP date) as a wait, and whether
+// it had a readable one.
+func (r *Response) RetryAfter() (time.Duration, bool) {
+	return parseRetryAfter(r.Header.Get("Retry-After"), time.Now())
+}
+
+// RateLimit is the quota left, as the RateLimit header field says it (`"credential";r=57;t=1`:
+// 57 requests can be made now, the whole quota is back after 1 s without requests); "" when the
+// service has no rate limit configured.
+func (r *Response) RateLimit() string { return r.Header.Get("RateLimit") }
+
+// RateLimitPolicy is the quota, as the RateLimit-Policy header field says it
+// (`"credential";q=100;w=2`: 100 requests per 2 s); "" when no rate limit is configured.
+func (r *Response) RateLimitPolicy() string { return r.Header.Get("RateLimit-Policy") }
+
+// IdempotentReplayed tells a push answered with the kept answer of an earlier push with the same
+// Idempotency-Key: it did not run again.
+func (r *Response) IdempotentReplayed() bool { return r.Header.Get("Idempotent-Replayed") == "true" }
+
+// RequestID is the answer's X-Request-Id, which the service's log lines of the request carry.
+func (r *Response) RequestID() string { return r.Header.Get("X-Request-Id") }
+
 // PushDeviceParameters re-sends a line item's device parameters to its gateway (seed 4.1) and
 // returns the line item.
-func (c *Client) PushDeviceParameters(ctx context.Context, orderID, lineItemID string, opts ...PushOption) (*LineItem, error) {
+func (c *Client) PushDeviceParameters(ctx context.Context, orderID, lineItemID string, opts ...CallOption) (*LineItem, error) {
 	var li LineItem
 	path := "/v1/crm/deployment-orders/" + url.PathEscape(orderID) + "/line-items/" + url.PathEscape(lineItemID) + "/device-parameters"
-	err := c.do(ctx, http.MethodPost, path, nil, func(r *http.Request) {
-		for _, o := range opts {
-			o(r)
-		}
-	}, &li)
-	if err != nil {
+	if err := c.do(ctx, http.MethodPost, path, nil, newCall(opts), &li); err != nil {
 		return nil, err
 	}
 	return &li, nil
@@ -127,16 +186,24 @@ func (c *Client) PushDeviceParameters(ctx context.Context, orderID, lineItemID s
 
 // ListSAMActionLogs returns one page of an entity's SAM action logs (seed 4.2), newest first.
 // page counts from 1; size 0 asks for the service's default (20), otherwise 1 to 100.
-func (c *Client) ListSAMActionLogs(ctx context.Context, entityID string, page int64, size int) (*SAMActionLogPage, error) {
-	q := url.Values{"page": {strconv.FormatInt(page, 10)}}
-	if size != 0 {
-		q.Set("size", strconv.Itoa(size))
-	}
+func (c *Client) ListSAMActionLogs(ctx context.Context, entityID string, page int64, size int, opts ...CallOption) (*SAMActionLogPage, error) {
 	var p SAMActionLogPage
-	if err := c.do(ctx, http.MethodGet, "/v1/crm/sam-action-logs/"+url.PathEscape(entityID), q, nil, &p); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/crm/sam-action-logs/"+url.PathEscape(entityID), pageQuery(nil, page, size), newCall(opts), &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// pageQuery adds page and size (0: the service's default) to q.
+func pageQuery(q url.Values, page int64, size int) url.Values {
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set("page", strconv.FormatInt(page, 10))
+	if size != 0 {
+		q.Set("size", strconv.Itoa(size))
+	}
+	return q
 }
 
 // SAMActionLogs iterates over every SAM action log of an entity, newest first, requesting
@@ -163,38 +230,106 @@ func (c *Client) SAMActionLogs(ctx context.Context, entityID string, size int) i
 	}
 }
 
+// AuditFilter narrows a read of the audit trail; the zero value reads it all. The filters combine
+// with AND, as the query parameters of GET /v1/audit-events do.
+type AuditFilter struct {
+	ActorUserID string    // events of this user (a uuid)
+	TargetID    string    // events about this object (a uuid)
+	Action      string    // this action, exactly (principal.decrypt, …)
+	Outcome     string    // granted, denied, not_found or invalid
+	From        time.Time // events at or after this time
+	To          time.Time // events before this time
+}
+
+func (f AuditFilter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"actorUserId": f.ActorUserID, "targetId": f.TargetID, "action": f.Action, "outcome": f.Outcome} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !f.From.IsZero() {
+		q.Set("from", f.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.To.IsZero() {
+		q.Set("to", f.To.UTC().Format(time.RFC3339Nano))
+	}
+	return q
+}
+
+// ListAuditEvents returns one page of the audit trail, newest (highest Seq) first. page counts
+// from 1; size 0 asks for the service's default (20), otherwise 1 to 100. Only staff users with
+// audit_events.read may read it, and every read is itself audited.
+func (c *Client) ListAuditEvents(ctx context.Context, f AuditFilter, page int64, size int, opts ...CallOption) (*AuditEventPage, error) {
+	var p AuditEventPage
+	if err := c.do(ctx, http.MethodGet, "/v1/audit-events", pageQuery(f.query(), page, size), newCall(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// AuditEvents iterates over the audit events f selects, newest first, each once, requesting pages
+// of size (0: the service's default) until meta.page equals meta.totalPages. Events recorded
+// while it reads (each read of the trail records one) push the older ones down a page: an
+// event seen already (Seq not below the last yielded) is skipped, not yielded twice. An error
+// ends the iteration after it is yielded.
+func (c *Client) AuditEvents(ctx context.Context, f AuditFilter, size int) iter.Seq2[AuditEvent, error] {
+	return func(yield func(AuditEvent, error) bool) {
+		var last int64
+		for page := int64(1); ; page++ {
+			p, err := c.ListAuditEvents(ctx, f, page, size)
+			if err != nil {
+				yield(AuditEvent{}, err)
+				return
+			}
+			for _, e := range p.Data {
+				if last != 0 && e.Seq >= last {
+					continue
+				}
+				last = e.Seq
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if p.Meta.Page >= p.Meta.TotalPages {
+				return
+			}
+		}
+	}
+}
+
 // ServiceAcceptance returns a lead's service acceptance (seed 4.3).
-func (c *Client) ServiceAcceptance(ctx context.Context, leadID string) (*ServiceAcceptance, error) {
+func (c *Client) ServiceAcceptance(ctx context.Context, leadID string, opts ...CallOption) (*ServiceAcceptance, error) {
 	var sa ServiceAcceptance
-	if err := c.do(ctx, http.MethodGet, "/v1/crm/leads/"+url.PathEscape(leadID)+"/service-acceptance", nil, nil, &sa); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/crm/leads/"+url.PathEscape(leadID)+"/service-acceptance", nil, newCall(opts), &sa); err != nil {
 		return nil, err
 	}
 	return &sa, nil
 }
 
 // DecryptPrincipalSSN returns a lead principal's SSN (seed 4.4). The service audits every call.
-func (c *Client) DecryptPrincipalSSN(ctx context.Context, leadID, principalID string) (SSN, error) {
+func (c *Client) DecryptPrincipalSSN(ctx context.Context, leadID, principalID string, opts ...CallOption) (SSN, error) {
 	var body struct {
 		SSN string `json:"ssn"`
 	}
 	path := "/v1/crm/leads/" + url.PathEscape(leadID) + "/principals/" + url.PathEscape(principalID) + "/decrypt/ssn"
-	if err := c.do(ctx, http.MethodGet, path, nil, nil, &body); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, nil, newCall(opts), &body); err != nil {
 		return "", err
 	}
 	return SSN(body.SSN), nil
 }
 
 // DeleteMerchantDocument deletes a merchant's document (seed 4.5); a second delete is a 404.
-func (c *Client) DeleteMerchantDocument(ctx context.Context, merchantID, documentID string) error {
+func (c *Client) DeleteMerchantDocument(ctx context.Context, merchantID, documentID string, opts ...CallOption) error {
 	path := "/v1/crm/merchants/" + url.PathEscape(merchantID) + "/documents/" + url.PathEscape(documentID)
-	return c.do(ctx, http.MethodDelete, path, nil, nil, nil)
+	return c.do(ctx, http.MethodDelete, path, nil, newCall(opts), nil)
 }
 
 // maxErrorBody bounds what is read of an error answer.
 const maxErrorBody = 64 << 10
 
 // do sends one request, waiting out 429s, and decodes a 2xx body into out (when out is not nil).
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, prepare func(*http.Request), out any) error {
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, opts *call, out any) error {
 	// path holds escaped ids (a "/" in one stays %2F): join it as text, not through url.URL.Path.
 	target := c.base.String() + path
 	if len(query) > 0 {
@@ -209,7 +344,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if c.authorization != "" {
 			req.Header.Set("Authorization", c.authorization)
 		}
-		if prepare != nil {
+		for _, prepare := range opts.prepare {
 			prepare(req)
 		}
 		res, err := c.http.Do(req)
@@ -217,7 +352,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("backoffice: %s %s: %w", method, path, err)
 		}
 		if res.StatusCode == http.StatusTooManyRequests && retries < c.rateLimitRetries {
-			wait := retryAfter(res.Header.Get("Retry-After"), time.Now())
+			wait, ok := parseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+			if !ok {
+				wait = time.Second
+			}
 			// A wait that cannot end before the context's deadline is not begun: the 429 is the answer.
 			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) >= wait {
 				drain(res)
@@ -226,6 +364,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 				}
 				continue
 			}
+		}
+		if opts.response != nil {
+			*opts.response = Response{Status: res.StatusCode, Header: res.Header}
 		}
 		return decode(res, out)
 	}
@@ -248,6 +389,8 @@ func decode(res *http.Response, out any) error {
 		*e = Error{Status: res.StatusCode, Detail: unexpected(res, b)}
 	}
 	e.Status = res.StatusCode // the HTTP status is the truth, whatever the body says
+	e.RetryAfter, _ = parseRetryAfter(res.Header.Get("Retry-After"), time.Now())
+	e.Header = res.Header
 	return e
 }
 
@@ -271,15 +414,16 @@ func drain(res *http.Response) {
 	_ = res.Body.Close()
 }
 
-// retryAfter reads Retry-After (seconds or an HTTP date); absent or unreadable, one second.
-func retryAfter(v string, now time.Time) time.Duration {
+// parseRetryAfter reads Retry-After (seconds or an HTTP date, at most a day), and whether it was
+// there and readable.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && s >= 0 {
-		return time.Duration(min(s, 24*3600)) * time.Second
+		return time.Duration(min(s, 24*3600)) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
+		return min(max(t.Sub(now), 0), 24*time.Hour), true
 	}
-	return time.Second
+	return 0, false
 }
 
 // sleep waits d, or less when ctx ends first (its error is returned).

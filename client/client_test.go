@@ -348,3 +348,111 @@ func TestRateLimitedCallsWaitAndRetry(t *testing.T) {
 		wantError(t, err, http.StatusTooManyRequests, "rate_limited")
 	})
 }
+
+// A call's answer headers reach the caller through WithResponse, errors or not, and an error
+// carries its Retry-After.
+func TestResponseHeaders(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		clk := &clock{t: now}
+		base := newService(t, st, api.Limits{Rate: 1, Burst: 2, Now: clk.now}).serve(t)
+		c := newClient(t, base, http.DefaultTransport, client.WithAPIKey(app.DemoAPIKey), client.WithRateLimitRetries(0))
+		ctx := context.Background()
+
+		var r client.Response
+		if _, err := c.ServiceAcceptance(ctx, lead, client.WithResponse(&r)); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != http.StatusOK || r.RateLimitPolicy() != `"credential";q=2;w=2` || r.RateLimit() != `"credential";r=1;t=1` || r.RequestID() == "" {
+			t.Errorf("response %d, RateLimit-Policy %q, RateLimit %q, X-Request-Id %q", r.Status, r.RateLimitPolicy(), r.RateLimit(), r.RequestID())
+		}
+		if _, err := c.PushDeviceParameters(ctx, order, lineItem, client.WithIdempotencyKey("k-1"), client.WithResponse(&r)); err != nil || r.IdempotentReplayed() {
+			t.Fatalf("first push: %v, replayed %v", err, r.IdempotentReplayed())
+		}
+		// Over the rate: the 429 (not waited out) carries its Retry-After, in the error and the response.
+		var limited client.Response
+		_, err := c.PushDeviceParameters(ctx, order, lineItem, client.WithIdempotencyKey("k-1"), client.WithResponse(&limited))
+		wantError(t, err, http.StatusTooManyRequests, "rate_limited")
+		var e *client.Error
+		errors.As(err, &e)
+		wait, ok := limited.RetryAfter()
+		if e.RetryAfter < time.Second || !ok || wait != e.RetryAfter || e.Header.Get("RateLimit") == "" || limited.Status != http.StatusTooManyRequests {
+			t.Errorf("429: RetryAfter %v, response %d %v %v, header %v", e.RetryAfter, limited.Status, wait, ok, e.Header)
+		}
+
+		// The repeated push, once the rate allows, is the kept answer.
+		clk.mu.Lock()
+		clk.t = clk.t.Add(time.Minute)
+		clk.mu.Unlock()
+		patient := newClient(t, base, http.DefaultTransport, client.WithAPIKey(app.DemoAPIKey))
+		if _, err := patient.PushDeviceParameters(ctx, order, lineItem, client.WithIdempotencyKey("k-1"), client.WithResponse(&r)); err != nil || !r.IdempotentReplayed() {
+			t.Fatalf("repeated push: %v, replayed %v", err, r.IdempotentReplayed())
+		}
+
+		// Another push of the line item running: 409 push_in_progress with when to come back.
+		if ok, err := st.AcquirePushLease(ctx, domain.ID(lineItem), "another-process", time.Minute); !ok || err != nil {
+			t.Fatalf("lease: %v %v", ok, err)
+		}
+		_, err = patient.PushDeviceParameters(ctx, order, lineItem)
+		wantError(t, err, http.StatusConflict, "push_in_progress")
+		if errors.As(err, &e); e.RetryAfter < time.Second || e.RetryAfter > 30*time.Second {
+			t.Errorf("push_in_progress: RetryAfter %v, want what the minute's lease leaves of the budget", e.RetryAfter)
+		}
+	})
+}
+
+// AuditEvents yields every event once, newest first, though each page it reads records an event
+// that pushes the others down.
+func TestAuditEvents(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		base := newService(t, st, api.Limits{}).serve(t)
+		c := newClient(t, base, http.DefaultTransport, client.WithAPIKey(app.DemoAPIKey))
+		ctx := context.Background()
+		for range 5 {
+			if _, err := c.DecryptPrincipalSSN(ctx, lead, principal); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, err := c.ListAuditEvents(ctx, client.AuditFilter{}, 1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []client.AuditEvent
+		for e, err := range c.AuditEvents(ctx, client.AuditFilter{}, 2) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e)
+		}
+		seen := map[int64]bool{}
+		for i, e := range got {
+			if i > 0 && e.Seq >= got[i-1].Seq {
+				t.Fatalf("event %d (seq %d) after seq %d: repeated or out of order", i, e.Seq, got[i-1].Seq)
+			}
+			seen[e.Seq] = true
+		}
+		for _, e := range before.Data {
+			if !seen[e.Seq] {
+				t.Errorf("event seq %d (%s) was not yielded", e.Seq, e.Action)
+			}
+		}
+
+		// Filtered: the decrypts alone, with their chain links.
+		var decrypts int
+		for e, err := range c.AuditEvents(ctx, client.AuditFilter{Action: "principal.decrypt", TargetID: principal, From: now.AddDate(-1, 0, 0)}, 2) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Action != "principal.decrypt" || e.Outcome != "granted" || e.ActorUserID != staffUser || len(e.Hash) != 64 {
+				t.Errorf("event %+v", e)
+			}
+			decrypts++
+		}
+		if decrypts != 5 {
+			t.Errorf("%d decrypt events, want 5", decrypts)
+		}
+		// A partner's user may not read the trail.
+		for _, err := range newClient(t, base, http.DefaultTransport, client.WithAPIKey(partnerKey)).AuditEvents(ctx, client.AuditFilter{}, 0) {
+			wantError(t, err, http.StatusForbidden, "forbidden")
+		}
+	})
+}

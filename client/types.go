@@ -33,6 +33,27 @@ type SAMActionLogPage struct {
 	Data []SAMActionLog `json:"data"`
 }
 
+// AuditEvent is one event of the audit trail. Seq numbers events in commit order from 1;
+// ChainKeyID and Hash are its link in the audit chain, empty for events from before the chain.
+type AuditEvent struct {
+	ID          string    `json:"id"`
+	At          time.Time `json:"at"`
+	ActorUserID string    `json:"actorUserId"`
+	Action      string    `json:"action"`
+	TargetID    string    `json:"targetId"`
+	Outcome     string    `json:"outcome"`
+	Detail      string    `json:"detail"`
+	Seq         int64     `json:"seq"`
+	ChainKeyID  string    `json:"chainKeyId,omitempty"`
+	Hash        string    `json:"hash,omitempty"`
+}
+
+// AuditEventPage is one page of the audit trail.
+type AuditEventPage struct {
+	Meta PageMeta     `json:"meta"`
+	Data []AuditEvent `json:"data"`
+}
+
 // ServiceAcceptance is a lead's service acceptance (seed 2.8).
 type ServiceAcceptance struct {
 	MidID          *string    `json:"midId"`
