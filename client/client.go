@@ -210,20 +210,33 @@ func pageQuery(q url.Values, page int64, size int) url.Values {
 // pages of size (0: the service's default) until meta.page equals meta.totalPages. An error
 // ends the iteration after it is yielded.
 func (c *Client) SAMActionLogs(ctx context.Context, entityID string, size int) iter.Seq2[SAMActionLog, error] {
-	return func(yield func(SAMActionLog, error) bool) {
+	return allPages(func(page int64) ([]SAMActionLog, PageMeta, error) {
+		p, err := c.ListSAMActionLogs(ctx, entityID, page, size)
+		if err != nil {
+			return nil, PageMeta{}, err
+		}
+		return p.Data, p.Meta, nil
+	})
+}
+
+// allPages iterates over the records of page 1, 2, … as fetch returns them, until meta.page
+// equals meta.totalPages. An error ends the iteration after it is yielded.
+func allPages[T any](fetch func(page int64) ([]T, PageMeta, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for page := int64(1); ; page++ {
-			p, err := c.ListSAMActionLogs(ctx, entityID, page, size)
+			data, meta, err := fetch(page)
 			if err != nil {
-				yield(SAMActionLog{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, l := range p.Data {
-				if !yield(l, nil) {
+			for _, r := range data {
+				if !yield(r, nil) {
 					return
 				}
 			}
 			// ">=": a list that shrank while it was read must not be walked forever.
-			if p.Meta.Page >= p.Meta.TotalPages {
+			if meta.Page >= meta.TotalPages {
 				return
 			}
 		}
@@ -274,24 +287,21 @@ func (c *Client) ListAuditEvents(ctx context.Context, f AuditFilter, page int64,
 // event seen already (Seq not below the last yielded) is skipped, not yielded twice. An error
 // ends the iteration after it is yielded.
 func (c *Client) AuditEvents(ctx context.Context, f AuditFilter, size int) iter.Seq2[AuditEvent, error] {
+	pages := allPages(func(page int64) ([]AuditEvent, PageMeta, error) {
+		p, err := c.ListAuditEvents(ctx, f, page, size)
+		if err != nil {
+			return nil, PageMeta{}, err
+		}
+		return p.Data, p.Meta, nil
+	})
 	return func(yield func(AuditEvent, error) bool) {
 		var last int64
-		for page := int64(1); ; page++ {
-			p, err := c.ListAuditEvents(ctx, f, page, size)
-			if err != nil {
-				yield(AuditEvent{}, err)
-				return
+		for e, err := range pages {
+			if err == nil && last != 0 && e.Seq >= last {
+				continue
 			}
-			for _, e := range p.Data {
-				if last != 0 && e.Seq >= last {
-					continue
-				}
-				last = e.Seq
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if p.Meta.Page >= p.Meta.TotalPages {
+			last = e.Seq
+			if !yield(e, err) {
 				return
 			}
 		}

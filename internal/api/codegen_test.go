@@ -22,17 +22,7 @@ func TestGeneratedClientCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and compiles a client: slow")
 	}
-	// The generated package goes inside this module (under testdata, which ./... skips), so that
-	// it compiles against the very modules go.mod and go.sum pin: no download, no second module
-	// whose graph would need modules this one never fetched.
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("testdata", "generated-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := generatedDir(t)
 	out := filepath.Join(dir, "gen.go")
 	goCmd(t, ".", nil, "tool", "oapi-codegen", "-generate", "types,client", "-package", "gen", "-o", out, "openapi.yaml")
 	goCmd(t, ".", []string{"GOPROXY=off", "GOFLAGS=-mod=readonly"}, "vet", "./"+filepath.ToSlash(dir))
@@ -47,6 +37,22 @@ func TestGeneratedClientCompiles(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^\s*\w+\s+\*?float(32|64)\b.*$`).FindAll(src, -1); len(m) > 0 {
 		t.Errorf("fields typed as floats, but the service produces only integers: %q", m)
 	}
+}
+
+// generatedDir makes a directory for a generated package. It is inside this module (under
+// testdata, which ./... skips), so that the package compiles against the very modules go.mod and
+// go.sum pin: no download, no second module whose graph would need modules this one never fetched.
+func generatedDir(t *testing.T) string {
+	t.Helper()
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("testdata", "generated-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 func goCmd(t *testing.T, dir string, env []string, args ...string) string {

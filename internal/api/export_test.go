@@ -1,4 +1,8 @@
 package api
 
-// GoCmd runs the go command for the tests of package api_test.
-var GoCmd = goCmd
+// For the tests of package api_test: GoCmd runs the go command, GeneratedDir makes a directory
+// for a generated package.
+var (
+	GoCmd        = goCmd
+	GeneratedDir = generatedDir
+)

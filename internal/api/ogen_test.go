@@ -42,16 +42,7 @@ func TestOgenClientReadsAGrownContract(t *testing.T) {
 	grown := httptest.NewServer(grow(t, h.handler))
 	t.Cleanup(grown.Close)
 
-	// As in TestGeneratedClientCompiles: the generated package goes under testdata, inside this
-	// module, so that it compiles against the modules go.mod pins.
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("testdata", "generated-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := api.GeneratedDir(t)
 	api.GoCmd(t, ".", nil, "tool", "ogen", "-package", "gen", "-target", dir, "openapi.yaml")
 	if err := os.WriteFile(filepath.Join(dir, "grown_test.go"), []byte(grownClientTest), 0o644); err != nil {
 		t.Fatal(err)
