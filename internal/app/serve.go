@@ -158,7 +158,7 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
-	}}
+	}, CORSOrigins: cfg.CORSOrigins}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m
 		if cfg.MetricsAddr == "" {
