@@ -190,8 +190,10 @@ func (b *browser) open(url string) *page {
 		b.t.Fatal(err)
 	}
 	p := &page{b: b, session: att.SessionID}
-	if err := b.call(p.session, "Page.enable", nil, nil); err != nil {
-		b.t.Fatal(err)
+	for _, domain := range []string{"Page.enable", "Log.enable", "Runtime.enable"} {
+		if err := b.call(p.session, domain, nil, nil); err != nil {
+			b.t.Fatal(err)
+		}
 	}
 	var nav struct{ ErrorText string }
 	if err := b.call(p.session, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
@@ -234,4 +236,33 @@ func (p *page) eval(expr string, out any) {
 			p.b.t.Fatalf("script's value %s: %v", res.Result.Value, err)
 		}
 	}
+}
+
+// problems are the errors the page has reported so far: console and browser log errors
+// (a refused load, a Content-Security-Policy violation) and uncaught exceptions.
+func (p *page) problems() []string {
+	var out []string
+	for _, m := range p.b.backlog {
+		if m.SessionID != p.session {
+			continue
+		}
+		switch m.Method {
+		case "Log.entryAdded":
+			var e struct {
+				Entry struct{ Level, Text, URL string }
+			}
+			if json.Unmarshal(m.Params, &e) == nil && e.Entry.Level == "error" {
+				out = append(out, e.Entry.Text+" "+e.Entry.URL)
+			}
+		case "Runtime.exceptionThrown", "Runtime.consoleAPICalled":
+			var e struct {
+				Type             string
+				ExceptionDetails *struct{ Text string }
+			}
+			if json.Unmarshal(m.Params, &e) == nil && (e.ExceptionDetails != nil || e.Type == "error") {
+				out = append(out, string(m.Params))
+			}
+		}
+	}
+	return out
 }
