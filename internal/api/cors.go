@@ -83,7 +83,9 @@ func (c *cors) preflight(w http.ResponseWriter, r *http.Request, mux *http.Serve
 	if !c.routes[pattern] {
 		return false
 	}
-	routeMethod, _, _ := strings.Cut(pattern, " ")
+	routeMethod, routePath, _ := strings.Cut(pattern, " ")
+	// The access log and the metrics name the preflight by its route, as the mux would.
+	r.Pattern = http.MethodOptions + " " + routePath
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", o)
 	h.Set("Access-Control-Allow-Methods", routeMethod)

@@ -78,6 +78,9 @@ func TestCORSPreflight(t *testing.T) {
 				t.Errorf("preflight of %s %s: no Vary: Origin", op.method, op.path)
 			}
 		}
+		if !strings.Contains(h.logs.String(), `"route":"OPTIONS /v1/audit-events"`) {
+			t.Errorf("the access log does not name the preflight by its route:\n%s", h.logs)
+		}
 		// Everything else with OPTIONS is answered as before CORS: 405, no CORS header.
 		refused := []struct{ name, origin, method, path string }{
 			{"an origin not listed", otherOrigin, http.MethodGet, samPath(leadA.String())},
