@@ -48,7 +48,15 @@ func TestContainerImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	containerfile, err := os.ReadFile("../../Containerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, line := range readmeBlock(t, doc, "container-build") {
+		// The Containerfile's header repeats the lines: they must not drift apart.
+		if !bytes.Contains(containerfile, []byte("\n#   "+line+"\n")) {
+			t.Errorf("the Containerfile's header lacks the build line %q", line)
+		}
 		line = strings.ReplaceAll(line, "image/", ctx+"/")
 		if rest, ok := strings.CutSuffix(line, " image"); ok {
 			line = rest + " " + ctx

@@ -92,6 +92,15 @@ func TestCORSPreflight(t *testing.T) {
 			{"a route that is not an operation", crmOrigin, http.MethodGet, "/openapi.yaml"},
 			{"no route", crmOrigin, http.MethodGet, "/v1/nothing"},
 		}
+		// Two Origin headers name no one origin: a proxy and the service could disagree.
+		req := httptest.NewRequest(http.MethodOptions, samPath(leadA.String()), nil)
+		req.Header["Origin"] = []string{crmOrigin, crmOrigin}
+		req.Header.Set("Access-Control-Request-Method", http.MethodGet)
+		rec := httptest.NewRecorder()
+		h.handler.ServeHTTP(rec, req)
+		if len(corsHeaders(rec.Header())) != 0 {
+			t.Errorf("two Origin headers: %d %v, want no CORS answer", rec.Code, rec.Header())
+		}
 		for _, c := range refused {
 			rec := preflight(h.handler, c.origin, c.method, c.path)
 			if rec.Code == http.StatusNoContent || len(corsHeaders(rec.Header())) != 0 {
