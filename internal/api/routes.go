@@ -48,6 +48,9 @@ type Deps struct {
 	Extra func(mux *http.ServeMux)
 	// Tracer, when set, gets a span per request; nil (tracing off) makes none.
 	Tracer trace.TracerProvider
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may call the operations
+	// from a browser; empty turns CORS off.
+	CORSOrigins []string
 }
 
 // Observer receives what the service measures; internal/metrics implements it with Prometheus.
@@ -89,22 +92,26 @@ func New(d Deps) http.Handler {
 	a := auth.New(d.Store, d.Now)
 	g := newGuard(d.Limits)
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher, d.Store, d.Now)))
-	mux.Handle("GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
-	mux.Handle("GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
+	// The operations a page of another origin may call, when CORS is configured.
+	c := newCORS(d.CORSOrigins)
+	c.route(mux, "POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher, d.Store, d.Now)))
+	c.route(mux, "GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
+	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
 	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
 	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
-	mux.Handle("GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
+	c.route(mux, "GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
-	mux.Handle("DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
-	mux.Handle("GET /v1/audit-events", authenticated(a, g, handleListAuditEvents(d.Store, d.Now)))
+	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
+	c.route(mux, "GET /v1/audit-events", authenticated(a, g, handleListAuditEvents(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	mux.HandleFunc("GET /docs", serveDocs("redoc/index.html", "text/html; charset=utf-8"))
+	mux.HandleFunc("GET /docs/redoc.standalone.js", serveDocs("redoc/redoc.standalone.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("GET /readyz", handleReadyz(d.Health))
 	if d.Extra != nil {
 		d.Extra(mux)
 	}
-	r := &router{mux: mux}
+	r := &router{mux: mux, cors: c}
 	var tracer trace.Tracer
 	if d.Tracer != nil {
 		tracer = d.Tracer.Tracer(tracerName)
@@ -127,7 +134,8 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 
 // router gives the mux's own answers (unknown route, wrong method) the error body.
 type router struct {
-	mux *http.ServeMux
+	mux  *http.ServeMux
+	cors *cors
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,6 +143,9 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// every method; a client of a JSON API gets nothing from a redirect but a second request.
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
 		writeErrorBody(w, http.StatusNotFound, "not_found", "no such route: the path is not in canonical form (no //, /./ or /../)")
+		return
+	}
+	if rt.cors.preflight(w, r, rt.mux) {
 		return
 	}
 	if _, p := rt.mux.Handler(r); p != "" {

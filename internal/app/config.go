@@ -50,6 +50,8 @@ type Config struct {
 	// GOMEMLIMIT, when set, wins (MemoryLimitFromGo).
 	MemoryLimit       int64
 	MemoryLimitFromGo bool
+	// CORSOrigins are the origins whose pages may call the operations from a browser; none: off.
+	CORSOrigins []string
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -148,6 +150,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if err := loadPool(getenv, &c.Pool); err != nil {
 		return c, err
+	}
+	if c.CORSOrigins, err = parseOrigins(getenv("BACKOFFICE_CORS_ORIGINS")); err != nil {
+		return c, fmt.Errorf("BACKOFFICE_CORS_ORIGINS: %w", err)
 	}
 	if v := getenv("BACKOFFICE_MEMORY_LIMIT"); v != "" {
 		if c.MemoryLimit, err = parseMemoryLimit(v); err != nil {
@@ -360,6 +365,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.Var(rateFlag{&c.AuthFailureLimit}, "auth-failure-limit", "failed authentications per minute per client address, or off (BACKOFFICE_AUTH_FAILURE_LIMIT)")
 	fs.IntVar(&c.AuthFailureBurst, "auth-failure-burst", c.AuthFailureBurst, "failed authentications a client address may make at once (BACKOFFICE_AUTH_FAILURE_BURST)")
 	fs.Var(memoryFlag{&c.MemoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 512MiB, or off; GOMEMLIMIT wins (BACKOFFICE_MEMORY_LIMIT)")
+	fs.Var(originsFlag{&c.CORSOrigins}, "cors-origins", "origins whose pages may call the API from a browser, comma-separated, e.g. https://crm.example.com; none: CORS off (BACKOFFICE_CORS_ORIGINS)")
 	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
 }
 

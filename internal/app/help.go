@@ -78,6 +78,11 @@ var commandDocs = []commandDoc{
 			"when a row was altered, removed or inserted. --head, a link printed earlier, must still be in the chain:\n" +
 			"that catches a cut-off tail. Needs the master key ring. See docs/compliance.md.",
 		example: "backoffice audit verify --demo"},
+	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
+		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
+			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +
+			"checkout with go build -buildvcs=true ./cmd/backoffice; otherwise the commit shows as unknown.",
+		example: "backoffice version"},
 	{name: "help", synopsis: "[COMMAND]", summary: "print help about a command",
 		example: "backoffice help apikey create"},
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/buildinfo"
 	"backoffice/internal/secrets"
 )
 
@@ -47,8 +48,15 @@ func servedOps(t *testing.T, vars map[string]string) (main, metrics string) {
 			Msg     string `json:"msg"`
 			Addr    string `json:"addr"`
 			Metrics string `json:"metrics"`
+			// The build, as the version command says it.
+			Version  string `json:"version"`
+			Revision string `json:"revision"`
+			Go       string `json:"go"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+			if b := buildinfo.Read(); line.Version != b.Version || line.Revision != b.Revision || line.Go != b.GoVersion {
+				t.Errorf("the serving line does not say which build runs (%+v): %s", b, sc.Bytes())
+			}
 			go io.Copy(io.Discard, pr) // keep the log flowing
 			return line.Addr, strings.TrimSuffix(strings.TrimPrefix(line.Metrics, "http://"), "/metrics")
 		}

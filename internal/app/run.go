@@ -43,11 +43,14 @@ func Run(ctx context.Context, env Env) error {
 	if isHelpArg(args[0]) {
 		return help(ctx, env, args[1:])
 	}
+	if isVersionFlag(args[0]) {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if commandPath(args) == "" {
 		return withHelpPointer("", unknownCommand(args[0], topCommands()))
 	}
 	cfg, err := loadConfig(env.Getenv)
-	if err != nil {
+	if err != nil && args[0] != "version" {
 		if asksForHelp(args) {
 			// Help needs no configuration: a broken one must not hide how to fix it.
 			return help(ctx, env, strings.Fields(commandPath(args)))
@@ -99,6 +102,8 @@ func dispatch(ctx context.Context, env Env, cfg Config, args []string) error {
 		return runKeys(ctx, env, cfg, rest)
 	case "audit":
 		return runAudit(ctx, env, cfg, rest)
+	case "version":
+		return runVersion(ctx, env, cfg, rest)
 	}
 	return usagef("unknown command %q", cmd)
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"backoffice/internal/api"
+	"backoffice/internal/buildinfo"
 	"backoffice/internal/gateway"
 	"backoffice/internal/metrics"
 	"backoffice/internal/push"
@@ -110,6 +111,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		attrs = append(attrs, slog.String("metrics", "/metrics on the main listener"))
 	}
 	attrs = append(attrs, slog.Bool("tracing", tp != nil))
+	b := buildinfo.Read()
+	attrs = append(attrs, slog.String("version", b.Version), slog.String("revision", b.Revision),
+		slog.Bool("modified", b.Modified), slog.String("go", b.GoVersion))
 	log.Info("serving", attrs...)
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
@@ -158,7 +162,7 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
-	}}
+	}, CORSOrigins: cfg.CORSOrigins}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m
 		if cfg.MetricsAddr == "" {

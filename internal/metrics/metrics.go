@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"backoffice/internal/buildinfo"
 )
 
 // Metrics holds the service's collectors. It implements api.Observer and push.Observer.
@@ -59,6 +61,7 @@ func New(db *sql.DB) *Metrics {
 		}, []string{"outcome"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.pushes, m.pushDuration, m.decrypts,
+		buildInfo(buildinfo.Read()),
 		collectors.NewBuildInfoCollector(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -66,6 +69,19 @@ func New(db *sql.DB) *Metrics {
 		m.reg.MustRegister(collectors.NewDBStatsCollector(db, "backoffice"))
 	}
 	return m
+}
+
+// buildInfo is the backoffice_build_info gauge: always 1, its labels say which build runs (the
+// Go collector's go_build_info has the module version alone, "(devel)" for most builds).
+func buildInfo(b buildinfo.Info) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "backoffice_build_info",
+		Help: "Which build runs: module version, VCS revision and commit time (unknown when the build did not record them), uncommitted changes, Go version. Always 1.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "vcs_time": b.Time,
+			"modified": strconv.FormatBool(b.Modified), "goversion": b.GoVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 // Registry is the registry everything is registered in, for tests and further collectors.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/buildinfo"
 	"backoffice/internal/testdb"
 )
 
@@ -76,5 +77,21 @@ func TestRegistriesAreSeparate(t *testing.T) {
 	a.ObserveDecrypt("granted")
 	if strings.Contains(scrape(t, b), "backoffice_decrypts_total{") {
 		t.Error("b sees a's decrypts")
+	}
+}
+
+// backoffice_build_info says which build runs, as the version command does.
+func TestBuildInfo(t *testing.T) {
+	b := buildinfo.Info{Version: "v1.2.0", Revision: "9509014abcdef0123456789abcdef0123456789a", Time: "2026-11-25T12:37:00Z", GoVersion: "go1.26.8"}
+	m := New(nil)
+	m.reg.Unregister(buildInfo(buildinfo.Read()))
+	m.reg.MustRegister(buildInfo(b))
+	want := `backoffice_build_info{goversion="go1.26.8",modified="false",revision="9509014abcdef0123456789abcdef0123456789a",vcs_time="2026-11-25T12:37:00Z",version="v1.2.0"} 1`
+	if out := scrape(t, m); !strings.Contains(out, want) {
+		t.Errorf("exposition lacks %s:\n%s", want, out)
+	}
+	// This test binary records no commit: the metric says so rather than leaving labels empty.
+	if out := scrape(t, New(nil)); !strings.Contains(out, `revision="unknown"`) || !strings.Contains(out, `goversion="go1.`) {
+		t.Errorf("exposition of this binary's build: %s", out)
 	}
 }
