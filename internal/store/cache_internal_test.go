@@ -40,14 +40,14 @@ func TestReadCacheDropsAnswersOfAnOlderVersion(t *testing.T) {
 	f := &fakeVersion{v: 1}
 	c := newReadCache(f)
 	key := cacheKey{read: "acceptance", a: "lead"}
-	_, _, version, ok := c.get(ctx, key)
+	_, _, version, ok, _ := c.get(ctx, key)
 	if !ok || version != 1 {
 		t.Fatalf("get: version %d, ok %v", version, ok)
 	}
 	f.v = 2
 	c.get(ctx, cacheKey{read: "acceptance", a: "other"})
 	c.put(key, "read under version 1", version)
-	if _, hit, _, _ := c.get(ctx, key); hit {
+	if _, hit, _, _, _ := c.get(ctx, key); hit {
 		t.Error("an answer read before a change was served after it")
 	}
 }

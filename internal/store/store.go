@@ -138,7 +138,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 type writerChecks struct{ s *Store }
 
 func (c writerChecks) Version(ctx context.Context) (int64, error) {
-	return c.s.audits.version(ctx, c.s)
+	v, err := c.s.audits.version(ctx, c.s)
+	return v, c.s.classify(err)
 }
 
 // Engine names the engine: "sqlite" or "postgres".
