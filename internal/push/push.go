@@ -1,6 +1,7 @@
 // Package push is operation 4.1: re-send a provisioned terminal's parameters and POS menu to its
 // gateway. It reads the line item, checks every precondition before any network call, holds a
-// database lease so that one line item is pushed by one process at a time, and records the
+// database lease so that one line item is pushed by one process at a time, records the push and
+// each of its attempts before the gateway can see them, and replaces that record with the
 // outcome as a merchant note. It never changes the status of anything.
 package push
 
@@ -19,19 +20,26 @@ import (
 	"backoffice/internal/gateway"
 )
 
-// Store is what a push reads and writes.
+// Store is what a push reads and writes. A push that passed its checks is recorded before the
+// gateway can see it (BeginPush, then CountPushAttempt before each request), and its record is
+// replaced by its note (FinishPush); a record left behind is noted by the next push of the line
+// item (BeginPush) or once its lease has expired (NoteAbandonedPushes).
 type Store interface {
 	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error)
 	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
 	PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (time.Time, bool, error)
 	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
-	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
+	BeginPush(ctx context.Context, r domain.PushRecord, noteOf func(domain.PushRecord) domain.MerchantNote) error
+	CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error
+	FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (noted bool, err error)
+	NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf func(domain.PushRecord) domain.MerchantNote) (int, error)
 }
 
 // Gateway sends a payload to the gateway hosting a terminal under an Idempotency-Key ("" for a
-// fresh one); *gateway.Client is one.
+// fresh one), calling before ahead of each attempt and sending none that it fails;
+// *gateway.Client is one.
 type Gateway interface {
-	PushKeyed(ctx context.Context, terminalID, key string, payload any) (gateway.Result, error)
+	PushKeyed(ctx context.Context, terminalID, key string, payload any, before func(attempt int) error) (gateway.Result, error)
 }
 
 // Observer measures pushes; internal/metrics implements it. Outcome is one of the Outcome*
@@ -128,6 +136,13 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
+	// No request reaches the gateway before the push is recorded: a push the database cannot
+	// record is answered 503 and sends nothing.
+	rec := domain.PushRecord{LineItemID: lineItemID, Holder: holder, MerchantID: src.MerchantID, UserID: actor.UserID,
+		TerminalID: in.TerminalID, StartedAt: s.now()}
+	if err := s.store.BeginPush(settle, rec, s.unfinishedNote); err != nil {
+		return nil, fmt.Errorf("push of line item %s: record: %w", lineItemID, err)
+	}
 	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
 	// budget bounds it, and the note must say what happened.
 	start := time.Now()
@@ -135,21 +150,88 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	if callerKey != "" {
 		gatewayKey = GatewayKey(actor.UserID, callerKey)
 	}
-	result, pushErr := s.send(settle, in, gatewayKey)
+	count := func(int) error {
+		if err := s.store.CountPushAttempt(settle, lineItemID, holder); err != nil {
+			return fmt.Errorf("%w: %w", errNotCounted, err)
+		}
+		return nil
+	}
+	result, pushErr := s.send(settle, in, gatewayKey, count)
 	took := time.Since(start)
 	if s.observe != nil {
 		s.observe.ObservePush(outcome(pushErr), took)
 	}
+	if errors.Is(pushErr, errNotCounted) {
+		// The record keeps the attempts it counted; it is noted by the next push of the line
+		// item, or once the lease has expired.
+		s.log.Warn("push stopped: the database did not record its next gateway attempt", slog.String("line_item", lineItemID.String()),
+			slog.String("error", pushErr.Error()))
+		return nil, fmt.Errorf("push of line item %s: %w", lineItemID, pushErr)
+	}
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
-	if err := s.store.AddMerchantNote(settle, note); err != nil {
+	noted, err := s.store.FinishPush(settle, lineItemID, holder, note)
+	if err != nil {
+		// The record stays, with every attempt counted: the next push of the line item notes it,
+		// or NoteAbandoned once the lease has expired.
 		return nil, fmt.Errorf("push of line item %s: merchant note: %w", lineItemID, err)
+	}
+	if !noted {
+		s.log.Warn("push outlived its lease: its record was noted by another push", slog.String("line_item", lineItemID.String()),
+			slog.String("outcome", outcome(pushErr)))
 	}
 	if pushErr != nil {
 		s.logFailure(settle, lineItemID, in.TerminalID, pushErr, took)
 		return nil, answer(pushErr)
 	}
 	return &src.View, nil
+}
+
+// errNotCounted stops a push whose next gateway attempt the database could not count.
+var errNotCounted = errors.New("the gateway attempt could not be recorded")
+
+// unfinishedNote is the note of a push record left behind: its push stopped (the process ended)
+// or the database refused its note. The outcome is not known here; the attempts are, each counted
+// before it was sent.
+func (s *Service) unfinishedNote(r domain.PushRecord) domain.MerchantNote {
+	return domain.MerchantNote{MerchantID: r.MerchantID, CreatedAt: s.now(), CreatedBy: r.UserID,
+		Body: fmt.Sprintf("Device parameter push by user %s to terminal %q for line item %s, started %s, did not record its outcome "+
+			"(the service stopped, or the database refused the note): %d attempt(s) sent to the gateway",
+			r.UserID, r.TerminalID, r.LineItemID, r.StartedAt.UTC().Format(time.RFC3339), r.Attempts)}
+}
+
+// NoteAbandoned notes the pushes whose records were left behind and whose leases have expired:
+// their process stopped, or the database refused their notes and nobody pushed the line item
+// again. serve runs it every SettleEvery.
+func (s *Service) NoteAbandoned(ctx context.Context) (int, error) {
+	return s.store.NoteAbandonedPushes(ctx, s.now(), s.unfinishedNote)
+}
+
+// SettleEvery is how often serve notes abandoned pushes (NoteAbandoned): a lease that expired is
+// noted within this much of its expiry.
+const SettleEvery = 10 * time.Second
+
+// RunSettler calls NoteAbandoned every SettleEvery until ctx ends, logging what it noted and a
+// failure once per run of failures (a database refusing writes fails every call).
+func (s *Service) RunSettler(ctx context.Context) {
+	t := time.NewTicker(SettleEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.NoteAbandoned(ctx)
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("abandoned pushes not noted; trying again", slog.String("error", err.Error()))
+		case n > 0:
+			s.log.Info("abandoned pushes noted", slog.Int("count", n))
+		}
+		failing = err != nil
+	}
 }
 
 // logFailure tells the operator about a push that ends in 502: which line item and terminal, and
@@ -219,11 +301,11 @@ func (s *Service) inProgress(ctx context.Context, lineItemID domain.ID) error {
 // errNoGateway is the outcome of a push when no gateway is configured.
 var errNoGateway = &gateway.Error{Kind: gateway.KindUnavailable, Reason: "no gateway is configured (BACKOFFICE_GATEWAY_URL is not set)"}
 
-func (s *Service) send(ctx context.Context, in deviceparams.Input, key string) (gateway.Result, error) {
+func (s *Service) send(ctx context.Context, in deviceparams.Input, key string, before func(int) error) (gateway.Result, error) {
 	if s.gw == nil {
 		return gateway.Result{}, errNoGateway
 	}
-	return s.gw.PushKeyed(ctx, in.TerminalID, key, deviceparams.Derive(in))
+	return s.gw.PushKeyed(ctx, in.TerminalID, key, deviceparams.Derive(in), before)
 }
 
 // GatewayKey derives the Idempotency-Key the gateway sees from a caller's key: the same user's
