@@ -69,6 +69,9 @@ type Service struct {
 	mu      sync.Mutex
 	idle    *sync.Cond
 	running int
+	// unwritten holds, by holder, the notes of this process's pushes that the database refused,
+	// until their records are noted: this process knows their outcomes, which no record holds.
+	unwritten map[string]domain.MerchantNote
 }
 
 // Config configures a Service.
@@ -93,7 +96,8 @@ func (s *Service) Lease() time.Duration { return s.lease }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer}
+	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer,
+		unwritten: make(map[string]domain.MerchantNote)}
 	s.idle = sync.NewCond(&s.mu)
 	if s.now == nil {
 		s.now = time.Now
@@ -140,9 +144,11 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	// record is answered 503 and sends nothing.
 	rec := domain.PushRecord{LineItemID: lineItemID, Holder: holder, MerchantID: src.MerchantID, UserID: actor.UserID,
 		TerminalID: in.TerminalID, StartedAt: s.now()}
-	if err := s.store.BeginPush(settle, rec, s.unfinishedNote); err != nil {
+	noteOf, noted := s.noting()
+	if err := s.store.BeginPush(settle, rec, noteOf); err != nil {
 		return nil, fmt.Errorf("push of line item %s: record: %w", lineItemID, err)
 	}
+	noted()
 	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
 	// budget bounds it, and the note must say what happened.
 	start := time.Now()
@@ -170,13 +176,14 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 	}
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
-	noted, err := s.store.FinishPush(settle, lineItemID, holder, note)
+	written, err := s.store.FinishPush(settle, lineItemID, holder, note)
 	if err != nil {
 		// The record stays, with every attempt counted: the next push of the line item notes it,
-		// or NoteAbandoned once the lease has expired.
+		// or NoteAbandoned once the lease has expired; in this process, with this note.
+		s.keepUnwritten(holder, note)
 		return nil, fmt.Errorf("push of line item %s: merchant note: %w", lineItemID, err)
 	}
-	if !noted {
+	if !written {
 		s.log.Warn("push outlived its lease: its record was noted by another push", slog.String("line_item", lineItemID.String()),
 			slog.String("outcome", outcome(pushErr)))
 	}
@@ -190,9 +197,40 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 // errNotCounted stops a push whose next gateway attempt the database could not count.
 var errNotCounted = errors.New("the gateway attempt could not be recorded")
 
-// unfinishedNote is the note of a push record left behind: its push stopped (the process ended)
-// or the database refused its note. The outcome is not known here; the attempts are, each counted
-// before it was sent.
+func (s *Service) keepUnwritten(holder string, note domain.MerchantNote) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unwritten[holder] = note
+}
+
+// noting returns the noteOf a store call notes push records left behind with, and noted, to be
+// called once that call has succeeded: the notes this process kept for those records are then
+// written, and forgotten.
+func (s *Service) noting() (noteOf func(domain.PushRecord) domain.MerchantNote, noted func()) {
+	var holders []string
+	noteOf = func(r domain.PushRecord) domain.MerchantNote {
+		holders = append(holders, r.Holder)
+		s.mu.Lock()
+		n, ok := s.unwritten[r.Holder]
+		s.mu.Unlock()
+		if ok {
+			return n
+		}
+		return s.unfinishedNote(r)
+	}
+	noted = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, h := range holders {
+			delete(s.unwritten, h)
+		}
+	}
+	return noteOf, noted
+}
+
+// unfinishedNote is the note of a push record left behind whose outcome this process does not
+// know: its push stopped (its process ended) or the database refused its note in another
+// process. The attempts are known, each counted before it was sent.
 func (s *Service) unfinishedNote(r domain.PushRecord) domain.MerchantNote {
 	return domain.MerchantNote{MerchantID: r.MerchantID, CreatedAt: s.now(), CreatedBy: r.UserID,
 		Body: fmt.Sprintf("Device parameter push by user %s to terminal %q for line item %s, started %s, did not record its outcome "+
@@ -204,7 +242,13 @@ func (s *Service) unfinishedNote(r domain.PushRecord) domain.MerchantNote {
 // their process stopped, or the database refused their notes and nobody pushed the line item
 // again. serve runs it every SettleEvery.
 func (s *Service) NoteAbandoned(ctx context.Context) (int, error) {
-	return s.store.NoteAbandonedPushes(ctx, s.now(), s.unfinishedNote)
+	noteOf, noted := s.noting()
+	n, err := s.store.NoteAbandonedPushes(ctx, s.now(), noteOf)
+	if err != nil {
+		return 0, err
+	}
+	noted()
+	return n, nil
 }
 
 // SettleEvery is how often serve notes abandoned pushes (NoteAbandoned): a lease that expired is
