@@ -140,33 +140,10 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.Error("push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
-	// No request reaches the gateway before the push is recorded: a push the database cannot
-	// record is answered 503 and sends nothing.
-	rec := domain.PushRecord{LineItemID: lineItemID, Holder: holder, MerchantID: src.MerchantID, UserID: actor.UserID,
-		TerminalID: in.TerminalID, StartedAt: s.now()}
-	noteOf, noted := s.noting()
-	if err := s.store.BeginPush(settle, rec, noteOf); err != nil {
-		return nil, fmt.Errorf("push of line item %s: record: %w", lineItemID, err)
+	if err := s.record(settle, actor, src, in, holder); err != nil {
+		return nil, err
 	}
-	noted()
-	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
-	// budget bounds it, and the note must say what happened.
-	start := time.Now()
-	var gatewayKey string
-	if callerKey != "" {
-		gatewayKey = GatewayKey(actor.UserID, callerKey)
-	}
-	count := func(int) error {
-		if err := s.store.CountPushAttempt(settle, lineItemID, holder); err != nil {
-			return fmt.Errorf("%w: %w", errNotCounted, err)
-		}
-		return nil
-	}
-	result, pushErr := s.send(settle, in, gatewayKey, count)
-	took := time.Since(start)
-	if s.observe != nil {
-		s.observe.ObservePush(outcome(pushErr), took)
-	}
+	result, took, pushErr := s.sendCounted(settle, actor, in, lineItemID, holder, callerKey)
 	if errors.Is(pushErr, errNotCounted) {
 		// The record keeps the attempts it counted; it is noted by the next push of the line
 		// item, or once the lease has expired.
@@ -192,6 +169,45 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 		return nil, answer(pushErr)
 	}
 	return &src.View, nil
+}
+
+// record writes the push's record, which no request reaches the gateway before: a push the
+// database cannot record is answered 503 and sends nothing. A record an earlier push of the line
+// item left behind is noted meanwhile.
+func (s *Service) record(ctx context.Context, actor domain.Actor, src *domain.PushSource, in deviceparams.Input, holder string) error {
+	item := src.View.ID
+	rec := domain.PushRecord{LineItemID: item, Holder: holder, MerchantID: src.MerchantID, UserID: actor.UserID,
+		TerminalID: in.TerminalID, StartedAt: s.now()}
+	noteOf, noted := s.noting()
+	if err := s.store.BeginPush(ctx, rec, noteOf); err != nil {
+		return fmt.Errorf("push of line item %s: record: %w", item, err)
+	}
+	noted()
+	return nil
+}
+
+// sendCounted sends the push to the gateway, each attempt counted on its record before it is
+// sent, and tells the observer its outcome. A push that passed its checks runs to its outcome
+// even if the caller goes away (ctx is not the caller's): the gateway budget bounds it, and the
+// note must say what happened.
+func (s *Service) sendCounted(ctx context.Context, actor domain.Actor, in deviceparams.Input, item domain.ID, holder, callerKey string) (result gateway.Result, took time.Duration, err error) {
+	start := time.Now()
+	var gatewayKey string
+	if callerKey != "" {
+		gatewayKey = GatewayKey(actor.UserID, callerKey)
+	}
+	count := func(int) error {
+		if err := s.store.CountPushAttempt(ctx, item, holder); err != nil {
+			return fmt.Errorf("%w: %w", errNotCounted, err)
+		}
+		return nil
+	}
+	result, err = s.send(ctx, in, gatewayKey, count)
+	took = time.Since(start)
+	if s.observe != nil {
+		s.observe.ObservePush(outcome(err), took)
+	}
+	return result, took, err
 }
 
 // errNotCounted stops a push whose next gateway attempt the database could not count.
