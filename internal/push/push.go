@@ -213,10 +213,16 @@ func (s *Service) sendCounted(ctx context.Context, actor domain.Actor, in device
 // errNotCounted stops a push whose next gateway attempt the database could not count.
 var errNotCounted = errors.New("the gateway attempt could not be recorded")
 
+// maxUnwritten bounds the notes kept for records not yet noted: a database that refuses writes
+// for long keeps this many outcomes, and the pushes after them are noted with their attempts only.
+const maxUnwritten = 1024
+
 func (s *Service) keepUnwritten(holder string, note domain.MerchantNote) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.unwritten[holder] = note
+	if len(s.unwritten) < maxUnwritten {
+		s.unwritten[holder] = note
+	}
 }
 
 // noting returns the noteOf a store call notes push records left behind with, and noted, to be
