@@ -22,8 +22,8 @@ func handleHealthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleReadyz answers 200 when requests can be served: the database answers, every migration
-// this binary knows is applied, and a write commits (a database file removed, read-only or on a
-// full disk answers reads but loses or refuses writes). Otherwise 503 not_ready; the cause goes to the log only.
+// this binary knows is applied, and the database takes an insert (a database file removed,
+// read-only or on a full disk answers reads but loses or refuses writes). Otherwise 503 not_ready; the cause goes to the log only.
 func handleReadyz(h Health) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {

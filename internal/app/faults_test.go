@@ -72,3 +72,59 @@ func TestServeNotReadyWhenTheDatabaseFileIsRemoved(t *testing.T) {
 		t.Errorf("the server made a new database file: %v", err)
 	}
 }
+
+// The database file replaced under a running server by one in which the caller's key is revoked:
+// the server answers nothing from the file it opened (which nobody writes any more), 503 until
+// that file is back at its path.
+func TestServeAnswersNothingFromAReplacedDatabaseFile(t *testing.T) {
+	e := newTestEnv(t)
+	url := e.vars["BACKOFFICE_DATABASE_URL"]
+	path := strings.TrimPrefix(url, "sqlite:")
+	dataset := e.writeDataset("demo.json", demoDataset(time.Now().UTC()))
+	if _, _, err := e.run("import", dataset); err != nil {
+		t.Fatal(err)
+	}
+	// The replacement: the same records, the caller's key revoked.
+	replacement := filepath.Join(e.dir, "new.db")
+	e.vars["BACKOFFICE_DATABASE_URL"] = "sqlite:" + replacement
+	if _, _, err := e.run("import", dataset); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.run("apikey", "revoke", demoID(111).String()); err != nil {
+		t.Fatal(err)
+	}
+	e.vars["BACKOFFICE_DATABASE_URL"] = url
+
+	addr, _ := servedOps(t, map[string]string{"BACKOFFICE_DATABASE_URL": url, "BACKOFFICE_MASTER_KEY": e.vars["BACKOFFICE_MASTER_KEY"]})
+	read := func() int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/crm/leads/"+string(demoLead)+"/service-acceptance", nil)
+		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := read(); status != http.StatusOK {
+		t.Fatalf("read before the swap: %d", status)
+	}
+	if err := os.Link(path, path+".opened"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(replacement, path); err != nil {
+		t.Fatal(err)
+	}
+	if status := read(); status != http.StatusServiceUnavailable {
+		t.Errorf("read with a key revoked in the new file: %d, want 503", status)
+	}
+	if status, body := fetch(t, "http://"+addr+"/readyz"); status != http.StatusServiceUnavailable {
+		t.Errorf("readyz after the swap: %d %s", status, body)
+	}
+	if err := os.Rename(path+".opened", path); err != nil {
+		t.Fatal(err)
+	}
+	if status := read(); status != http.StatusOK {
+		t.Errorf("read once the opened file is back: %d, want 200", status)
+	}
+}

@@ -155,8 +155,8 @@ func TestPushTrace(t *testing.T) {
 	const route = "POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters"
 	attempt := "PUT /v1/terminals/{terminalId}/parameters"
 	want := []string{ // in the order they ended
-		"store.Credential", "store.PushSource", "store.AcquirePushLease",
-		attempt, attempt, "store.AddMerchantNote", "store.ReleasePushLease", route,
+		"store.Credential", "store.PushSource", "store.AcquirePushLease", "store.BeginPush",
+		"store.CountPushAttempt", attempt, "store.CountPushAttempt", attempt, "store.FinishPush", "store.ReleasePushLease", route,
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("spans (-want +got):\n%s", diff)
@@ -180,7 +180,8 @@ func TestPushTrace(t *testing.T) {
 
 	// Attempt spans: numbered, with the gateway's status, and their traceparent reached it.
 	got := gw.received()
-	for i, s := range spans[3:5] {
+	// The gateway attempts, each after its CountPushAttempt.
+	for i, s := range []tracetest.SpanStub{spans[5], spans[7]} {
 		a := attrMap(s.Attributes)
 		status := []int64{503, 200}[i]
 		if a["gateway.attempt"] != int64(i+1) || a["http.response.status_code"] != status {

@@ -100,6 +100,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	handler, pushes := newServing(cfg, st, ring, log, m, tp)
 	listeners[0].handler = handler
+	defer runSettler(ctx, pushes)() // stopped before the store closes
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
 		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
 	switch {
@@ -119,6 +120,21 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}
 	return serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
+}
+
+// runSettler notes abandoned pushes in the background (push.Service.RunSettler) until the
+// returned func is called, which waits for it to stop.
+func runSettler(ctx context.Context, pushes *push.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pushes.RunSettler(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // applyMemoryLimit bounds the heap by a soft limit rather than by a forced GOGC: the collector

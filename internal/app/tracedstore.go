@@ -123,9 +123,23 @@ func (s *tracedStore) ReleasePushLease(ctx context.Context, lineItemID domain.ID
 	return err
 }
 
-func (s *tracedStore) AddMerchantNote(ctx context.Context, n domain.MerchantNote) error {
-	ctx, span := s.start(ctx, "AddMerchantNote")
-	err := s.tracedBackend.AddMerchantNote(ctx, n)
+func (s *tracedStore) BeginPush(ctx context.Context, r domain.PushRecord, noteOf func(domain.PushRecord) domain.MerchantNote) error {
+	ctx, span := s.start(ctx, "BeginPush")
+	err := s.tracedBackend.BeginPush(ctx, r, noteOf)
 	end(span, err)
 	return err
+}
+
+func (s *tracedStore) CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error {
+	ctx, span := s.start(ctx, "CountPushAttempt")
+	err := s.tracedBackend.CountPushAttempt(ctx, lineItemID, holder)
+	end(span, err)
+	return err
+}
+
+func (s *tracedStore) FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (bool, error) {
+	ctx, span := s.start(ctx, "FinishPush")
+	noted, err := s.tracedBackend.FinishPush(ctx, lineItemID, holder, note)
+	end(span, err)
+	return noted, err
 }

@@ -161,12 +161,15 @@ func parseBaseURL(raw string) (*url.URL, error) {
 // Other errors (an empty terminal id, a payload that cannot be encoded) are
 // programming errors.
 func (c *Client) Push(ctx context.Context, terminalID string, payload any) (Result, error) {
-	return c.PushKeyed(ctx, terminalID, "", payload)
+	return c.PushKeyed(ctx, terminalID, "", payload, nil)
 }
 
 // PushKeyed is Push with the Idempotency-Key the gateway sees given by the caller ("" for a fresh
-// one): pushes given the same key are one push to a gateway that honours idempotency.
-func (c *Client) PushKeyed(ctx context.Context, terminalID, key string, payload any) (Result, error) {
+// one): pushes given the same key are one push to a gateway that honours idempotency. before, when
+// not nil, is called with each attempt's number before that attempt is sent: when it fails, the
+// attempt is not sent, and PushKeyed returns its error as it is (the caller records each request
+// before the gateway can see it).
+func (c *Client) PushKeyed(ctx context.Context, terminalID, key string, payload any, before func(attempt int) error) (Result, error) {
 	if terminalID == "" {
 		return Result{}, errors.New("gateway: empty terminal id")
 	}
@@ -188,6 +191,7 @@ func (c *Client) PushKeyed(ctx context.Context, terminalID, key string, payload 
 		// One key for every attempt, so the gateway can tell a retry from a
 		// new push and apply it once.
 		idempotencyKey: key,
+		before:         before,
 	}
 	return p.run(ctx)
 }
@@ -222,6 +226,7 @@ type push struct {
 	url            string
 	body           []byte
 	idempotencyKey string
+	before         func(attempt int) error // nil: nothing to do before an attempt
 }
 
 func (p *push) run(ctx context.Context) (Result, error) {
@@ -229,6 +234,11 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	defer cancel()
 	delays := backoff{rand: p.client.rand}
 	for attempts := 1; ; attempts++ {
+		if p.before != nil {
+			if err := p.before(attempts); err != nil {
+				return Result{}, err
+			}
+		}
 		start := time.Now()
 		pushID, status, err := p.attempt(budget, attempts)
 		took := time.Since(start)

@@ -380,3 +380,31 @@ func asError(t *testing.T, err error) *Error {
 	}
 	return e
 }
+
+// PushKeyed calls before ahead of every attempt, and sends no attempt that it fails: the push
+// ends there with before's error as it is.
+func TestPushKeyedSendsNoAttemptBeforeRefuses(t *testing.T) {
+	refused := errors.New("not recorded")
+	for _, refuseAt := range []int{1, 2} {
+		gw := &recorder{answers: []answer{{status: 503}, {status: 200}}}
+		var called []int
+		before := func(attempt int) error {
+			called = append(called, attempt)
+			if attempt == refuseAt {
+				return refused
+			}
+			return nil
+		}
+		c := New(Config{BaseURL: startGateway(t, gw).URL, Rand: func() float64 { return 0 }})
+		_, err := c.PushKeyed(context.Background(), "T-1", "k", 1, before)
+		if err != refused {
+			t.Errorf("refused at attempt %d: %v, want before's error", refuseAt, err)
+		}
+		gw.mu.Lock()
+		sent := len(gw.requests)
+		gw.mu.Unlock()
+		if sent != refuseAt-1 || len(called) != refuseAt {
+			t.Errorf("refused at attempt %d: %d sent, before called for %v", refuseAt, sent, called)
+		}
+	}
+}

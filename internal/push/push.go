@@ -1,6 +1,7 @@
 // Package push is operation 4.1: re-send a provisioned terminal's parameters and POS menu to its
 // gateway. It reads the line item, checks every precondition before any network call, holds a
-// database lease so that one line item is pushed by one process at a time, and records the
+// database lease so that one line item is pushed by one process at a time, records the push and
+// each of its attempts before the gateway can see them, and replaces that record with the
 // outcome as a merchant note. It never changes the status of anything.
 package push
 
@@ -20,19 +21,26 @@ import (
 	"backoffice/internal/reqlog"
 )
 
-// Store is what a push reads and writes.
+// Store is what a push reads and writes. A push that passed its checks is recorded before the
+// gateway can see it (BeginPush, then CountPushAttempt before each request), and its record is
+// replaced by its note (FinishPush); a record left behind is noted by the next push of the line
+// item (BeginPush) or once its lease has expired (NoteAbandonedPushes).
 type Store interface {
 	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error)
 	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
 	PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (time.Time, bool, error)
 	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
-	AddMerchantNote(ctx context.Context, n domain.MerchantNote) error
+	BeginPush(ctx context.Context, r domain.PushRecord, noteOf func(domain.PushRecord) domain.MerchantNote) error
+	CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error
+	FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (noted bool, err error)
+	NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf func(domain.PushRecord) domain.MerchantNote) (int, error)
 }
 
 // Gateway sends a payload to the gateway hosting a terminal under an Idempotency-Key ("" for a
-// fresh one); *gateway.Client is one.
+// fresh one), calling before ahead of each attempt and sending none that it fails;
+// *gateway.Client is one.
 type Gateway interface {
-	PushKeyed(ctx context.Context, terminalID, key string, payload any) (gateway.Result, error)
+	PushKeyed(ctx context.Context, terminalID, key string, payload any, before func(attempt int) error) (gateway.Result, error)
 }
 
 // Observer measures pushes; internal/metrics implements it. Outcome is one of the Outcome*
@@ -62,6 +70,9 @@ type Service struct {
 	mu      sync.Mutex
 	idle    *sync.Cond
 	running int
+	// unwritten holds, by holder, the notes of this process's pushes that the database refused,
+	// until their records are noted: this process knows their outcomes, which no record holds.
+	unwritten map[string]domain.MerchantNote
 }
 
 // Config configures a Service.
@@ -86,7 +97,8 @@ func (s *Service) Lease() time.Duration { return s.lease }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer}
+	s := &Service{store: cfg.Store, gw: cfg.Gateway, now: cfg.Now, lease: cfg.Budget + leaseMargin, log: cfg.Logger, observe: cfg.Observer,
+		unwritten: make(map[string]domain.MerchantNote)}
 	s.idle = sync.NewCond(&s.mu)
 	if s.now == nil {
 		s.now = time.Now
@@ -131,28 +143,164 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 			s.log.ErrorContext(settle, "push lease not released; it will expire", slog.String("line_item", lineItemID.String()), slog.String("error", err.Error()))
 		}
 	}()
-	// A push that passed its checks runs to its outcome even if the caller goes away: the gateway
-	// budget bounds it, and the note must say what happened.
-	start := time.Now()
-	var gatewayKey string
-	if callerKey != "" {
-		gatewayKey = GatewayKey(actor.UserID, callerKey)
+	if err := s.record(settle, actor, src, in, holder); err != nil {
+		return nil, err
 	}
-	result, pushErr := s.send(settle, in, gatewayKey)
-	took := time.Since(start)
-	if s.observe != nil {
-		s.observe.ObservePush(outcome(pushErr), took)
+	result, took, pushErr := s.sendCounted(settle, actor, in, lineItemID, holder, callerKey)
+	if errors.Is(pushErr, errNotCounted) {
+		// The record keeps the attempts it counted; it is noted by the next push of the line
+		// item, or once the lease has expired.
+		s.log.Warn("push stopped: the database did not record its next gateway attempt", slog.String("line_item", lineItemID.String()),
+			slog.String("error", pushErr.Error()))
+		return nil, fmt.Errorf("push of line item %s: %w", lineItemID, pushErr)
 	}
 	note := domain.MerchantNote{MerchantID: src.MerchantID, CreatedAt: s.now(), CreatedBy: actor.UserID,
 		Body: noteBody(actor.UserID, in.TerminalID, lineItemID, result, pushErr)}
-	if err := s.store.AddMerchantNote(settle, note); err != nil {
+	written, err := s.store.FinishPush(settle, lineItemID, holder, note)
+	if err != nil {
+		// The record stays, with every attempt counted: the next push of the line item notes it,
+		// or NoteAbandoned once the lease has expired; in this process, with this note.
+		s.keepUnwritten(holder, note)
 		return nil, fmt.Errorf("push of line item %s: merchant note: %w", lineItemID, err)
+	}
+	if !written {
+		s.log.Warn("push outlived its lease: its record was noted by another push", slog.String("line_item", lineItemID.String()),
+			slog.String("outcome", outcome(pushErr)))
 	}
 	if pushErr != nil {
 		s.logFailure(settle, lineItemID, in.TerminalID, pushErr, took)
 		return nil, answer(pushErr)
 	}
 	return &src.View, nil
+}
+
+// record writes the push's record, which no request reaches the gateway before: a push the
+// database cannot record is answered 503 and sends nothing. A record an earlier push of the line
+// item left behind is noted meanwhile.
+func (s *Service) record(ctx context.Context, actor domain.Actor, src *domain.PushSource, in deviceparams.Input, holder string) error {
+	item := src.View.ID
+	rec := domain.PushRecord{LineItemID: item, Holder: holder, MerchantID: src.MerchantID, UserID: actor.UserID,
+		TerminalID: in.TerminalID, StartedAt: s.now()}
+	noteOf, noted := s.noting()
+	if err := s.store.BeginPush(ctx, rec, noteOf); err != nil {
+		return fmt.Errorf("push of line item %s: record: %w", item, err)
+	}
+	noted()
+	return nil
+}
+
+// sendCounted sends the push to the gateway, each attempt counted on its record before it is
+// sent, and tells the observer its outcome. A push that passed its checks runs to its outcome
+// even if the caller goes away (ctx is not the caller's): the gateway budget bounds it, and the
+// note must say what happened.
+func (s *Service) sendCounted(ctx context.Context, actor domain.Actor, in deviceparams.Input, item domain.ID, holder, callerKey string) (result gateway.Result, took time.Duration, err error) {
+	start := time.Now()
+	var gatewayKey string
+	if callerKey != "" {
+		gatewayKey = GatewayKey(actor.UserID, callerKey)
+	}
+	count := func(int) error {
+		if err := s.store.CountPushAttempt(ctx, item, holder); err != nil {
+			return fmt.Errorf("%w: %w", errNotCounted, err)
+		}
+		return nil
+	}
+	result, err = s.send(ctx, in, gatewayKey, count)
+	took = time.Since(start)
+	if s.observe != nil {
+		s.observe.ObservePush(outcome(err), took)
+	}
+	return result, took, err
+}
+
+// errNotCounted stops a push whose next gateway attempt the database could not count.
+var errNotCounted = errors.New("the gateway attempt could not be recorded")
+
+// maxUnwritten bounds the notes kept for records not yet noted: a database that refuses writes
+// for long keeps this many outcomes, and the pushes after them are noted with their attempts only.
+const maxUnwritten = 1024
+
+func (s *Service) keepUnwritten(holder string, note domain.MerchantNote) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unwritten) < maxUnwritten {
+		s.unwritten[holder] = note
+	}
+}
+
+// noting returns the noteOf a store call notes push records left behind with, and noted, to be
+// called once that call has succeeded: the notes this process kept for those records are then
+// written, and forgotten.
+func (s *Service) noting() (noteOf func(domain.PushRecord) domain.MerchantNote, noted func()) {
+	var holders []string
+	noteOf = func(r domain.PushRecord) domain.MerchantNote {
+		holders = append(holders, r.Holder)
+		s.mu.Lock()
+		n, ok := s.unwritten[r.Holder]
+		s.mu.Unlock()
+		if ok {
+			return n
+		}
+		return s.unfinishedNote(r)
+	}
+	noted = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, h := range holders {
+			delete(s.unwritten, h)
+		}
+	}
+	return noteOf, noted
+}
+
+// unfinishedNote is the note of a push record left behind whose outcome this process does not
+// know: its push stopped (its process ended) or the database refused its note in another
+// process. The attempts are known, each counted before it was sent.
+func (s *Service) unfinishedNote(r domain.PushRecord) domain.MerchantNote {
+	return domain.MerchantNote{MerchantID: r.MerchantID, CreatedAt: s.now(), CreatedBy: r.UserID,
+		Body: fmt.Sprintf("Device parameter push by user %s to terminal %q for line item %s, started %s, did not record its outcome "+
+			"(the service stopped, or the database refused the note): %d attempt(s) sent to the gateway",
+			r.UserID, r.TerminalID, r.LineItemID, r.StartedAt.UTC().Format(time.RFC3339), r.Attempts)}
+}
+
+// NoteAbandoned notes the pushes whose records were left behind and whose leases have expired:
+// their process stopped, or the database refused their notes and nobody pushed the line item
+// again. serve runs it every SettleEvery.
+func (s *Service) NoteAbandoned(ctx context.Context) (int, error) {
+	noteOf, noted := s.noting()
+	n, err := s.store.NoteAbandonedPushes(ctx, s.now(), noteOf)
+	if err != nil {
+		return 0, err
+	}
+	noted()
+	return n, nil
+}
+
+// SettleEvery is how often serve notes abandoned pushes (NoteAbandoned): a lease that expired is
+// noted within this much of its expiry.
+const SettleEvery = 10 * time.Second
+
+// RunSettler calls NoteAbandoned every SettleEvery until ctx ends, logging what it noted and a
+// failure once per run of failures (a database refusing writes fails every call).
+func (s *Service) RunSettler(ctx context.Context) {
+	t := time.NewTicker(SettleEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.NoteAbandoned(ctx)
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("abandoned pushes not noted; trying again", slog.String("error", err.Error()))
+		case n > 0:
+			s.log.Info("abandoned pushes noted", slog.Int("count", n))
+		}
+		failing = err != nil
+	}
 }
 
 // logFailure tells the operator about a push that ends in 502: which line item and terminal, and
@@ -234,11 +382,11 @@ func (s *Service) Remaining(until time.Time) time.Duration {
 // errNoGateway is the outcome of a push when no gateway is configured.
 var errNoGateway = &gateway.Error{Kind: gateway.KindUnavailable, Reason: "no gateway is configured (BACKOFFICE_GATEWAY_URL is not set)"}
 
-func (s *Service) send(ctx context.Context, in deviceparams.Input, key string) (gateway.Result, error) {
+func (s *Service) send(ctx context.Context, in deviceparams.Input, key string, before func(int) error) (gateway.Result, error) {
 	if s.gw == nil {
 		return gateway.Result{}, errNoGateway
 	}
-	return s.gw.PushKeyed(ctx, in.TerminalID, key, deviceparams.Derive(in))
+	return s.gw.PushKeyed(ctx, in.TerminalID, key, deviceparams.Derive(in), before)
 }
 
 // GatewayKey derives the Idempotency-Key the gateway sees from a caller's key: the same user's

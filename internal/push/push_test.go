@@ -87,12 +87,22 @@ func (f *fakeStore) ReleasePushLease(context.Context, domain.ID, string) error {
 	return nil
 }
 
-func (f *fakeStore) AddMerchantNote(ctx context.Context, n domain.MerchantNote) error {
+func (f *fakeStore) BeginPush(context.Context, domain.PushRecord, func(domain.PushRecord) domain.MerchantNote) error {
+	return nil
+}
+
+func (f *fakeStore) CountPushAttempt(context.Context, domain.ID, string) error { return nil }
+
+func (f *fakeStore) FinishPush(ctx context.Context, _ domain.ID, _ string, n domain.MerchantNote) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notes = append(f.notes, n)
 	f.noteCtx = ctx
-	return nil
+	return true, nil
+}
+
+func (f *fakeStore) NoteAbandonedPushes(context.Context, time.Time, func(domain.PushRecord) domain.MerchantNote) (int, error) {
+	return 0, nil
 }
 
 // fakeGateway answers every push with result and err, and remembers what it was sent.
@@ -108,7 +118,10 @@ type fakeGateway struct {
 	hold chan struct{}
 }
 
-func (g *fakeGateway) PushKeyed(ctx context.Context, terminal, key string, payload any) (gateway.Result, error) {
+func (g *fakeGateway) PushKeyed(ctx context.Context, terminal, key string, payload any, before func(int) error) (gateway.Result, error) {
+	if err := before(1); err != nil {
+		return gateway.Result{}, err
+	}
 	g.calls++
 	g.terminal, g.key, g.payload = terminal, key, payload
 	if g.hold != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"backoffice/internal/domain"
@@ -45,11 +46,15 @@ func newReadCache(changes versioner) *readCache {
 
 // get returns the entry for key if the database has not changed since it was read, and the
 // version to file a fresh answer under; ok is false when the version could not be read (then
-// nothing is to be filed).
-func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool) {
-	version, err := c.currentVersion(ctx)
+// nothing is to be filed). err is a check that found the database unavailable (ErrUnavailable:
+// its file removed or replaced, say): then nothing may be read at all.
+func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool, err error) {
+	version, err = c.currentVersion(ctx)
+	if errors.Is(err, ErrUnavailable) {
+		return nil, false, 0, false, err
+	}
 	if err != nil {
-		return nil, false, 0, false
+		return nil, false, 0, false, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -58,7 +63,7 @@ func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, ver
 		c.version = version
 	}
 	v, hit = c.entries[key]
-	return v, hit, version, true
+	return v, hit, version, true, nil
 }
 
 // currentVersion reads the database's version, or takes the one the request's earlier read
@@ -92,13 +97,19 @@ func (c *readCache) put(key cacheKey, v any, version int64) {
 }
 
 // cached answers from c when it can, otherwise with load, filing load's answer; a nil c (an
-// engine that tells no changes: PostgreSQL) always loads. Errors are never filed. copyOf gives
+// engine that tells no changes: PostgreSQL) always loads; a check that finds the database
+// unavailable fails the read, which would be answered from a file no longer in use. Errors are
+// never filed. copyOf gives
 // each caller its own copy of what it may modify.
 func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() (T, error), copyOf func(T) T) (T, error) {
 	if c == nil {
 		return load()
 	}
-	v, hit, version, ok := c.get(ctx, key)
+	v, hit, version, ok, err := c.get(ctx, key)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
 	if hit {
 		return copyOf(v.(T)), nil
 	}

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +225,51 @@ func TestRequestSeesItsOwnWrite(t *testing.T) {
 	got, err := served.Credential(req, domain.CredentialAPIKey, c.Hash)
 	if err != nil || got.RevokedAt == nil {
 		t.Errorf("the request's read after its own revocation: %+v, %v; want it revoked", got, err)
+	}
+}
+
+// A database file replaced or removed under the served store: every connection still reads the
+// orphan, which nobody writes any more, so its cached answers would never be dropped. Reads are
+// refused as unavailable instead (a key revoked in the new file is not accepted from the old), and
+// answered again once the file that was opened is back at its path.
+func TestCacheRefusesAReplacedFile(t *testing.T) {
+	ctx := context.Background()
+	served, other, url := twoStores(t)
+	path := strings.TrimPrefix(url, "sqlite:")
+	key := staffCredential(t, served) // read, and cached
+	// The file as opened stays reachable under a second name, to be put back.
+	if err := os.Link(path, path+".orig"); err != nil {
+		t.Fatal(err)
+	}
+	replacement := path + ".new"
+	if _, err := other.DB().ExecContext(ctx, "VACUUM INTO ?", replacement); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", replacement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = 1 WHERE id = ?`, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	if err := os.Rename(replacement, path); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := served.Credential(ctx, domain.CredentialAPIKey, key.Hash); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("credential after the file was replaced: revoked %v, %v; want ErrUnavailable", c.RevokedAt, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := served.Credential(ctx, domain.CredentialAPIKey, key.Hash); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("credential after the file was removed: %v; want ErrUnavailable", err)
+	}
+	if err := os.Rename(path+".orig", path); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := served.Credential(ctx, domain.CredentialAPIKey, key.Hash); err != nil || c.RevokedAt != nil {
+		t.Errorf("credential once the opened file is back: revoked %v, %v", c.RevokedAt, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -167,13 +168,147 @@ func (s *Store) ReleasePushLease(ctx context.Context, lineItemID domain.ID, hold
 
 // AddMerchantNote writes a note on a merchant.
 func (s *Store) AddMerchantNote(ctx context.Context, n domain.MerchantNote) error {
+	return insertNote(ctx, s.q(), n)
+}
+
+func insertNote(ctx context.Context, q querier, n domain.MerchantNote) error {
 	if n.ID == "" {
 		n.ID = domain.NewID()
 	}
-	_, err := s.q().exec(ctx, `INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`,
+	_, err := q.exec(ctx, `INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`,
 		n.ID, n.MerchantID, n.Body, micros(n.CreatedAt), n.CreatedBy)
 	if err != nil {
 		return fmt.Errorf("store: merchant note: %w", err)
+	}
+	return nil
+}
+
+// NoteOf makes the note of a push record left behind: its push stopped, or the database refused
+// the push's own note, so what the record holds (who, where, how many attempts) is all there is.
+type NoteOf = func(domain.PushRecord) domain.MerchantNote
+
+// BeginPush writes the record of a push about to send its first request to the gateway, under the
+// holder's lease: if it cannot be written, the push must not call the gateway. A record an earlier
+// push of the line item left behind is noted (noteOf) in the same transaction.
+func (s *Store) BeginPush(ctx context.Context, r domain.PushRecord, noteOf NoteOf) error {
+	err := s.tx(ctx, func(q querier) error {
+		if _, err := notePushRecords(ctx, q, `line_item_id = ?`, []any{r.LineItemID}, noteOf); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx, `INSERT INTO push_records (line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts)
+VALUES (?, ?, ?, ?, ?, ?, ?)`, r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, micros(r.StartedAt), r.Attempts)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: push record %s: %w", r.LineItemID, err)
+	}
+	return nil
+}
+
+// errRecordTaken is a push record that is no longer the holder's: its lease expired and the record
+// was noted by another.
+var errRecordTaken = errors.New("the push record was noted by another push: its lease had expired")
+
+// CountPushAttempt counts one more request to the gateway on the holder's push record, before it
+// is sent: a request the database could not count must not be sent.
+func (s *Store) CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error {
+	res, err := s.q().exec(ctx, `UPDATE push_records SET attempts = attempts + 1 WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	if err == nil {
+		err = oneRow(res)
+	}
+	if err != nil {
+		return fmt.Errorf("store: push attempt %s: %w", lineItemID, err)
+	}
+	return nil
+}
+
+// FinishPush replaces the holder's push record with the push's note, in one transaction. noted is
+// false when the record was no longer the holder's (another push noted it once the lease had
+// expired): then nothing is written.
+func (s *Store) FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (noted bool, err error) {
+	err = s.tx(ctx, func(q querier) error {
+		res, err := q.exec(ctx, `DELETE FROM push_records WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+		if err == nil {
+			err = oneRow(res)
+		}
+		if err != nil {
+			return err
+		}
+		return insertNote(ctx, q, note)
+	})
+	if errors.Is(err, errRecordTaken) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: push note %s: %w", lineItemID, err)
+	}
+	return true, nil
+}
+
+// NoteAbandonedPushes notes every push record whose holder's lease has expired or was released
+// (its push stopped, or the database refused its note), as of now, and returns how many it noted.
+// A read finds them first, so that a database with none takes no write.
+func (s *Store) NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf NoteOf) (int, error) {
+	const abandoned = `NOT EXISTS (SELECT 1 FROM push_leases l
+WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.holder AND l.expires_at > ?)`
+	var found int
+	if err := s.q().row(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, micros(now)).Scan(&found); err != nil {
+		return 0, fmt.Errorf("store: abandoned push records: %w", err)
+	}
+	if found == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.tx(ctx, func(q querier) error {
+		var err error
+		n, err = notePushRecords(ctx, q, abandoned, []any{micros(now)}, noteOf)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: abandoned push records: %w", err)
+	}
+	return n, nil
+}
+
+// notePushRecords deletes the push records that where selects and writes each one's note.
+func notePushRecords(ctx context.Context, q querier, where string, args []any, noteOf NoteOf) (int, error) {
+	rows, err := q.query(ctx, `DELETE FROM push_records WHERE `+where+`
+RETURNING line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts`, args...)
+	if err != nil {
+		return 0, err
+	}
+	var left []domain.PushRecord
+	for rows.Next() { // read to the end before the next statement: one connection runs one at a time
+		var r domain.PushRecord
+		var started int64
+		if err := rows.Scan(&r.LineItemID, &r.Holder, &r.MerchantID, &r.UserID, &r.TerminalID, &started, &r.Attempts); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		r.StartedAt = fromMicros(started)
+		left = append(left, r)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range left {
+		if err := insertNote(ctx, q, noteOf(r)); err != nil {
+			return 0, err
+		}
+	}
+	return len(left), nil
+}
+
+// oneRow is errRecordTaken unless the statement changed one row.
+func oneRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errRecordTaken
 	}
 	return nil
 }

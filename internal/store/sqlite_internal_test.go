@@ -174,3 +174,45 @@ func openSQLite(t *testing.T) (s *Store, url string) {
 	s.SetChainSigner(testSigner{})
 	return s, url
 }
+
+// The write probe of /readyz fails when the database cannot take an insert: here it is full
+// (max_page_count caps it as a full disk would) with every page it has full too, so that a row
+// rewritten in place would still fit while no insert does. Once it has room, the probe passes; it
+// commits nothing, so the read cache stays valid.
+func TestWritableNeedsRoomForAnInsert(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	st.db.SetMaxOpenConns(1) // one connection, so the cap below holds for the probe
+	if err := st.Writable(ctx); err != nil {
+		t.Fatalf("write probe with room: %v", err)
+	}
+	if _, err := st.db.ExecContext(ctx, `CREATE TABLE filler (b BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.db.ExecContext(ctx, "PRAGMA max_page_count = 1"); err != nil { // kept at the file's size
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 10000 && err == nil; i++ { // fill every page, free ones included
+		_, err = st.q().exec(ctx, `INSERT INTO filler (b) VALUES (?)`, make([]byte, 200))
+	}
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("filling the database: %v, want ErrUnavailable", err)
+	}
+	if err := st.Writable(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("write probe on a full database: %v, want ErrUnavailable", err)
+	}
+	if _, err := st.db.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.changes.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Writable(ctx); err != nil {
+		t.Errorf("write probe once there is room again: %v", err)
+	}
+	if after, err := st.changes.Version(ctx); err != nil || after != before {
+		t.Errorf("the write probe changed the data version (%d to %d, %v): it emptied the read cache", before, after, err)
+	}
+}

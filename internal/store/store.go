@@ -137,8 +137,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // connection (see auditWriter).
 type writerChecks struct{ s *Store }
 
+// A check that finds the file unwritable (removed or replaced, say) fails as unavailable: the
+// read cache then refuses the read (see cached).
 func (c writerChecks) Version(ctx context.Context) (int64, error) {
-	return c.s.audits.version(ctx, c.s)
+	v, err := c.s.audits.version(ctx, c.s)
+	if err != nil && c.s.engine.IsUnwritable(err) {
+		err = &unavailableError{err: err}
+	}
+	return v, err
 }
 
 // Engine names the engine: "sqlite" or "postgres".

@@ -476,3 +476,22 @@ func TestLostDatabaseIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// The write probe of /readyz fails while the database refuses writes (read-only), and passes
+// again once it takes them.
+func TestWritableFollowsTheDatabase(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		if err := st.Writable(ctx); err != nil {
+			t.Fatalf("write probe: %v", err)
+		}
+		testdb.RefuseWrites(t, st, true)
+		if err := st.Writable(ctx); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("write probe on a read-only database: %v, want ErrUnavailable", err)
+		}
+		testdb.RefuseWrites(t, st, false)
+		if err := st.Writable(ctx); err != nil {
+			t.Errorf("write probe once writes are taken again: %v", err)
+		}
+	})
+}

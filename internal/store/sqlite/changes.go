@@ -13,8 +13,9 @@ import (
 // the audit trail, which no cached read reads, on this connection (DB), and nothing else. A read cache files an answer under the value read before its query ran and serves it
 // only while a fresh read gives the same value.
 type ChangeCounter struct {
-	db *sql.DB // one connection, outside the store's pool
-	st *sql.Stmt
+	db   *sql.DB // one connection, outside the store's pool
+	st   *sql.Stmt
+	file *dbFile
 }
 
 // ChangeCounter opens the counter's connection (closed by ChangeCounter.Close).
@@ -30,12 +31,23 @@ func (e Engine) ChangeCounter(ctx context.Context) (*ChangeCounter, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: change counter: %w", err)
 	}
-	return &ChangeCounter{db: db, st: st}, nil
+	return &ChangeCounter{db: db, st: st, file: e.file}, nil
 }
 
 // Version reads the data version. The store calls it from one goroutine, which shares each read
 // among the checks that arrived before it began.
+//
+// It fails first when the path no longer names the file that was opened (removed or replaced):
+// every connection still reads the orphan, which no other process writes any more, so its version
+// never moves and a cached answer (a key revoked in the new file, say) would be served for ever.
+// Every request's first read makes this check, so no request is answered from the orphan; one
+// os.Stat serves all the checks that share the read.
 func (c *ChangeCounter) Version(ctx context.Context) (int64, error) {
+	if c.file != nil {
+		if err := c.file.check(); err != nil {
+			return 0, err
+		}
+	}
 	var v int64
 	if err := c.st.QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, fmt.Errorf("sqlite: data version: %w", err)

@@ -120,10 +120,14 @@ func (Engine) IsBusy(err error) bool {
 }
 
 // IsUnwritable tells a file that takes no write now: the disk (or max_page_count) is full, the
-// file or its folder is read-only, the operating system failed a read or a write, or a file that
-// SQLite needs (the WAL, its index) cannot be opened. Each lasts until someone frees space, fixes
-// permissions or the disk; the database is as it was before the failed write.
+// file or its folder is read-only, the operating system failed a read or a write, a file that
+// SQLite needs (the WAL, its index) cannot be opened, or the path no longer names the file that
+// was opened (removed or replaced). Each lasts until someone frees space, fixes permissions, the
+// disk or the file; the database is as it was before the failed write.
 func (Engine) IsUnwritable(err error) bool {
+	if errors.Is(err, errFileReplaced) {
+		return true
+	}
 	c, ok := resultCode(err)
 	if !ok {
 		return false
