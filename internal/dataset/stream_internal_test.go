@@ -248,3 +248,33 @@ func FuzzReadFile(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadFile reads a file as the import's first pass does: 200,000 SAM logs, written as
+// export writes them, and 20,000 partners, which checkJSON reads before encoding/json does.
+func BenchmarkReadFile(b *testing.B) {
+	var file bytes.Buffer
+	file.WriteString("{\n  \"partners\": [\n")
+	for i := range 20_000 {
+		if i > 0 {
+			file.WriteString(",\n")
+		}
+		fmt.Fprintf(&file, `    {"id": "00000000-0000-4000-8000-%012d", "name": "Partner número %d"}`, i, i)
+	}
+	file.WriteString("\n  ],\n  \"samActionLogs\": [\n")
+	for i := range 200_000 {
+		if i > 0 {
+			file.WriteString(",\n")
+		}
+		file.WriteString("    {\n      \"id\": \"" + fmt.Sprintf("00000000-0000-4000-9000-%012d", i) + "\",\n      \"entityId\": \"" + l1 +
+			"\",\n      \"action\": \"add_equipment_purchase_fail\",\n      \"actionDate\": \"2026-01-01T00:00:00Z\",\n      \"samId\": " + fmt.Sprint(i) + "\n    }")
+	}
+	file.WriteString("\n  ]\n}\n")
+	b.SetBytes(int64(file.Len()))
+	for b.Loop() {
+		f, err := ReadFile(bytes.NewReader(file.Bytes()), int64(file.Len()))
+		if err != nil || f.SAMLogs() != 200_000 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "logs/s")
+}
