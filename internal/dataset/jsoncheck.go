@@ -219,7 +219,7 @@ func (c *jsonChecker) object(depth int) {
 		return
 	}
 	var names nameSet
-	for c.fault == nil {
+	for {
 		if c.space() >= len(c.b) {
 			c.end()
 			return
@@ -248,25 +248,31 @@ func (c *jsonChecker) object(depth int) {
 		}
 		c.i++
 		c.value(depth + 1)
-		c.path = c.path[:len(c.path)-1]
-		if c.fault != nil {
-			return
-		}
-		if c.space() >= len(c.b) {
-			c.end()
-			return
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-		case '}':
-			c.i++
-			return
-		default:
-			c.fail(c.i, "malformed JSON: invalid character %s after a name's value", quoteByte(c.b[c.i]))
+		if !c.next('}', "after a name's value") {
 			return
 		}
 	}
+}
+
+// next reads what follows an element of an array or object (whose path is still the last step):
+// a comma, or the closing bracket, which ends it (and then next reports false).
+func (c *jsonChecker) next(closing byte, context string) bool {
+	defer func() { c.path = c.path[:len(c.path)-1] }()
+	switch {
+	case c.fault != nil:
+		return false
+	case c.space() >= len(c.b):
+		c.end()
+		return false
+	case c.b[c.i] == ',':
+		c.i++
+		return true
+	case c.b[c.i] == closing:
+		c.i++
+		return false
+	}
+	c.fail(c.i, "malformed JSON: invalid character %s %s", quoteByte(c.b[c.i]), context)
+	return false
 }
 
 // nameWord is what the path's last name is called: a key of the file (or of deletes), or a field
@@ -289,29 +295,14 @@ func (c *jsonChecker) array(depth int) {
 		c.i++
 		return
 	}
-	for k := 0; c.fault == nil; k++ {
+	for k := 0; ; k++ {
 		c.path = append(c.path, pathStep{index: k})
 		start := c.space()
 		c.value(depth + 1)
 		if depth == 0 && c.fault == nil && c.i-start > c.maxRecord {
 			c.fail(start, "a record larger than %d MiB", c.maxRecord>>20)
 		}
-		c.path = c.path[:len(c.path)-1]
-		if c.fault != nil {
-			return
-		}
-		if c.space() >= len(c.b) {
-			c.end()
-			return
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-		case ']':
-			c.i++
-			return
-		default:
-			c.fail(c.i, "malformed JSON: invalid character %s after an array element", quoteByte(c.b[c.i]))
+		if !c.next(']', "after an array element") {
 			return
 		}
 	}

@@ -106,8 +106,8 @@ func TestReadFileStructure(t *testing.T) {
 		{`{"samActionLogs": []} x`, `unexpected data after the JSON object (line 1, column 23)`},
 		{"{\"partners\": [\n  {\"id\": \"" + p1 + "\", \"name\": \"P\"},\n  {\"id\": \"" + p1 + "\",}\n]}",
 			`partners[1]: malformed JSON: invalid character '}' looking for the beginning of a name (line 3, column 49)`},
-		{`{"partners": [{"id": "` + p1 + `", "name": "P"}`, `partners: malformed JSON: unexpected end of the file (line 1, column 74)`},
-		{`{"partners": [{"id": "` + p1 + `", "name": "P"` + "\n", `partners[0]: malformed JSON: unexpected end of the file (line 2, column 1)`},
+		{`{"partners": [{"id": "` + p1 + `", "name": "P"}`, `partners[0]: malformed JSON: unexpected end of the file (line 1, column 74)`},
+		{`{"partners": [{"id": "` + p1 + `", "name": "P"` + "\n", `partners[0].name: malformed JSON: unexpected end of the file (line 2, column 1)`},
 		{`{"partners": [{"id": "` + p1 + `", "name": tru}]}`, `partners[0].name: malformed JSON: invalid character '}' in literal true (line 1, column 73)`},
 		// The column counts characters, not bytes.
 		{`{"partners": [{"name": "é", "id": 1.}]}`, `partners[0].id: malformed JSON: invalid character '}' in a number (line 1, column 37)`},
