@@ -34,12 +34,13 @@ const (
 	maxDepth = 16
 )
 
-// longFields are the fields whose strings may be longer than maxText, by name.
+// longFields are the fields whose strings may be longer than maxText, by name. A merchant note's
+// body and an audit event's detail are the service's own writing (a few hundred characters): the
+// limit leaves room, so that an export always imports.
 var longFields = map[string]int{
-	"body":          4000, // a merchant note
-	"detail":        1000, // an audit event
-	"targetId":      1000,
-	"key":           1024, // a credential: never longer than an Authorization header takes
+	"body":          10_000, // a merchant note
+	"detail":        10_000, // an audit event
+	"key":           1024,   // a credential
 	"token":         1024,
 	"contentBase64": (maxDocument + 2) / 3 * 4,
 }

@@ -229,6 +229,8 @@ func (f *File) walkSAM(s *jsonStream) (*Error, error) {
 			f.starts = starts[:(f.logs+samChunkLogs-1)/samChunkLogs]
 			f.newestFirst = order.down > order.up
 			return first, nil
+		case problem != nil && problem.pos != 0:
+			return nil, problem // the file's JSON: reported in the file's order, as for other keys
 		case problem != nil:
 			first = problem
 		case first == nil:

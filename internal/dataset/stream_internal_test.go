@@ -153,7 +153,7 @@ func TestReadFileRefusesWhatItCannotKeep(t *testing.T) {
 		{"long business name", lead(`"midId": null`)[:0] + `{"leads": [{"businessName": "` + long(10<<20) + `"}]}`, "leads[0].businessName: longer than 255 characters (10485760)"},
 		{"long name, multibyte", partner(`"name": "` + strings.Repeat("é", maxText+1) + `"`), "partners[0].name: longer than 255 characters (256)"},
 		{"long action in a SAM log", samLog(`"action": "` + long(maxText+1) + `"`), "samActionLogs[1].action: longer than 255 characters"},
-		{"long note", `{"merchantNotes": [{"body": "` + long(4001) + `"}]}`, "merchantNotes[0].body: longer than 4000 characters"},
+		{"long note", `{"merchantNotes": [{"body": "` + long(10_001) + `"}]}`, "merchantNotes[0].body: longer than 10000 characters"},
 		{"long key", `{"apiKeys": [{"key": "` + long(1025) + `"}]}`, "apiKeys[0].key: longer than 1024 characters"},
 		{"long setting", `{"fileBuilds": [{"settings": {"receipt": {"headerLines": ["` + long(256) + `"]}}}]}`, "fileBuilds[0].settings.receipt.headerLines[0]: longer than 255 characters"},
 		{"long id", partner(`"name": "P", "x": "` + long(300) + `"`)[:0] + `{"partners": [{"id": "` + long(300) + `"}]}`, "partners[0].id: longer than 255 characters"},
