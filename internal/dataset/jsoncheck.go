@@ -88,22 +88,21 @@ type pathStep struct {
 // strings within their field's limit, records (the elements of the value when it is an array)
 // within maxRecord bytes, nesting within maxDepth.
 func checkJSON(b []byte, maxRecord int) *jsonFault {
-	c := &jsonChecker{b: b, maxRecord: maxRecord}
+	return (&jsonChecker{b: b, maxRecord: maxRecord}).whole()
+}
+
+// whole checks the value that b must be, and nothing after it.
+func (c *jsonChecker) whole() *jsonFault {
 	c.value(0)
-	if c.fault == nil && c.space() < len(b) {
-		c.fail(c.i, "malformed JSON: invalid character %s after the value", quoteByte(b[c.i]))
+	if c.fault == nil && c.space() < len(c.b) {
+		c.fail(c.i, "malformed JSON: invalid character %s after the value", quoteByte(c.b[c.i]))
 	}
 	return c.fault
 }
 
 // checkRecord is checkJSON for one record read on its own.
 func checkRecord(b []byte) *jsonFault {
-	c := &jsonChecker{b: b, maxRecord: len(b), record: true}
-	c.value(0)
-	if c.fault == nil && c.space() < len(b) {
-		c.fail(c.i, "malformed JSON: invalid character %s after the value", quoteByte(b[c.i]))
-	}
-	return c.fault
+	return (&jsonChecker{b: b, maxRecord: len(b), record: true}).whole()
 }
 
 // valuePath is the path, within the record b, of the value that ends at offset end (as
@@ -221,30 +220,20 @@ func (c *jsonChecker) object(depth int) {
 	}
 	var names nameSet
 	for {
-		if c.space() >= len(c.b) {
-			c.end()
+		if !c.at('"', "looking for the beginning of a name") {
 			return
 		}
-		if c.b[c.i] != '"' {
-			c.fail(c.i, "malformed JSON: invalid character %s looking for the beginning of a name", quoteByte(c.b[c.i]))
-			return
-		}
-		at := c.i
+		start := c.i
 		name, ok := c.name()
 		if !ok {
 			return
 		}
 		c.path = append(c.path, pathStep{name: name})
 		if !names.add(name) {
-			c.fail(at, "duplicate %s: a name may appear once in an object, in any letter case", c.nameWord())
+			c.fail(start, "duplicate %s: a name may appear once in an object, in any letter case", c.nameWord())
 			return
 		}
-		if c.space() >= len(c.b) {
-			c.end()
-			return
-		}
-		if c.b[c.i] != ':' {
-			c.fail(c.i, "malformed JSON: invalid character %s after a name", quoteByte(c.b[c.i]))
+		if !c.at(':', "after a name") {
 			return
 		}
 		c.i++
@@ -274,6 +263,19 @@ func (c *jsonChecker) next(closing byte, context string) bool {
 	}
 	c.fail(c.i, "malformed JSON: invalid character %s %s", quoteByte(c.b[c.i]), context)
 	return false
+}
+
+// at reports whether the next byte past white space is want, naming a fault when it is not.
+func (c *jsonChecker) at(want byte, context string) bool {
+	switch {
+	case c.space() >= len(c.b):
+		c.end()
+		return false
+	case c.b[c.i] != want:
+		c.fail(c.i, "malformed JSON: invalid character %s %s", quoteByte(c.b[c.i]), context)
+		return false
+	}
+	return true
 }
 
 // nameWord is what the path's last name is called: a key of the file (or of deletes), or a field
