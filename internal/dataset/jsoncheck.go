@@ -10,15 +10,15 @@ import (
 
 // encoding/json decodes what it cannot keep: a name given twice counts as its last value (and
 // names match fields whatever their letter case), invalid UTF-8 and lone surrogates become U+FFFD,
-// and a string may be of any length. checkJSON reads a value's bytes first and refuses all of it,
-// naming the place, so that what the decoder then gives is exactly what the file says. It is a
-// plain scan of the bytes, with no allocation but for the names of objects: the import's SAM logs
-// of the plain shape leanSAMLog reads (printable ASCII, no escapes, each name once) skip it.
+// and a string may be of any length. checkJSON reads a value's bytes first and refuses all of
+// that, naming the place, so that what the decoder then gives is exactly what the file says. It is
+// one scan of the bytes, allocating only for objects' names; the import's SAM logs of the plain
+// shape leanSAMLog reads (printable ASCII, no escapes, each name once) do not need it.
 //
-// The standard library's JSON v2 (encoding/json/jsontext) refuses duplicate names and invalid
-// UTF-8 too, but only behind GOEXPERIMENT=jsonv2 in this Go, and the module of the same code
-// would be a dependency for a hundred lines; neither knows the dataset's limits, nor that
-// encoding/json matches names whatever their case.
+// JSON v2 (encoding/json/jsontext) refuses duplicate names and invalid UTF-8 too, but in this Go
+// only behind GOEXPERIMENT=jsonv2, and as github.com/go-json-experiment/json it would be a new
+// dependency to replace these few hundred lines; it knows neither the dataset's limits nor that
+// encoding/json, which still decodes the records, matches names whatever their case.
 
 // Limits of what a dataset file may hold (docs/dataset.md#limits).
 const (
@@ -77,7 +77,7 @@ type jsonChecker struct {
 	found *string
 }
 
-// pathStep is a name (an object's) or, when name is empty and index not -1, an index (an array's).
+// pathStep is a name (an object's) or, when name is empty, an index (an array's).
 type pathStep struct {
 	name  string
 	index int
