@@ -19,6 +19,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"backoffice/internal/domain"
@@ -324,6 +325,11 @@ func fieldError(path string, raw []byte, err error) *Error {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		if name, err := strconv.Unquote(f); err == nil {
+			if at, ok := namePath(raw, name); ok {
+				return Errorf(path+at, "unknown field")
+			}
+		}
 		return Errorf(path, "unknown field %s", f)
 	}
 	return Errorf(path, "%s", describe(err))

@@ -72,9 +72,12 @@ type jsonChecker struct {
 	record bool
 	fault  *jsonFault
 	// ends, when not 0, asks for the path of the innermost value that ends at or after it and
-	// starts before it, in found (see valuePath).
-	ends  int
-	found *string
+	// starts before it, in found (see valuePath); name, when not "", for the path of the first
+	// member of that name (see namePath).
+	ends    int
+	member  string
+	members int // how many members named member were met
+	found   *string
 }
 
 // pathStep is a name (an object's) or, when name is empty, an index (an array's).
@@ -112,6 +115,15 @@ func valuePath(b []byte, end int) string {
 	c := &jsonChecker{b: b, maxRecord: len(b), record: true, ends: end, found: &found}
 	c.value(0)
 	return found
+}
+
+// namePath is the path, within the record b, of the object member named name, as encoding/json
+// names an unknown field (without saying where); ok is false unless there is exactly one (the
+// name may be a field at one level and unknown at another).
+func namePath(b []byte, name string) (path string, ok bool) {
+	c := &jsonChecker{b: b, maxRecord: len(b), record: true, member: name, found: &path}
+	c.value(0)
+	return path, c.members == 1
 }
 
 func (c *jsonChecker) fail(off int, format string, args ...any) {
@@ -229,6 +241,9 @@ func (c *jsonChecker) object(depth int) {
 			return
 		}
 		c.path = append(c.path, pathStep{name: name})
+		if name == c.member && c.member != "" {
+			*c.found, c.members = c.render(), c.members+1
+		}
 		if !names.add(name) {
 			c.fail(start, "duplicate %s: a name may appear once in an object, in any letter case", c.nameWord())
 			return
