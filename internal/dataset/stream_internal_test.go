@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -277,4 +278,24 @@ func BenchmarkReadFile(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "logs/s")
+}
+
+// FuzzCheckJSON: checkJSON never panics, and agrees with encoding/json on what is well-formed:
+// what it takes is valid JSON, and what it calls malformed is not.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[{"a": 1, "b": [true, false, null, -0.5e+3]}]`, `"\ud83d\ude00"`, `"\ud83d"`, `{"a": 1, "A": 2}`,
+		`[1, 2`, `{"a" 1}`, "\"\xff\"", `01`, `-`, `1.`, `1e`, `tru`, `"\u00zz"`, `[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fault := checkJSON(b, maxRecord)
+		switch {
+		case fault == nil && !json.Valid(b):
+			t.Fatalf("checkJSON took %q, which encoding/json calls malformed", b)
+		case fault != nil && strings.HasPrefix(fault.problem, "malformed JSON") && json.Valid(b):
+			t.Fatalf("checkJSON calls %q malformed (%s), encoding/json takes it", b, fault.problem)
+		case fault != nil && (fault.off < 0 || fault.off > len(b)):
+			t.Fatalf("fault at %d of %d bytes", fault.off, len(b))
+		}
+	})
 }
