@@ -185,6 +185,13 @@ func TestImportRefusesWhatItCannotKeep(t *testing.T) {
 			if err == nil || !strings.HasSuffix(err.Error(), " (nothing was imported)") {
 				t.Errorf("a missing file: %v", err)
 			}
+			key := e.vars["BACKOFFICE_MASTER_KEY"]
+			delete(e.vars, "BACKOFFICE_MASTER_KEY")
+			_, _, err = e.run("import", e.writeDataset("demo.json", demo))
+			if err == nil || !strings.HasSuffix(err.Error(), " (nothing was imported)") {
+				t.Errorf("no master key: %v", err)
+			}
+			e.vars["BACKOFFICE_MASTER_KEY"] = key
 			if diff := cmp.Diff(before, e.export()); diff != "" {
 				t.Errorf("the database changed:\n%s", diff)
 			}

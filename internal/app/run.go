@@ -244,17 +244,22 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
-		return err
+		return importFailed(pos[0], err)
 	}
 	p := startProgress(env.Stderr)
 	c, err := importFile(ctx, cfg, pos[0], env.Stdin, ring, dataset.Options{Upsert: *upsert}, p)
 	p.end()
 	if err != nil {
-		// Every failure ends alike, whichever step it came from: the import is all or nothing.
-		return fmt.Errorf("import %s: %w (nothing was imported)", pos[0], err)
+		return importFailed(pos[0], err)
 	}
 	fmt.Fprint(env.Stdout, importSummary(pos[0], c, time.Since(p.start)))
 	return nil
+}
+
+// importFailed is every failure of an import, whichever step it came from, ending alike: the
+// import is all or nothing.
+func importFailed(name string, err error) error {
+	return fmt.Errorf("import %s: %w (nothing was imported)", name, err)
 }
 
 func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring, opts dataset.Options, p *importProgress) (dataset.Counts, error) {
