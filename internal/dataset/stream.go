@@ -73,9 +73,6 @@ func ReadFile(r io.ReaderAt, size int64) (*File, error) {
 	if err != nil {
 		return nil, locate(r, err)
 	}
-	if samErr != nil {
-		samErr = locate(r, samErr).(*Error)
-	}
 	if f.ds, err = readBytes(rest, samErr); err != nil {
 		return nil, err
 	}
@@ -85,8 +82,8 @@ func ReadFile(r io.ReaderAt, size int64) (*File, error) {
 // locate adds to an error about the file's JSON the line and column it is at, as an editor counts
 // them (lines from 1, characters within the line from 1).
 func locate(r io.ReaderAt, err error) error {
-	e, ok := err.(*Error)
-	if !ok || e.pos == 0 {
+	var e *Error
+	if !errors.As(err, &e) || e.pos == 0 {
 		return err
 	}
 	line, col := lineColumn(r, e.pos-1)
