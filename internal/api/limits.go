@@ -20,8 +20,9 @@ type Limits struct {
 	Rate  float64
 	Burst int
 	// FailureRate is the failed authentications per second each client address may make on
-	// average, FailureBurst how many at once. Past it, the address is answered 429 before its
-	// credential is looked up, so keys cannot be guessed at speed. FailureRate 0: no limit.
+	// average, FailureBurst how many at once. Past it, the address's failing attempts are
+	// answered 429 instead of 401; a valid credential from it is served all the same.
+	// FailureRate 0: no limit.
 	FailureRate  float64
 	FailureBurst int
 	// ClientAddrHeader names the header a trusted load balancer puts the client's address in

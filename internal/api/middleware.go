@@ -203,23 +203,16 @@ func headerSize(r *http.Request) int {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // authenticated checks the Authorization header and the caller's limits before the handler
-// runs, and renders the handler's error. In order: a client address that has failed to
-// authenticate too often is refused before its credential is even looked up; a credential over
-// its rate is refused (before the lookup when its bucket is known to be empty); a failed
-// authentication spends a token of the address.
+// runs, and renders the handler's error. In order: a credential over its rate is refused (before
+// the lookup when its bucket is known to be empty); the credential is looked up, and a valid one
+// is served whatever its address's failures (a NAT or an office shares one address with whoever
+// guesses behind it); a failed authentication spends a token of its address, and once the address
+// has none left its failures are answered 429 instead of 401.
 func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The credential's read and the operation's share one check of the read cache.
 		r = r.WithContext(domain.ShareFreshness(r.Context()))
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
-		var addr string
-		if g.failures != nil {
-			addr = g.clientAddr(r)
-			if d := g.failures.Check(addr); !d.Allowed {
-				rateLimited(w, g.failurePolicy, d, "too many failed authentication attempts from this address")
-				return
-			}
-		}
 		var key string
 		if g.credentials != nil && attempt.Valid() {
 			key = string(attempt.Hash)
@@ -231,7 +224,10 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 		actor, err := a.Verify(r.Context(), attempt)
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
-				g.failures.Allow(addr)
+				if d := g.failures.Allow(g.clientAddr(r)); !d.Allowed {
+					rateLimited(w, g.failurePolicy, d, "too many failed authentication attempts from this address")
+					return
+				}
 			}
 			writeError(w, r, err)
 			return

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/testdb"
@@ -130,6 +132,68 @@ func TestImportNamesABadLogDeepInTheFile(t *testing.T) {
 			}
 			if got := e.export(); len(got.Partners) != 0 || len(got.SAMActionLogs) != 0 {
 				t.Errorf("the failed imports kept %d partners, %d logs", len(got.Partners), len(got.SAMActionLogs))
+			}
+		})
+	}
+}
+
+// import refuses a file it could not keep exactly, naming the place, and every refusal ends the
+// same way and leaves the database as it was (issue 22: a repeated key dropped its first records
+// and reported success; a repeated field kept the last; bad UTF-8 was stored as U+FFFD; a 10 MB
+// business name went in; a malformed file said only "unexpected end of JSON input").
+func TestImportRefusesWhatItCannotKeep(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			e := newTestEnv(t)
+			e.vars["BACKOFFICE_DATABASE_URL"] = testdb.URL(t, engine)
+			demo := demoDataset(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+			if _, _, err := e.run("import", e.writeDataset("demo.json", demo)); err != nil {
+				t.Fatal(err)
+			}
+			before := e.export()
+			partner := func(id int, name string) string {
+				return `{"id": "` + testdb.SAMID(id).String() + `", "name": "` + name + `"}`
+			}
+			lead := `{"id": "` + testdb.SAMID(9).String() + `", "partnerId": "` + demo.Partners[0].ID.String() + `", "businessName": "B", "midId": null, "midId": "` + testdb.SAMID(10).String() + `"}`
+			for _, c := range []struct{ name, file, want string }{
+				{"key twice", `{"partners": [` + partner(1, "A") + `], "partners": [` + partner(2, "B") + `]}`,
+					"partners: duplicate key: the file may hold each key once (line 1, column 77)"},
+				{"field twice", `{"leads": [` + lead + `]}`, "leads[0].midId: duplicate field"},
+				{"invalid UTF-8", `{"partners": [` + partner(1, "caf\xe9") + `]}`, "partners[0].name: invalid UTF-8"},
+				{"10 MB business name", `{"leads": [{"businessName": "` + strings.Repeat("x", 10<<20) + `"}]}`,
+					"leads[0].businessName: longer than 255 characters (10485760) (line 1, column 29)"},
+				{"malformed", "{\n  \"partners\": [\n    " + partner(1, "A") + "\n    " + partner(2, "B") + "\n  ]\n}\n",
+					"partners[0]: malformed JSON: invalid character '{' after an array element (line 4, column 5)"},
+				{"truncated", "{\n  \"partners\": [\n    " + partner(1, "A") + ",\n    " + partner(2, "B")[:20],
+					"partners[1].id: malformed JSON: unexpected end of the file (line 4, column 25)"},
+				{"type", `{"leads": [{"serviceAcceptance": {"selectedCardPlanIds": ["` + testdb.SAMID(1).String() + `", 7]}}]}`,
+					"leads[0].serviceAcceptance.selectedCardPlanIds[1]: expected a string, got number"},
+				{"reference", `{"partners": [` + partner(1, "A") + `], "merchants": [{"id": "` + testdb.SAMID(3).String() + `", "partnerId": "` + testdb.SAMID(4).String() + `", "name": "M"}]}`,
+					"merchants[0].partnerId: no partner with this id"},
+			} {
+				path := filepath.Join(e.dir, "bad.json")
+				if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				_, _, err := e.run("import", path)
+				if want := "import " + path + ": " + c.want; err == nil || !strings.HasPrefix(err.Error(), want) ||
+					!strings.HasSuffix(err.Error(), " (nothing was imported)") {
+					t.Errorf("%s: error %v, want %q … (nothing was imported)", c.name, err, want)
+				}
+			}
+			_, _, err := e.run("import", filepath.Join(e.dir, "missing.json"))
+			if err == nil || !strings.HasSuffix(err.Error(), " (nothing was imported)") {
+				t.Errorf("a missing file: %v", err)
+			}
+			key := e.vars["BACKOFFICE_MASTER_KEY"]
+			delete(e.vars, "BACKOFFICE_MASTER_KEY")
+			_, _, err = e.run("import", e.writeDataset("demo.json", demo))
+			if err == nil || !strings.HasSuffix(err.Error(), " (nothing was imported)") {
+				t.Errorf("no master key: %v", err)
+			}
+			e.vars["BACKOFFICE_MASTER_KEY"] = key
+			if diff := cmp.Diff(before, e.export()); diff != "" {
+				t.Errorf("the database changed:\n%s", diff)
 			}
 		})
 	}

@@ -252,16 +252,22 @@ func runImport(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
-		return err
+		return importFailed(pos[0], err)
 	}
 	p := startProgress(env.Stderr)
 	c, err := importFile(ctx, cfg, pos[0], env.Stdin, ring, dataset.Options{Upsert: *upsert}, p)
 	p.end()
 	if err != nil {
-		return err
+		return importFailed(pos[0], err)
 	}
 	fmt.Fprint(env.Stdout, importSummary(pos[0], c, time.Since(p.start)))
 	return nil
+}
+
+// importFailed is every failure of an import, whichever step it came from, ending alike: the
+// import is all or nothing.
+func importFailed(name string, err error) error {
+	return fmt.Errorf("import %s: %w (nothing was imported)", name, err)
 }
 
 func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring, opts dataset.Options, p *importProgress) (dataset.Counts, error) {
@@ -273,7 +279,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 	p.setPhase("MB read", size, 1<<20, "checking the file")
 	file, err := dataset.ReadFile(countingReaderAt{in, p}, size)
 	if err != nil {
-		return dataset.Counts{}, fmt.Errorf("import %s: %w", name, err)
+		return dataset.Counts{}, err
 	}
 	st, err := createStore(ctx, cfg, ring)
 	if err != nil {
@@ -282,11 +288,7 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 	defer st.Close()
 	p.setPhase("records", int64(file.Records()), 1, "finishing and committing")
 	opts.Progress = func(done int) { p.set(int64(done)) }
-	c, err := dataset.ImportFile(ctx, st, file, ring, opts)
-	if err != nil {
-		return dataset.Counts{}, fmt.Errorf("import %s: %w (nothing was imported)", name, err)
-	}
-	return c, nil
+	return dataset.ImportFile(ctx, st, file, ring, opts)
 }
 
 // openInput opens the file to import, with its size. The import reads a file twice (see

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -59,6 +60,18 @@ func (c *checker) key(section string, i int, id *domain.ID) {
 		c.fail(path, "duplicate id %s", *id)
 	}
 	c.seen[section][*id] = true
+}
+
+// under records err, which deviceparams found in the value at path, at its whole path
+// (fileBuilds[0].settings.tips.presetsPercent[2]), in the file's one path style.
+func (c *checker) under(path string, err error) {
+	var fe *deviceparams.FieldError
+	if errors.As(err, &fe) {
+		fe = fe.Under(path)
+		c.fail(fe.Path, "%s", fe.Problem)
+		return
+	}
+	c.fail(path, "%v", err)
 }
 
 func (c *checker) text(path, s string) {
@@ -180,7 +193,7 @@ func (c *checker) shipment(p string, r *Shipment) {
 func (c *checker) fileBuild(p string, r *domain.FileBuild) {
 	c.id(p+".lineItemId", &r.LineItemID)
 	if _, err := deviceparams.ParseSettings(r.Settings); err != nil {
-		c.fail(p+".settings", "%v", err)
+		c.under(p+".settings", err)
 	}
 }
 
@@ -308,7 +321,7 @@ func (c *checker) pricingModels(models []domain.PricingModel) {
 		c.key("pricingModels", i, &r.ID)
 		c.id(p+".merchantId", &r.MerchantID)
 		if err := deviceparams.ValidatePricing(r.Type, r.AdjustmentPercent); err != nil {
-			c.fail(p, "%v", err)
+			c.under(p, err)
 		}
 		if r.Active {
 			if j, dup := active[r.MerchantID]; dup {

@@ -19,6 +19,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"backoffice/internal/domain"
@@ -62,6 +63,9 @@ type Shipment struct {
 type Error struct {
 	Path    string
 	Problem string
+	// pos is the problem's offset in the file plus one, when the JSON itself is at fault (0: not
+	// known); ReadFile turns it into a line and column.
+	pos int64
 }
 
 func (e *Error) Error() string {
@@ -78,14 +82,18 @@ func Errorf(path, format string, args ...any) *Error {
 
 // Read decodes and checks a dataset. Ids come back in canonical (lower-case) form.
 //
-// A well-formed file is decoded in one streaming pass, each key's array straight into its
-// records. Anything unusual (a syntax or type error, an unknown key or field, a null record, a
-// repeated key) sends the file down the careful path, which decodes record by record so that the
+// The file is first read as ReadFile reads it, which checks its JSON (checkJSON) and names the
+// line and column of a fault, and the record. Then it is decoded in one streaming pass, each key's
+// array straight into its records. Anything unusual (a type error, an unknown key or field, a
+// null record) sends the file down the careful path, which decodes record by record so that the
 // error names the record and field.
 func Read(r io.Reader) (*Dataset, error) {
 	b, err := readAll(r)
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error()}
+	}
+	if _, err := ReadFile(bytes.NewReader(b), int64(len(b))); err != nil {
+		return nil, err
 	}
 	return readBytes(b, nil)
 }
@@ -291,7 +299,7 @@ func sectionOf[T any](dst *[]T) section {
 		for i, item := range items {
 			path := fmt.Sprintf("%s[%d]", key, i)
 			if err := decodeStrict(item, &out[i]); err != nil {
-				return fieldError(path, err)
+				return fieldError(path, item, err)
 			}
 		}
 		*dst = out
@@ -308,18 +316,20 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	return dec.Decode(v)
 }
 
-// fieldError turns a decoding error into a path and a problem a person can act on.
-func fieldError(path string, err error) *Error {
+// fieldError turns an error decoding the record raw into a path and a problem a person can act
+// on. A type error's field is found by its offset (encoding/json's Field leaves out the indices).
+func fieldError(path string, raw []byte, err error) *Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		p := path
-		if te.Field != "" {
-			p += "." + te.Field
-		}
-		return Errorf(p, "expected %s, got %s", jsonType(te.Type.Kind().String()), te.Value)
+		return Errorf(path+valuePath(raw, int(te.Offset)), "expected %s, got %s", jsonType(te.Type.Kind().String()), te.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		if name, err := strconv.Unquote(f); err == nil {
+			if at, ok := namePath(raw, name); ok {
+				return Errorf(path+at, "unknown field")
+			}
+		}
 		return Errorf(path, "unknown field %s", f)
 	}
 	return Errorf(path, "%s", describe(err))

@@ -27,8 +27,12 @@ var readProblems = []struct {
 	{"unknown key", `{"partnerz": []}`, "partnerz: unknown key"},
 	{"not an array", `{"partners": {}}`, "partners: expected an array of objects"},
 	{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
-	{"unknown field", `{"partners": [{"id": "` + p1 + `", "name": "P", "nmae": "x"}]}`, `partners[0]: unknown field "nmae"`},
+	{"unknown field", `{"partners": [{"id": "` + p1 + `", "name": "P", "nmae": "x"}]}`, `partners[0].nmae: unknown field`},
 	{"wrong type", `{"partners": [{"id": "` + p1 + `", "name": 5}]}`, "partners[0].name: expected a string, got number"},
+	{"nested unknown field", `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", "serviceAcceptance": {"configured": true, "amex": "x"}}]}`,
+		"leads[0].serviceAcceptance.amex: unknown field"},
+	{"nested unknown field of a known name", `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", "serviceAcceptance": {"id": "x"}}]}`,
+		`leads[0]: unknown field "id"`},
 	{"nested wrong type", `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", "serviceAcceptance": {"configured": "yes"}}]}`,
 		"leads[0].serviceAcceptance.configured: expected a boolean, got string"},
 	{"bad uuid", `{"partners": [{"id": "` + p1 + `", "name": "P"}, {"id": "00000000-0000-9000-8000-000000000001", "name": "Q"}]}`,
@@ -40,7 +44,9 @@ var readProblems = []struct {
 		`deploymentModels[0].equipmentType: must be one of terminal, pin_pad, lite_pos, mobile_app, var_sheet, gateway, got "toaster"`},
 	{"bad permission", `{"users": [{"id": "` + p1 + `", "email": "a@b.c", "permissions": ["root"]}]}`, `users[0].permissions[0]: unknown permission "root"`},
 	{"short key", `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "short"}]}`, "apiKeys[0].key: must be at least 16 characters"},
-	{"bad settings", `{"fileBuilds": [{"id": "` + p1 + `", "lineItemId": "` + p1 + `", "settings": {}}]}`, "fileBuilds[0].settings: "},
+	{"bad settings", `{"fileBuilds": [{"id": "` + p1 + `", "lineItemId": "` + p1 + `", "settings": {}}]}`, "fileBuilds[0].settings.tips: "},
+	{"pricing percent", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + p1 + `", "type": "surcharge", "adjustmentPercent": "-1"}]}`,
+		"pricingModels[0].adjustmentPercent: "},
 	{"pricing", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + p1 + `", "active": true, "type": "surcharge"}]}`, "pricingModels[0]"},
 	{"two active", `{"pricingModels": [{"id": "` + p1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"},
 		{"id": "` + l1 + `", "merchantId": "` + l1 + `", "active": true, "type": "standard"}]}`, "pricingModels[1].active: merchant"},
@@ -119,7 +125,7 @@ var fallbackProblems = []struct{ name, file, want string }{
 	{"trailing data", `{} {}`, "unexpected data after the JSON object"},
 	{"unknown key", `{"nope": []}`, "nope: unknown key"},
 	{"null record", `{"partners": [null]}`, "partners[0]: expected an object, got null"},
-	{"unknown field", `{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P", "x": 1}]}`, `partners[0]: unknown field "x"`},
+	{"unknown field", `{"partners": [{"id": "00000000-0000-4000-8000-000000000001", "name": "P", "x": 1}]}`, `partners[0].x: unknown field`},
 	{"wrong type", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "samId": "1"}]}`, "samActionLogs[0].samId: expected a number"},
 	{"empty record", `{"partners": [{}]}`, "partners[0].id: required"},
 	{"bad uuid", `{"samActionLogs": [{"id": "x", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, `samActionLogs[0].id: not a uuid: "x"`},
@@ -127,7 +133,7 @@ var fallbackProblems = []struct{ name, file, want string }{
 		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
 		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[1].id: duplicate id"},
 	{"blank action", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": " ", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[0].action: required"},
-	{"repeated key", `{"partners": [], "partners": [null]}`, "partners[0]: expected an object, got null"},
+	{"repeated key", `{"partners": [], "partners": [null]}`, "partners: duplicate key: the file may hold each key once (line 1, column 18)"},
 }
 
 // The careful path names the record and field; the fast path must never hide that.
@@ -141,8 +147,8 @@ func TestReadFastPathFallsBack(t *testing.T) {
 	}
 }
 
-// FuzzRead: no input panics, and the fast path agrees with the careful one: same records, or the
-// same error.
+// FuzzRead: no input panics, Read refuses what ReadFile refuses, with the same error, and past
+// those checks the fast path agrees with the careful one: same records, or the same error.
 func FuzzRead(f *testing.F) {
 	for _, s := range []string{`{}`, `{"partners": [{"id": "` + p1 + `", "name": "P"}]}`, `[`, `{"leads": [{}]}`, `null`, `{"fileBuilds": [{"settings": 1}]}`} {
 		f.Add([]byte(s))
@@ -162,6 +168,12 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := Read(bytes.NewReader(b))
+		if _, ferr := ReadFile(bytes.NewReader(b), int64(len(b))); ferr != nil {
+			if err == nil || err.Error() != ferr.Error() {
+				t.Fatalf("Read: %v; ReadFile: %v", err, ferr)
+			}
+			return
+		}
 		want, werr := readCareful(b, nil)
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("Read: %v; careful: %v", err, werr)

@@ -13,7 +13,7 @@ import (
 //
 //   - keys spelled exactly as the fields' tags, each at most once (encoding/json also takes other
 //     cases and repeats);
-//   - strings of printable ASCII without escapes, taken as they are;
+//   - strings of printable ASCII without escapes, taken as they are (an action of at most maxText);
 //   - actionDate given to time.Time's own UnmarshalJSON;
 //   - samId a JSON integer that fits an int64 (no fraction, no exponent);
 //   - JSON white space between tokens; no null anywhere.
@@ -115,8 +115,10 @@ func leanSAMLog(b []byte, i int, r *domain.SAMActionLog, in *interner) (int, boo
 		case "action":
 			bit = 4
 			var v []byte
-			if v, i, ok = plainString(b, i); ok {
+			if v, i, ok = plainString(b, i); ok && len(v) <= maxText {
 				r.Action = in.get(v)
+			} else {
+				ok = false // a longer one is refused by checkJSON, naming it
 			}
 		case "actionDate":
 			bit = 8

@@ -71,12 +71,51 @@ func ReadFile(r io.ReaderAt, size int64) (*File, error) {
 	s := newJSONStream(io.NewSectionReader(r, 0, size), maxValue)
 	rest, samErr, err := f.walk(s)
 	if err != nil {
-		return nil, err
+		return nil, locate(r, err)
 	}
 	if f.ds, err = readBytes(rest, samErr); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// locate adds to an error about the file's JSON the line and column it is at, as an editor counts
+// them (lines from 1, characters within the line from 1).
+func locate(r io.ReaderAt, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.pos == 0 {
+		return err
+	}
+	line, col := lineColumn(r, e.pos-1)
+	return &Error{Path: e.Path, Problem: fmt.Sprintf("%s (line %d, column %d)", e.Problem, line, col)}
+}
+
+// lineColumn counts the lines and characters before offset off of r; only an error pays for it.
+func lineColumn(r io.ReaderAt, off int64) (line, col int) {
+	line, col = 1, 1
+	buf := make([]byte, 64<<10)
+	for at := int64(0); at < off; {
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), off-at)], at)
+		for _, c := range buf[:n] {
+			switch {
+			case c == '\n':
+				line, col = line+1, 1
+			case c&0xc0 != 0x80: // not a continuation byte: a character starts
+				col++
+			}
+		}
+		at += int64(n)
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	return line, col
+}
+
+// jsonError is the error for the fault checkJSON found in the value at offset start of the file,
+// which is at path.
+func jsonError(path string, start int64, f *jsonFault) *Error {
+	return &Error{Path: path + f.path, Problem: f.problem, pos: start + int64(f.off) + 1}
 }
 
 // walk reads the file's object key by key: the SAM log array is checked as it streams by
@@ -85,23 +124,37 @@ func ReadFile(r io.ReaderAt, size int64) (*File, error) {
 // problem with the file's structure, which ends the reading.
 func (f *File) walk(s *jsonStream) (rest []byte, samErr *Error, err error) {
 	c, ok := s.peek()
-	if !ok || c != '{' {
-		return nil, nil, s.fail(notObject(s.value()))
+	switch {
+	case !ok && s.err == nil:
+		return nil, nil, &Error{Problem: "not a JSON object: the file is empty"}
+	case !ok || c != '{':
+		start := s.offset()
+		return nil, nil, s.fail(notObject(s.value(), start))
 	}
 	s.consume()
 	rest = []byte{'{'}
+	seen := map[string]bool{}
 	for first := true; ; first = false {
 		if c, ok = s.peek(); ok && c == '}' && first {
 			s.consume()
 			break
 		}
+		if !ok || c != '"' {
+			return nil, nil, s.malformed(c, ok, "looking for the beginning of a key")
+		}
+		start := s.offset()
 		rawKey := bytes.Clone(s.value()) // the stream's bytes move as it reads on
 		var key string
-		if len(rawKey) == 0 || rawKey[0] != '"' || json.Unmarshal(rawKey, &key) != nil {
-			return nil, nil, s.fail(syntaxError(rawKey, "looking for beginning of object key string"))
+		if fault := checkJSON(rawKey, maxRecord); fault != nil {
+			return nil, nil, s.fail(jsonError("", start, fault))
 		}
+		_ = json.Unmarshal(rawKey, &key) // checked: a string
+		if seen[key] {
+			return nil, nil, &Error{Path: key, Problem: "duplicate key: the file may hold each key once", pos: start + 1}
+		}
+		seen[key] = true
 		if c, ok = s.peek(); !ok || c != ':' {
-			return nil, nil, s.fail(syntaxError(found(c, ok), "after object key"))
+			return nil, nil, s.malformed(c, ok, "after a key")
 		}
 		s.consume()
 		if key == samKey {
@@ -110,26 +163,25 @@ func (f *File) walk(s *jsonStream) (rest []byte, samErr *Error, err error) {
 			}
 		} else {
 			v := s.value()
-			if len(v) == 0 {
-				return nil, nil, s.fail(syntaxError(nil, ""))
+			start := s.offset() - int64(len(v))
+			if fault := checkJSON(v, recordLimit(key)); fault != nil {
+				return nil, nil, s.fail(jsonError(key, start, fault))
 			}
 			if len(rest) > 1 {
 				rest = append(rest, ',')
 			}
 			rest = append(append(append(rest, rawKey...), ':'), v...)
 		}
-		if c, ok = s.peek(); ok {
-			s.consume()
+		if c, ok = s.peek(); !ok || c != ',' && c != '}' {
+			return nil, nil, s.malformed(c, ok, "after a key's value")
 		}
-		if c == '}' && ok {
+		s.consume()
+		if c == '}' {
 			break
-		}
-		if !ok || c != ',' {
-			return nil, nil, s.fail(syntaxError(found(c, ok), "after object key:value pair"))
 		}
 	}
 	if _, ok := s.peek(); ok {
-		return nil, nil, &Error{Problem: "unexpected data after the JSON object"}
+		return nil, nil, &Error{Problem: "unexpected data after the JSON object", pos: s.offset() + 1}
 	}
 	if s.err != nil {
 		return nil, nil, s.fail(nil)
@@ -141,15 +193,13 @@ func (f *File) walk(s *jsonStream) (rest []byte, samErr *Error, err error) {
 // Only the first problem is kept; the array is still read to its end, for the structure of the
 // rest of the file.
 func (f *File) walkSAM(s *jsonStream) (*Error, error) {
-	// A repeated key counts as its last value, as encoding/json has it.
-	f.sam, f.logs, f.maybeTaken = -1, 0, nil
 	if c, ok := s.peek(); !ok || c != '[' {
 		v := s.value()
 		if string(v) == "null" {
 			return nil, nil
 		}
-		if err := json.Unmarshal(v, new(any)); err != nil {
-			return nil, s.fail(syntaxError(v, ""))
+		if fault := checkJSON(v, maxRecord); fault != nil {
+			return nil, s.fail(jsonError(samKey, s.offset()-int64(len(v)), fault))
 		}
 		return Errorf(samKey, "expected an array of objects"), nil
 	}
@@ -176,6 +226,8 @@ func (f *File) walkSAM(s *jsonStream) (*Error, error) {
 			f.starts = starts[:(f.logs+samChunkLogs-1)/samChunkLogs]
 			f.newestFirst = order.down > order.up
 			return first, nil
+		case problem != nil && problem.pos != 0:
+			return nil, problem // the file's JSON: reported in the file's order, as for other keys
 		case problem != nil:
 			first = problem
 		case first == nil:
@@ -255,7 +307,11 @@ func (sr *samReader) next(r *domain.SAMActionLog, decode bool) (ok bool, problem
 	case more && c == ']':
 		sr.end = true
 	case !more || c != ',':
-		return false, nil, s.fail(syntaxError(found(c, more), "after array element"))
+		err := s.malformed(c, more, "after an array element")
+		if e, ok := err.(*Error); ok {
+			e.Path = at(samKey, sr.i)
+		}
+		return false, nil, err
 	}
 	sr.i++
 	return true, problem, nil
@@ -289,14 +345,17 @@ func (sr *samReader) careful(r *domain.SAMActionLog, decode bool) (*Error, error
 		return nil, Errorf(at(samKey, sr.i), "larger than %d bytes: not a SAM action log", maxSAMLog)
 	}
 	if len(v) == 0 {
-		return nil, s.fail(syntaxError(nil, ""))
+		return nil, s.fail(&Error{Path: at(samKey, sr.i)})
 	}
 	if !decode {
 		return nil, nil
 	}
+	if fault := checkRecord(v); fault != nil {
+		return jsonError(at(samKey, sr.i), s.offset()-int64(len(v)), fault), nil
+	}
 	*r = domain.SAMActionLog{}
 	if err := decodeStrict(v, r); err != nil {
-		return fieldError(at(samKey, sr.i), err), nil
+		return fieldError(at(samKey, sr.i), v, err), nil
 	}
 	return nil, nil
 }
@@ -323,40 +382,36 @@ func (sr *samReader) check(r *domain.SAMActionLog) *Error {
 	return c.err
 }
 
-// fail is the error for a problem with the file's structure: a read error if there was one.
+// fail is the error for a problem with the file's structure: a read error if there was one. A
+// problem without a text is the end of the file, where more was wanted.
 func (s *jsonStream) fail(problem *Error) error {
 	if s.err != nil && !errors.Is(s.err, errValueTooLarge) {
 		return &Error{Problem: "cannot read the file: " + s.err.Error()}
 	}
 	if problem == nil {
-		return &Error{Problem: "not a JSON object: unexpected end of JSON input"}
+		problem = &Error{}
+	}
+	if problem.Problem == "" {
+		problem.Problem, problem.pos = "malformed JSON: unexpected end of the file", s.offset()+1
 	}
 	return problem
 }
 
-// notObject says why v, the start of the file, is not an object, as readCareful would.
-func notObject(v []byte) *Error {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(v, &top); err != nil {
-		return &Error{Problem: "not a JSON object: " + describe(err)}
-	}
-	return &Error{Problem: "not a JSON object"}
-}
-
-// syntaxError names the character found where the object's structure wanted another.
-func syntaxError(found []byte, context string) *Error {
-	if len(found) == 0 {
-		return nil // the end of the file: fail says so
-	}
-	return &Error{Problem: fmt.Sprintf("not a JSON object: invalid character %q %s", found[0], context)}
-}
-
-// found is the byte peek found, none at the end.
-func found(c byte, ok bool) []byte {
+// malformed is the error for the byte c that peek found (none at the end: ok false) where the
+// file's structure wanted another.
+func (s *jsonStream) malformed(c byte, ok bool, context string) error {
 	if !ok {
-		return nil
+		return s.fail(nil)
 	}
-	return []byte{c}
+	return &Error{Problem: fmt.Sprintf("malformed JSON: invalid character %s %s", quoteByte(c), context), pos: s.offset() + 1}
+}
+
+// notObject says why v, the start of the file at offset start, is not an object.
+func notObject(v []byte, start int64) *Error {
+	if fault := checkJSON(v, maxRecord); fault != nil {
+		return jsonError("", start, fault)
+	}
+	return &Error{Problem: "not a JSON object", pos: start + 1}
 }
 
 // samChunkLogs is how many SAM logs go to the store at a time: 25 MB of them decoded, about

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -68,11 +69,11 @@ func TestReadFileNamesTheLogInTheMiddle(t *testing.T) {
 		{"bad date", samLogJSON(at, l1, "yesterday"), "samActionLogs[12345]: "},
 		{"bad entity", samLogJSON(at, "x", "2026-01-01T00:00:00Z"), `samActionLogs[12345].entityId: not a uuid: "x"`},
 		{"wrong type", `{"id": "` + p1 + `", "samId": "1"}`, "samActionLogs[12345].samId: expected a number"},
-		{"unknown field", `{"id": "` + p1 + `", "sam": 1}`, `samActionLogs[12345]: unknown field "sam"`},
+		{"unknown field", `{"id": "` + p1 + `", "sam": 1}`, `samActionLogs[12345].sam: unknown field`},
 		{"null", `null`, "samActionLogs[12345]: expected an object, got null"},
 		{"escaped, fine but for the action", `{"id": "\u0030` + p1[1:] + `", "entityId": "` + l1 + `", "action": "\t", "actionDate": "2026-01-01T00:00:00Z"}`,
 			"samActionLogs[12345].action: required"},
-		{"broken", `{"id": "` + p1 + `",, }`, "samActionLogs[12345]: invalid character ','"},
+		{"broken", `{"id": "` + p1 + `",, }`, "samActionLogs[12345]: malformed JSON: invalid character ',' looking for the beginning of a name (line 12346, column 47)"},
 		{"too large", `{"action": "` + strings.Repeat("a", 3*maxSAMLog) + `"}`, "samActionLogs[12345]: larger than"},
 	} {
 		for _, order := range []string{`{"samActionLogs": %s, "partners": []}`, `{"partners": [], "samActionLogs": %s}`} {
@@ -89,31 +90,93 @@ func TestReadFileNamesTheLogInTheMiddle(t *testing.T) {
 	}
 }
 
-// The file's structure around and inside the SAM log array is checked as encoding/json does.
+// The file's structure around and inside the SAM log array is checked, the error naming the
+// line and column, and the record where it is in one.
 func TestReadFileStructure(t *testing.T) {
+	log := samLogJSON(1, l1, "2026-01-01T00:00:00Z")
 	for _, c := range []struct{ file, want string }{
-		{``, "not a JSON object: unexpected end of JSON input"},
-		{`{"samActionLogs": [`, "not a JSON object: unexpected end of JSON input"},
-		{`{"samActionLogs": [` + samLogJSON(1, l1, "2026-01-01T00:00:00Z") + ` ` + samLogJSON(2, l1, "2026-01-01T00:00:00Z") + `]}`,
-			`not a JSON object: invalid character '{' after array element`},
-		{`{"samActionLogs": [] "partners": []}`, `not a JSON object: invalid character '"' after object key:value pair`},
-		{`{"samActionLogs" []}`, `not a JSON object: invalid character '[' after object key`},
-		{`{samActionLogs: []}`, `not a JSON object: invalid character 's' looking for beginning of object key string`},
+		{``, "not a JSON object: the file is empty"},
+		{`{"samActionLogs": [`, "samActionLogs[0]: malformed JSON: unexpected end of the file (line 1, column 20)"},
+		{"{\"samActionLogs\": [\n" + log + ",\n" + log[:40], "samActionLogs[1]: malformed JSON: unexpected end of the file (line 3, column 41)"},
+		{`{"samActionLogs": [` + log + ` ` + samLogJSON(2, l1, "2026-01-01T00:00:00Z") + `]}`,
+			`samActionLogs[0]: malformed JSON: invalid character '{' after an array element (line 1, column 185)`},
+		{`{"samActionLogs": [] "partners": []}`, `malformed JSON: invalid character '"' after a key's value (line 1, column 22)`},
+		{`{"samActionLogs" []}`, `malformed JSON: invalid character '[' after a key (line 1, column 18)`},
+		{`{samActionLogs: []}`, `malformed JSON: invalid character 's' looking for the beginning of a key (line 1, column 2)`},
 		{`{"samActionLogs": {}}`, `samActionLogs: expected an array of objects`},
-		{`{"samActionLogs": []} x`, `unexpected data after the JSON object`},
+		{`{"samActionLogs": []} x`, `unexpected data after the JSON object (line 1, column 23)`},
+		{"{\"partners\": [\n  {\"id\": \"" + p1 + "\", \"name\": \"P\"},\n  {\"id\": \"" + p1 + "\",}\n]}",
+			`partners[1]: malformed JSON: invalid character '}' looking for the beginning of a name (line 3, column 49)`},
+		{`{"partners": [{"id": "` + p1 + `", "name": "P"}`, `partners[0]: malformed JSON: unexpected end of the file (line 1, column 74)`},
+		{`{"partners": [{"id": "` + p1 + `", "name": "P"` + "\n", `partners[0].name: malformed JSON: unexpected end of the file (line 2, column 1)`},
+		{`{"partners": [{"id": "` + p1 + `", "name": tru}]}`, `partners[0].name: malformed JSON: invalid character '}' in literal true (line 1, column 73)`},
+		// The column counts characters, not bytes.
+		{`{"partners": [{"name": "é", "id": 1.}]}`, `partners[0].id: malformed JSON: invalid character '}' in a number (line 1, column 37)`},
 	} {
 		if _, err := readFileString(c.file); err == nil || err.Error() != c.want {
 			t.Errorf("%q: error %v, want %q", c.file, err, c.want)
 		}
 	}
-	// A key given twice counts as its last value, as encoding/json has it.
-	f, err := readFileString(`{"samActionLogs": [null], "samActionLogs": ` + samArray(3, -1, "") + `}`)
-	if err != nil || f.SAMLogs() != 3 {
-		t.Fatalf("repeated key: %v", err)
+}
+
+// A key given twice, or a name given twice within a record (in any letter case: encoding/json
+// would take either for the field, the last one winning), is refused: the import would keep one
+// of two values. So are strings that would not come back as written (invalid UTF-8, a lone
+// surrogate, NUL), and values past the limits. Each error names the place, and the same problem
+// inside a SAM log of the stream is named as well.
+func TestReadFileRefusesWhatItCannotKeep(t *testing.T) {
+	partner := func(fields string) string { return `{"partners": [{"id": "` + p1 + `", ` + fields + `}]}` }
+	lead := func(fields string) string {
+		return `{"leads": [{"id": "` + l1 + `", "partnerId": "` + p1 + `", "businessName": "B", ` + fields + `}]}`
 	}
-	f, err = readFileString(`{"samActionLogs": ` + samArray(3, -1, "") + `, "samActionLogs": null}`)
-	if err != nil || f.SAMLogs() != 0 || f.sam != -1 {
-		t.Fatalf("repeated key, null last: %v", err)
+	samLog := func(fields string) string {
+		return `{"samActionLogs": [` + samLogJSON(1, l1, "2026-01-01T00:00:00Z") + `, {"id": "` + p1 + `", "entityId": "` + l1 +
+			`", "actionDate": "2026-01-01T00:00:00Z", ` + fields + `}]}`
+	}
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, c := range []struct{ name, file, want string }{
+		{"key twice", `{"leads": [], "partners": [], "leads": []}`, "leads: duplicate key: the file may hold each key once (line 1, column 31)"},
+		{"samActionLogs twice", `{"samActionLogs": [], "samActionLogs": []}`, "samActionLogs: duplicate key"},
+		{"key twice, escaped", `{"leads": [], "le\u0061ds": []}`, "leads: duplicate key"},
+		{"field twice", partner(`"name": "A", "name": "B"`), "partners[0].name: duplicate field: a name may appear once in an object, in any letter case (line 1, column 75)"},
+		{"field twice in another case", partner(`"name": "A", "Name": "B"`), "partners[0].Name: duplicate field"},
+		{"nested field twice", lead(`"serviceAcceptance": {"configured": true, "configured": false}`), "leads[0].serviceAcceptance.configured: duplicate field"},
+		{"deletes key twice", `{"deletes": {"varsheets": [], "varsheets": []}}`, "deletes.varsheets: duplicate key"},
+		{"settings field twice", `{"fileBuilds": [{"id": "` + p1 + `", "lineItemId": "` + p1 + `", "settings": {"tips": {}, "tips": {}}}]}`, "fileBuilds[0].settings.tips: duplicate field"},
+		{"SAM log field twice", samLog(`"action": "a", "action": "b"`), "samActionLogs[1].action: duplicate field"},
+		{"invalid UTF-8", partner("\"name\": \"caf\xe9\""), "partners[0].name: invalid UTF-8 (byte 0xe9): the file must be UTF-8 (line 1, column 74)"},
+		{"invalid UTF-8 in a SAM log", samLog("\"action\": \"\xff\""), "samActionLogs[1].action: invalid UTF-8"},
+		{"invalid UTF-8 in a name", partner("\"n\xffme\": \"x\""), "partners[0]: invalid UTF-8"},
+		{"lone surrogate", partner(`"name": "\ud83d"`), `partners[0].name: a lone surrogate (\ud83d) in a string: not a character`},
+		{"lone low surrogate", partner(`"name": "\ude00x"`), `partners[0].name: a lone surrogate (\ude00)`},
+		{"NUL", partner(`"name": "a\u0000"`), `partners[0].name: a NUL character (\u0000) in a string, which the database cannot keep`},
+		{"long name", partner(`"name": "` + long(maxText+1) + `"`), "partners[0].name: longer than 255 characters (256)"},
+		{"long business name", lead(`"midId": null`)[:0] + `{"leads": [{"businessName": "` + long(10<<20) + `"}]}`, "leads[0].businessName: longer than 255 characters (10485760)"},
+		{"long name, multibyte", partner(`"name": "` + strings.Repeat("é", maxText+1) + `"`), "partners[0].name: longer than 255 characters (256)"},
+		{"long action in a SAM log", samLog(`"action": "` + long(maxText+1) + `"`), "samActionLogs[1].action: longer than 255 characters"},
+		{"long note", `{"merchantNotes": [{"body": "` + long(10_001) + `"}]}`, "merchantNotes[0].body: longer than 10000 characters"},
+		{"long key", `{"apiKeys": [{"key": "` + long(1025) + `"}]}`, "apiKeys[0].key: longer than 1024 characters"},
+		{"long setting", `{"fileBuilds": [{"settings": {"receipt": {"headerLines": ["` + long(256) + `"]}}}]}`, "fileBuilds[0].settings.receipt.headerLines[0]: longer than 255 characters"},
+		{"long id", partner(`"name": "P", "x": "` + long(300) + `"`)[:0] + `{"partners": [{"id": "` + long(300) + `"}]}`, "partners[0].id: longer than 255 characters"},
+		{"big record", `{"users": [{"permissions": [` + strings.Repeat(`"*",`, maxRecord/4) + `"*"]}]}`, "users[0]: a record larger than 1 MiB (line 1, column 12)"},
+		{"big document", `{"merchantDocuments": [{"contentBase64": "` + long((maxDocument+2)/3*4+4) + `"}]}`, "merchantDocuments[0].contentBase64: longer than 13981016 characters"},
+		{"deep", `{"fileBuilds": [{"settings": ` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}]}`, "fileBuilds[0].settings[0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested more than 16 deep"},
+	} {
+		_, err := readFileString(c.file)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want prefix %q", c.name, err, c.want)
+		}
+		_, readErr := Read(strings.NewReader(c.file))
+		if err != nil && (readErr == nil || err.Error() != readErr.Error()) {
+			t.Errorf("%s: ReadFile says %q, Read %v", c.name, err, readErr)
+		}
+	}
+	// At the limits, all is well: a document of maxDocument bytes, a name of maxText characters.
+	doc := strings.Repeat("A", (maxDocument+2)/3*4)
+	f, err := readFileString(`{"merchantDocuments": [{"id": "` + p1 + `", "merchantId": "` + p1 + `", "fileName": "` + strings.Repeat("é", maxText) +
+		`", "contentType": "a/b", "contentBase64": "` + doc + `"}]}`)
+	if err != nil || len(f.ds.MerchantDocuments[0].ContentBase64) != (maxDocument+2)/3*3 {
+		t.Fatalf("a document at the limits: %v", err)
 	}
 }
 
@@ -183,6 +246,56 @@ func FuzzReadFile(f *testing.F) {
 		ds.SAMActionLogs = nil
 		if diff := cmp.Diff(ds, file.ds); diff != "" || file.SAMLogs() != logs {
 			t.Fatalf("datasets differ (-Read +ReadFile), %d logs against %d:\n%s", file.SAMLogs(), logs, diff)
+		}
+	})
+}
+
+// BenchmarkReadFile reads a file as the import's first pass does: 200,000 SAM logs, written as
+// export writes them, and 20,000 partners, which checkJSON reads before encoding/json does.
+func BenchmarkReadFile(b *testing.B) {
+	var file bytes.Buffer
+	file.WriteString("{\n  \"partners\": [\n")
+	for i := range 20_000 {
+		if i > 0 {
+			file.WriteString(",\n")
+		}
+		fmt.Fprintf(&file, `    {"id": "00000000-0000-4000-8000-%012d", "name": "Partner número %d"}`, i, i)
+	}
+	file.WriteString("\n  ],\n  \"samActionLogs\": [\n")
+	for i := range 200_000 {
+		if i > 0 {
+			file.WriteString(",\n")
+		}
+		file.WriteString("    {\n      \"id\": \"" + fmt.Sprintf("00000000-0000-4000-9000-%012d", i) + "\",\n      \"entityId\": \"" + l1 +
+			"\",\n      \"action\": \"add_equipment_purchase_fail\",\n      \"actionDate\": \"2026-01-01T00:00:00Z\",\n      \"samId\": " + fmt.Sprint(i) + "\n    }")
+	}
+	file.WriteString("\n  ]\n}\n")
+	b.SetBytes(int64(file.Len()))
+	for b.Loop() {
+		f, err := ReadFile(bytes.NewReader(file.Bytes()), int64(file.Len()))
+		if err != nil || f.SAMLogs() != 200_000 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "logs/s")
+}
+
+// FuzzCheckJSON: checkJSON never panics, and agrees with encoding/json on what is well-formed:
+// what it takes is valid JSON, and what it calls malformed is not.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[{"a": 1, "b": [true, false, null, -0.5e+3]}]`, `"\ud83d\ude00"`, `"\ud83d"`, `{"a": 1, "A": 2}`,
+		`[1, 2`, `{"a" 1}`, "\"\xff\"", `01`, `-`, `1.`, `1e`, `tru`, `"\u00zz"`, `[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fault := checkJSON(b, maxRecord)
+		switch {
+		case fault == nil && !json.Valid(b):
+			t.Fatalf("checkJSON took %q, which encoding/json calls malformed", b)
+		case fault != nil && strings.HasPrefix(fault.problem, "malformed JSON") && json.Valid(b):
+			t.Fatalf("checkJSON calls %q malformed (%s), encoding/json takes it", b, fault.problem)
+		case fault != nil && (fault.off < 0 || fault.off > len(b)):
+			t.Fatalf("fault at %d of %d bytes", fault.off, len(b))
 		}
 	})
 }
