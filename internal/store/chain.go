@@ -62,8 +62,8 @@ func appendField(b, f []byte) []byte {
 	return append(b, f...)
 }
 
-// link computes e's link after prev under e.ChainKeyID.
-func link(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
+// chainLink computes e's link after prev under e.ChainKeyID.
+func chainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
 	return sig.ChainMAC(e.ChainKeyID, chainMessage(prev, e))
 }
 
@@ -91,7 +91,7 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		}
 		seq++
 		e.Seq, e.ChainKeyID = seq, keyID
-		h, err := link(s.signer, prev, e)
+		h, err := chainLink(s.signer, prev, e)
 		if err != nil {
 			return fmt.Errorf("store: audit chain link: %w", err)
 		}

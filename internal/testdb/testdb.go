@@ -53,6 +53,10 @@ func Open(t testing.TB, engine string) *store.Store {
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate %s: %v", engine, err)
 	}
+	// and, as serve does at start, seal where the audit chain begins.
+	if _, _, err := st.SealAuditGenesis(context.Background()); err != nil {
+		t.Fatalf("seal the audit genesis %s: %v", engine, err)
+	}
 	return st
 }
 
