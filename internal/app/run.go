@@ -67,14 +67,18 @@ func Run(ctx context.Context, env Env) error {
 
 // Report writes err, if any, on one line of stderr and returns the process's exit status, as
 // main uses it: 0 without an error, 2 for a command line that could not be understood (as the Go
-// tools do), 1 for anything else.
+// tools do), 3 for an audit verify that cannot check (a key or checkpoint missing), 1 for anything
+// else.
 func Report(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintln(stderr, "backoffice:", err)
-	if errors.Is(err, ErrUsage) {
+	switch {
+	case errors.Is(err, ErrUsage):
 		return 2
+	case errors.Is(err, ErrCannotCheck):
+		return 3
 	}
 	return 1
 }
@@ -188,6 +192,33 @@ func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.St
 // events with; a store without one writes no events (store.ErrNoChainSigner), which suits the
 // commands that only read.
 func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
+	st, _, err := openSealed(ctx, cfg, ring, opts...)
+	return st, err
+}
+
+// genesisSeal is what opening found of the audit chain's genesis.
+type genesisSeal struct {
+	wasUnsealed  bool
+	lastUnlinked int64
+}
+
+// openSealed is openMigrated, which also seals where the audit chain begins (its genesis) when
+// given the ring: a process that writes events fixes it (see store.SealAuditGenesis), and serve
+// warns when it found it unsealed.
+func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, genesisSeal, error) {
+	st, err := openUnsealed(ctx, cfg, ring, opts...)
+	if err != nil || ring == nil {
+		return st, genesisSeal{}, err
+	}
+	var g genesisSeal
+	if g.wasUnsealed, g.lastUnlinked, err = st.SealAuditGenesis(ctx); err != nil {
+		st.Close()
+		return nil, g, err
+	}
+	return st, g, nil
+}
+
+func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
 	if _, err := demoConfig(&cfg, false); err != nil {
 		return nil, err
 	}

@@ -220,3 +220,19 @@ func hexHash(h []byte) string {
 	}
 	return hex.EncodeToString(h)
 }
+
+// ErrLinkMismatch means an event's link is not the MAC of the one before and the event.
+var ErrLinkMismatch = errors.New("its link does not match: the event was altered, inserted, or follows an altered one")
+
+// CheckLink checks e's link after prev: nil when it holds, ErrLinkMismatch when not, and the
+// signer's error (secrets.ErrUnknownKey) when it lacks e's key.
+func CheckLink(sig ChainSigner, prev []byte, e domain.AuditEvent) error {
+	h, err := chainLink(sig, prev, e)
+	if err != nil {
+		return err
+	}
+	if hexHash(h) != e.Hash {
+		return ErrLinkMismatch
+	}
+	return nil
+}
