@@ -262,7 +262,7 @@ func checkpointExpects(files []string, keys map[string]ed25519.PublicKey) (expec
 		}
 		vouched, unvouched, err := checkpoint.Vouched(entries, keys)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
+			return nil, nil, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(err.Error(), checkpoint.ErrUnverifiable.Error()+": "))
 		}
 		if len(entries) == 0 {
 			notes = append(notes, file+" holds no checkpoint yet")

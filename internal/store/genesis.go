@@ -109,3 +109,51 @@ func setGenesis(ctx context.Context, q querier, sig ChainSigner, lastUnlinked in
 	}
 	return nil
 }
+
+// AuditKeyNeeds says what of the audit chain still needs each master key other than active: how
+// many events are linked under it after the last anchor made under active (a verify without that
+// key could not check them), and the key the genesis is sealed under. keys status reads it before
+// it calls a key removable.
+func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored map[string]int64, genesisKey string, err error) {
+	unanchored = map[string]int64{}
+	err = s.snapshot(ctx, func(q querier) error {
+		g, err := readGenesis(ctx, q)
+		if err != nil {
+			return err
+		}
+		genesisKey = g.KeyID
+		var covered int64
+		r, err := q.query(ctx, `SELECT detail FROM audit_events WHERE action = ? AND chain_key_id = ?`, ActionAuditAnchor, active)
+		if err != nil {
+			return fmt.Errorf("store: audit anchors: %w", err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var detail string
+			if err := r.Scan(&detail); err != nil {
+				return fmt.Errorf("store: audit anchors: %w", err)
+			}
+			if seq, _, ok := parseAnchor(detail); ok {
+				covered = max(covered, seq)
+			}
+		}
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("store: audit anchors: %w", err)
+		}
+		keys, err := q.query(ctx, `SELECT chain_key_id, COUNT(*) FROM audit_events WHERE seq > ? AND chain_key_id IS NOT NULL AND chain_key_id <> ? GROUP BY chain_key_id`, covered, active)
+		if err != nil {
+			return fmt.Errorf("store: audit keys: %w", err)
+		}
+		defer keys.Close()
+		for keys.Next() {
+			var id string
+			var n int64
+			if err := keys.Scan(&id, &n); err != nil {
+				return fmt.Errorf("store: audit keys: %w", err)
+			}
+			unanchored[id] = n
+		}
+		return keys.Err()
+	})
+	return unanchored, genesisKey, err
+}

@@ -60,6 +60,21 @@ func Open(t testing.TB, engine string) *store.Store {
 	return st
 }
 
+// OpenURL opens the database at url as it is (migrated, with no chain signer), closed when the
+// test ends: a second process on a database a test made.
+func OpenURL(t testing.TB, url string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return st
+}
+
 // URL returns the database URL of a fresh, empty database of the engine.
 func URL(t testing.TB, engine string) string {
 	t.Helper()

@@ -1,0 +1,229 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+// sqlOn changes the database behind the service's back, as someone with database access would.
+func sqlOn(t *testing.T, url string, queries ...string) {
+	t.Helper()
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, q := range queries {
+		if _, err := st.DB().ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// wantVerify runs audit verify and checks its outcome: the error it wraps (nil: intact) and
+// words its output must hold; it returns the output.
+func wantVerify(t *testing.T, c *cli, want error, words string, args ...string) string {
+	t.Helper()
+	out, errOut, err := c.run(append([]string{"audit", "verify"}, args...)...)
+	if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) || !strings.Contains(out+errOut, words) {
+		t.Fatalf("audit verify %s: %v, want %v saying %q\n%s%s", strings.Join(args, " "), err, want, words, out, errOut)
+	}
+	if want == ErrCannotCheck && strings.Contains(out, "BROKEN") {
+		t.Fatalf("cannot check must not say BROKEN:\n%s", out)
+	}
+	return out
+}
+
+// Exit statuses a script can use: 0 intact, 1 broken, 3 cannot check, 2 usage.
+func TestAuditVerifyExitStatuses(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{{nil, 0}, {errAuditChainBroken, 1}, {ErrCannotCheck, 3}, {usagef("x"), 2}} {
+		if got := Report(&strings.Builder{}, c.err); got != c.want {
+			t.Errorf("exit status of %v = %d, want %d", c.err, got, c.want)
+		}
+	}
+	c, _ := auditCLI(t, "sqlite")
+	for _, head := range []string{"3f1c", strings.Repeat("g", 64), strings.Repeat("0", 63)} {
+		if _, _, err := c.run("audit", "verify", "--head", head); !errors.Is(err, ErrUsage) {
+			t.Errorf("--head %q: %v, want a usage error", head, err)
+		}
+	}
+}
+
+// The attack of the issue through the command line: links stripped, events removed and
+// renumbered, one altered, a decrypt forged; then a service writing on top.
+func TestAuditVerifyCatchesStrippedChain(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			for range 3 {
+				c.mustRun("apikey", "create", "--user", string(testStaff))
+			}
+			sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
+				`DELETE FROM audit_events WHERE seq <= 2`, `UPDATE audit_events SET seq = seq - 2`,
+				`UPDATE audit_events SET actor_user_id = '`+string(testPrincipal(1))+`' WHERE seq = 1`,
+				fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
+					VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 5)`, testdb.FixtureID(9500), testStaff))
+			wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
+			c.mustRun("apikey", "create", "--user", string(testStaff))
+			wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
+		})
+	}
+}
+
+// The documented rotation: rotate, rewrap, remove the old key. keys status says what still needs
+// the old key until rewrap has anchored its links; then verify passes with the new key alone,
+// and altering a pre-rotation event still fails it, also when relinked with the (leaked) old key.
+func TestAuditProofSurvivesRotation(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine) // 3 events under k1
+			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			status := c.mustRun("keys", "status")
+			if !strings.Contains(status, "3 audit events are linked under key k1") || strings.Contains(status, "can be removed") {
+				t.Fatalf("keys status before rewrap calls k1 removable, or does not say why not:\n%s", status)
+			}
+			c.mustRun("keys", "rewrap")
+			if status := c.mustRun("keys", "status"); !strings.Contains(status, "Nothing needs key k1 any more") {
+				t.Fatalf("keys status after rewrap:\n%s", status)
+			}
+			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+			wantVerify(t, c, nil, "intact: 6 events")
+			// The same with a ring that was never told about the rewrap: cannot check, not broken.
+			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k3")
+			wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK")
+			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+
+			sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
+			wantVerify(t, c, errAuditChainBroken, "not the ones this anchor fixed")
+		})
+	}
+}
+
+// Checkpoints kept outside the database catch a tail cut off at rest, which the database alone
+// cannot show; verify reads several files and fails on any.
+func TestAuditCheckpointsCatchCutTail(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+			cp := signCheckpoint(t, c, file)
+			if cp.Seq != 3 {
+				t.Fatalf("checkpoint of seq %d, want 3", cp.Seq)
+			}
+			wantVerify(t, c, nil, "checkpoints: 1 matched", "--checkpoints", file)
+			sqlOn(t, url, `DELETE FROM audit_events WHERE seq = 3`)
+			wantVerify(t, c, nil, "intact: 2 events") // the database alone cannot tell
+			wantVerify(t, c, errAuditChainBroken, "its tail was cut off", "--checkpoints", file)
+			c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file // read by default when configured
+			wantVerify(t, c, errAuditChainBroken, "its tail was cut off")
+			c.mustRun("apikey", "create", "--user", string(testStaff)) // a new seq 3
+			wantVerify(t, c, errAuditChainBroken, "not the one the checkpoint")
+			delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+			// A file that is gone, or altered, cannot be checked: that is not "intact".
+			wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
+			altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
+			os.WriteFile(file, []byte(altered), 0o600)
+			wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
+		})
+	}
+}
+
+// A running service whose chain is cut under it logs an error and does not sign the shorter
+// chain; verify against what it signed before finds the cut.
+func TestCheckpointerRefusesACutChain(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+			st := testdb.OpenURL(t, url)
+			var logs lockedBuffer
+			cp, err := newCheckpointer(file, st, testdb.Ring(t, "k1"), newLogger(&logs, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp.tick(context.Background())
+			c.mustRun("apikey", "create", "--user", string(testStaff))
+			cp.tick(context.Background()) // seq 4, naming the first
+			entries, err := checkpoint.ReadFile(file)
+			if err != nil || len(entries) != 2 || entries[1].Seq != 4 || entries[1].Prev != entries[0].ID() {
+				t.Fatalf("two chained checkpoints: %+v %v", entries, err)
+			}
+			if !strings.Contains(logs.String(), `"msg":"audit checkpoint","seq":4`) {
+				t.Errorf("no structured log line of the checkpoint:\n%s", logs.String())
+			}
+			sqlOn(t, url, `DELETE FROM audit_events WHERE seq >= 3`)
+			c.mustRun("apikey", "create", "--user", string(testStaff))
+			c.mustRun("apikey", "create", "--user", string(testStaff)) // seq 3 and 4 again, other events
+			cp.tick(context.Background())
+			if entries, _ := checkpoint.ReadFile(file); len(entries) != 2 {
+				t.Fatalf("signed the cut chain: %d checkpoints", len(entries))
+			}
+			if !strings.Contains(logs.String(), `"level":"ERROR","msg":"audit checkpoint not signed"`) {
+				t.Errorf("no error logged:\n%s", logs.String())
+			}
+			wantVerify(t, c, errAuditChainBroken, "broken at seq", "--checkpoints", file)
+		})
+	}
+}
+
+// An auditor with an export, the checkpoints and the public key, and no master key or database.
+func TestAuditVerifyExportOffline(t *testing.T) {
+	c, url := auditCLI(t, "sqlite")
+	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+	signCheckpoint(t, c, file)
+	pub := strings.TrimSpace(c.mustRun("audit", "public-key"))
+	export := filepath.Join(t.TempDir(), "export.json")
+	c.mustRun("export", export)
+	auditor := &cli{t: t, vars: map[string]string{}}
+	args := []string{"--export", export, "--checkpoints", file, "--public-key", pub}
+	wantVerify(t, auditor, nil, "checkpoints: 1 matched", args...)
+	if _, _, err := auditor.run("audit", "verify", "--export", export); !errors.Is(err, ErrUsage) {
+		t.Errorf("--export alone: %v, want a usage error", err)
+	}
+	wrong := "k9:" + strings.SplitN(pub, ":", 2)[1]
+	wantVerify(t, auditor, ErrCannotCheck, "is signed under a key given", "--export", export, "--checkpoints", file, "--public-key", wrong)
+
+	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
+	c.mustRun("export", export)
+	wantVerify(t, auditor, errAuditChainBroken, "broken at seq 3", args...)
+}
+
+// signCheckpoint signs a checkpoint of the database c uses into file, as serve's ticker does.
+func signCheckpoint(t *testing.T, c *cli, file string) checkpoint.Checkpoint {
+	t.Helper()
+	st := testdb.OpenURL(t, c.vars["BACKOFFICE_DATABASE_URL"])
+	ring, err := masterRing(Config{MasterKeys: secret(c.vars["BACKOFFICE_MASTER_KEYS"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	cp, err := newCheckpointer(file, st, ring, newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.sign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cp.last
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
