@@ -59,7 +59,7 @@ func (s *Store) ListAuditEvents(ctx context.Context, f domain.AuditFilter, page,
 		if err := q.row(ctx, count, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count audit events: %w", noRows(err))
 		}
-		r, err := q.query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, (page-1)*size)...)
+		r, err := q.query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, pageOffset(page, size))...)
 		if err != nil {
 			return fmt.Errorf("store: list audit events: %w", err)
 		}
