@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -226,4 +227,34 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// An import of chained audit events (an export's) is accepted only if the chain verifies: an
+// event altered, renumbered or given a made-up link in the file is refused, naming it.
+func TestImportRefusesABrokenAuditChain(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, _ := auditCLI(t, engine)
+			export := filepath.Join(t.TempDir(), "export.json")
+			c.mustRun("export", export)
+			good := readFile(t, export)
+			fresh := newCLI(t, testdb.URL(t, engine), "k1")
+			for name, change := range map[string]func(string) string{
+				"altered":    func(s string) string { return strings.Replace(s, actionAPIKeyRevoke, actionAPIKeyCreate, 1) },
+				"renumbered": func(s string) string { return regexp.MustCompile(`"seq": ?3\b`).ReplaceAllString(s, `"seq": 4`) },
+			} {
+				bad := filepath.Join(t.TempDir(), name+".json")
+				if changed := change(good); changed == good {
+					t.Fatalf("%s: the change did not apply", name)
+				} else if err := os.WriteFile(bad, []byte(changed), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := fresh.run("import", bad); err == nil || !strings.Contains(err.Error(), "audit chain") {
+					t.Errorf("import of an export with an event %s: %v; want it refused", name, err)
+				}
+			}
+			fresh.mustRun("import", export)
+			wantVerify(t, fresh, nil, "intact: 3 events")
+		})
+	}
 }
