@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/store"
@@ -256,5 +258,52 @@ func TestImportRefusesABrokenAuditChain(t *testing.T) {
 			fresh.mustRun("import", export)
 			wantVerify(t, fresh, nil, "intact: 3 events")
 		})
+	}
+}
+
+// serve signs a checkpoint of every event it wrote when it stops, into BACKOFFICE_AUDIT_CHECKPOINTS
+// and its log; without the variable it warns at start that a cut tail cannot be caught.
+func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
+	e := newTestEnv(t)
+	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+		t.Fatal(err)
+	}
+	serveAndRead := func(reads int) string {
+		addr := freeAddr(t)
+		_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+		done := 0
+		for i := 0; i < 500 && done < reads; i++ { // until serving, then reads of the trail (an event each)
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
+			req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			resp.Body.Close()
+			done++
+		}
+		if err := stop(); err != nil || done != reads {
+			t.Fatalf("serve: %v, %d reads\n%s", err, done, stderr)
+		}
+		return stderr.String()
+	}
+	logs := serveAndRead(1)
+	if !strings.Contains(logs, "BACKOFFICE_AUDIT_CHECKPOINTS is not set") || !strings.Contains(logs, `"msg":"audit checkpoint","component":"audit checkpoints","seq":1,`) {
+		t.Errorf("serve without a checkpoints file: no warning, or no checkpoint in the log:\n%s", logs)
+	}
+
+	file := filepath.Join(e.dir, "checkpoints.jsonl")
+	e.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+	logs = serveAndRead(2)
+	entries, err := checkpoint.ReadFile(file)
+	if err != nil || len(entries) != 1 || entries[0].Seq != 3 {
+		t.Fatalf("checkpoints after serve stopped: %+v %v; want one of seq 3", entries, err)
+	}
+	if strings.Contains(logs, "is not set") {
+		t.Errorf("serve warned with a checkpoints file:\n%s", logs)
+	}
+	if out, _, err := e.run("audit", "verify"); err != nil || !strings.Contains(out, "checkpoints: 1 matched") {
+		t.Fatalf("verify with the serve's checkpoints: %v\n%s", err, out)
 	}
 }
