@@ -1,11 +1,13 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -305,5 +307,59 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	}
 	if out, _, err := e.run("audit", "verify"); err != nil || !strings.Contains(out, "checkpoints: 1 matched") {
 		t.Fatalf("verify with the serve's checkpoints: %v\n%s", err, out)
+	}
+}
+
+// childRewrapVar, set, makes TestRewrapChildProcess run `keys rewrap` as its own process, for a
+// test to kill.
+const childRewrapVar = "BACKOFFICE_TEST_REWRAP_CHILD"
+
+func TestRewrapChildProcess(t *testing.T) {
+	if os.Getenv(childRewrapVar) == "" {
+		t.Skip("run by TestRewrapKilledLeavesItsEvent")
+	}
+	env := Env{Args: []string{"keys", "rewrap", "--batch", "1"}, Getenv: os.Getenv, Stdin: strings.NewReader(""), Stdout: os.Stdout, Stderr: os.Stderr}
+	os.Exit(Report(os.Stderr, Run(context.Background(), env)))
+}
+
+// A rewrap killed outright (kill -9) still leaves its keys.rewrap event: the run is recorded
+// before it moves anything. The process is killed after its first batch, while it waits to write
+// its progress (its standard error is a pipe no one reads any more), so it cannot have finished.
+func TestRewrapKilledLeavesItsEvent(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			url := testdb.URL(t, engine)
+			st := testdb.OpenURL(t, url)
+			st.SetChainSigner(testdb.Ring(t, "old"))
+			importDataset(t, st, testDataset(rewrapCount), testdb.Ring(t, "old"))
+
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRewrapChildProcess$")
+			cmd.Env = append(os.Environ(), childRewrapVar+"=1", "BACKOFFICE_DATABASE_URL="+url,
+				"BACKOFFICE_MASTER_KEYS="+ringSpec("new", "old"), "BACKOFFICE_MASTER_KEY=", "BACKOFFICE_MASTER_KEYS_FILE=", "BACKOFFICE_MASTER_KEY_FILE=")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewScanner(stderr)
+			for lines.Scan() {
+				if strings.HasPrefix(lines.Text(), "rewrap: moved") {
+					break // its first batch is done
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+
+			c := newCLI(t, url, "new", "old")
+			events := auditEvents(t, c, actionKeysRewrap)
+			if len(events) != 1 || !strings.HasPrefix(events[0].Detail, "started") {
+				t.Fatalf("keys.rewrap events after kill -9: %+v; want the started one alone", events)
+			}
+			wantVerify(t, c, nil, "intact")
+		})
 	}
 }
