@@ -195,6 +195,9 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 		return err
 	}
 	ring, err := masterRing(cfg)
+	if errors.Is(err, errNoMasterKey) {
+		return reportUncheckable(env, fmt.Errorf("%w: no master key ring to check the links with (or check an export with --export, --checkpoints and --public-key): %v", ErrCannotCheck, err))
+	}
 	if err != nil {
 		return err
 	}
@@ -320,7 +323,12 @@ func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, exp
 			break
 		}
 	}
-	return reportChain(env, w.Finish(), notes, len(f.checkpoints))
+	rep := w.Finish()
+	if rep.Break == nil && rep.Matched == 0 {
+		// Without the master key only checkpoints prove anything.
+		return reportUncheckable(env, fmt.Errorf("%w: no checkpoint covers the export (the files hold none)", ErrCannotCheck))
+	}
+	return reportChain(env, rep, notes, len(f.checkpoints))
 }
 
 // reportUncheckable prints why the trail cannot be checked, and returns the error for exit 3.
@@ -344,7 +352,11 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int) erro
 	}
 	fmt.Fprintln(env.Stdout)
 	if rep.LinksUnchecked > 0 {
-		fmt.Fprintf(env.Stdout, "links: not checked (no master key); the checkpoints' digests prove the events they cover\n")
+		fmt.Fprintf(env.Stdout, "links: not checked (no master key); the checkpoints' digests prove events 1 to %d", rep.Covered)
+		if after := rep.Events - rep.Covered; after > 0 {
+			fmt.Fprintf(env.Stdout, "; the %d after them are covered by no checkpoint yet", after)
+		}
+		fmt.Fprintln(env.Stdout)
 	}
 	fmt.Fprintf(env.Stdout, "checkpoints: %d matched, from %d files\n", rep.Matched, files)
 	for _, n := range notes {

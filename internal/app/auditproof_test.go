@@ -64,6 +64,8 @@ func TestAuditVerifyExitStatuses(t *testing.T) {
 			t.Errorf("--head %q: %v, want a usage error", head, err)
 		}
 	}
+	c.vars["BACKOFFICE_MASTER_KEYS"] = ""
+	wantVerify(t, c, ErrCannotCheck, "no master key")
 }
 
 // The attack of the issue through the command line: links stripped, events removed and
@@ -197,6 +199,9 @@ func TestAuditVerifyExportOffline(t *testing.T) {
 	if _, _, err := auditor.run("audit", "verify", "--export", export); !errors.Is(err, ErrUsage) {
 		t.Errorf("--export alone: %v, want a usage error", err)
 	}
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	os.WriteFile(empty, nil, 0o600)
+	wantVerify(t, auditor, ErrCannotCheck, "no checkpoint covers", "--export", export, "--checkpoints", empty, "--public-key", pub)
 	wrong := "k9:" + strings.SplitN(pub, ":", 2)[1]
 	wantVerify(t, auditor, ErrCannotCheck, "is signed under a key given", "--export", export, "--checkpoints", file, "--public-key", wrong)
 

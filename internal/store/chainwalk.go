@@ -28,8 +28,10 @@ type ChainReport struct {
 	// Digest is the digest of the trail up to it.
 	Head   domain.AuditEvent
 	Digest []byte
-	// Matched counts the expectations (checkpoints, a recorded head) the chain holds.
+	// Matched counts the expectations (checkpoints, a recorded head) the chain holds; Covered is
+	// the newest event a checkpoint covers (0: none).
 	Matched int
+	Covered int64
 	// LinksUnchecked counts the links not checked for want of a key (a walk without a signer).
 	LinksUnchecked int64
 	// Break is the first event where the chain does not hold, nil when it is whole.
@@ -172,6 +174,7 @@ func (w *ChainWalk) Step(e domain.AuditEvent) bool {
 			return broken("the trail up to here is not the one %s signed: an event up to seq %d was altered, removed, inserted or re-linked since", x.What, e.Seq)
 		}
 		w.rep.Matched++
+		w.rep.Covered = e.Seq
 	}
 	for i, x := range w.heads {
 		if linked && bytes.Equal(x.Link, link) {
