@@ -123,26 +123,12 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects [
 		if err != nil {
 			return err
 		}
-		anchored, err := anchoredSeqs(ctx, q)
+		anchored, err := anchoredSeqs(ctx, q, "")
 		if err != nil {
 			return err
 		}
 		w := NewChainWalk(sig, &g, anchored, expects)
-		r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
-		if err != nil {
-			return fmt.Errorf("store: verify audit chain: %w", err)
-		}
-		defer r.Close()
-		for r.Next() {
-			a, err := scanAuditRow(r)
-			if err != nil {
-				return fmt.Errorf("store: verify audit chain: %w", err)
-			}
-			if !w.Step(a.e) {
-				break
-			}
-		}
-		if err := r.Err(); err != nil {
+		if err := eachAuditEvent(ctx, q, w.Step); err != nil {
 			return fmt.Errorf("store: verify audit chain: %w", err)
 		}
 		rep = w.Finish()
@@ -151,10 +137,34 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects [
 	return rep, err
 }
 
+// eachAuditEvent reads the whole trail in sequence order, in q, until fn returns false.
+func eachAuditEvent(ctx context.Context, q querier, fn func(domain.AuditEvent) bool) error {
+	r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+		e, err := scanAuditEvent(r)
+		if err != nil {
+			return err
+		}
+		if !fn(e) {
+			break
+		}
+	}
+	return r.Err()
+}
+
 // anchoredSeqs are the sequence numbers the trail's anchors name, as their details say (a walk
-// keeps the digests there, and believes an anchor once its link holds).
-func anchoredSeqs(ctx context.Context, q querier) ([]int64, error) {
-	r, err := q.query(ctx, `SELECT detail FROM audit_events WHERE action = ?`, ActionAuditAnchor)
+// keeps the digests there, and believes an anchor once its link holds); with keyID, only the
+// anchors made under that key.
+func anchoredSeqs(ctx context.Context, q querier, keyID string) ([]int64, error) {
+	query, args := `SELECT detail FROM audit_events WHERE action = ?`, []any{ActionAuditAnchor}
+	if keyID != "" {
+		query, args = query+` AND chain_key_id = ?`, append(args, keyID)
+	}
+	r, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit anchors: %w", err)
 	}

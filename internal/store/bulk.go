@@ -232,26 +232,12 @@ func (b *Bulk) AdoptAuditChain() error {
 	if err != nil {
 		return err
 	}
-	anchored, err := anchoredSeqs(b.ctx, b.q)
+	anchored, err := anchoredSeqs(b.ctx, b.q, "")
 	if err != nil {
 		return err
 	}
-	r, err := b.q.query(b.ctx, auditSelect+` ORDER BY seq`)
-	if err != nil {
-		return fmt.Errorf("store: import: %w", err)
-	}
-	defer r.Close()
 	w := NewChainWalk(sig, &g, anchored, nil)
-	for r.Next() {
-		e, err := scanAuditEvent(r)
-		if err != nil {
-			return fmt.Errorf("store: import: %w", err)
-		}
-		if !w.Step(e) {
-			break
-		}
-	}
-	if err := r.Err(); err != nil {
+	if err := eachAuditEvent(b.ctx, b.q, w.Step); err != nil {
 		return fmt.Errorf("store: import: %w", err)
 	}
 	rep := w.Finish()

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -27,17 +27,7 @@ func ChainDigest(prev []byte, e domain.AuditEvent) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: audit event seq %d: hash is not hex", e.Seq)
 	}
-	b := make([]byte, 0, 320+len(e.Detail))
-	b = appendField(b, []byte("backoffice audit digest v1"))
-	b = appendField(b, prev)
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
-	for _, f := range []string{e.ChainKeyID, string(e.ID)} {
-		b = appendField(b, []byte(f))
-	}
-	b = binary.BigEndian.AppendUint64(b, uint64(micros(e.At)))
-	for _, f := range []string{string(e.ActorUserID), e.Action, e.TargetID, e.Outcome, e.Detail} {
-		b = appendField(b, []byte(f))
-	}
+	b := appendEvent(make([]byte, 0, 320+len(e.Detail)), "backoffice audit digest v1", prev, e)
 	b = appendField(b, link)
 	sum := sha256.Sum256(b)
 	return sum[:], nil
@@ -89,22 +79,16 @@ func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([
 // read in one snapshot (0 and nil for an empty trail).
 func (s *Store) auditDigest(ctx context.Context) (seq int64, digest []byte, err error) {
 	err = s.snapshot(ctx, func(q querier) error {
-		r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
-		if err != nil {
+		var failed error
+		err := eachAuditEvent(ctx, q, func(e domain.AuditEvent) bool {
+			digest, failed = ChainDigest(digest, e)
+			seq = e.Seq
+			return failed == nil
+		})
+		if err = cmp.Or(err, failed); err != nil {
 			return fmt.Errorf("store: audit digest: %w", err)
 		}
-		defer r.Close()
-		for r.Next() {
-			e, err := scanAuditEvent(r)
-			if err != nil {
-				return fmt.Errorf("store: audit digest: %w", err)
-			}
-			if digest, err = ChainDigest(digest, e); err != nil {
-				return err
-			}
-			seq = e.Seq
-		}
-		return r.Err()
+		return nil
 	})
 	return seq, digest, err
 }

@@ -23,9 +23,9 @@ type Genesis struct {
 
 // genesisMessage is what the genesis's seal authenticates, in the encoding of chainMessage.
 func genesisMessage(lastUnlinked int64, keyID string) []byte {
-	b := appendField(nil, []byte("backoffice audit genesis v1"))
+	b := appendText(nil, "backoffice audit genesis v1")
 	b = binary.BigEndian.AppendUint64(b, uint64(lastUnlinked))
-	return appendField(b, []byte(keyID))
+	return appendText(b, keyID)
 }
 
 // check tells whether the genesis's seal holds under sig: ok, or why not. known is false when the
@@ -122,23 +122,13 @@ func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored ma
 			return err
 		}
 		genesisKey = g.KeyID
-		var covered int64
-		r, err := q.query(ctx, `SELECT detail FROM audit_events WHERE action = ? AND chain_key_id = ?`, ActionAuditAnchor, active)
+		anchored, err := anchoredSeqs(ctx, q, active)
 		if err != nil {
-			return fmt.Errorf("store: audit anchors: %w", err)
+			return err
 		}
-		defer r.Close()
-		for r.Next() {
-			var detail string
-			if err := r.Scan(&detail); err != nil {
-				return fmt.Errorf("store: audit anchors: %w", err)
-			}
-			if seq, _, ok := parseAnchor(detail); ok {
-				covered = max(covered, seq)
-			}
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("store: audit anchors: %w", err)
+		var covered int64
+		for _, seq := range anchored {
+			covered = max(covered, seq)
 		}
 		keys, err := q.query(ctx, `SELECT chain_key_id, COUNT(*) FROM audit_events WHERE seq > ? AND chain_key_id IS NOT NULL AND chain_key_id <> ? GROUP BY chain_key_id`, covered, active)
 		if err != nil {
