@@ -368,3 +368,23 @@ func TestRewrapKilledLeavesItsEvent(t *testing.T) {
 		})
 	}
 }
+
+// What the database alone cannot show, the checkpoints do: every link stripped and the genesis
+// reset to an unsealed one naming the newest event makes the trail look like one from before the
+// chain, which the next start seals (and warns of); the checkpoints' digests, which cover links
+// and key ids, no longer match.
+func TestCheckpointsCatchAResetGenesis(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+			signCheckpoint(t, c, file)
+			sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
+				`UPDATE audit_chain_genesis SET last_unlinked_seq = 3, chain_key_id = NULL, mac = NULL`)
+			wantVerify(t, c, ErrCannotCheck, "not sealed")
+			c.mustRun("apikey", "create", "--user", string(testStaff)) // any command with the ring seals it
+			wantVerify(t, c, nil, "the first 3 from before the chain")
+			wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
+		})
+	}
+}
