@@ -96,24 +96,34 @@ func TestAuditProofSurvivesRotation(t *testing.T) {
 	for _, engine := range testdb.Engines() {
 		t.Run(engine, func(t *testing.T) {
 			c, url := auditCLI(t, engine) // 3 events under k1
+			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+			c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+			signCheckpoint(t, c, file) // under k1
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
 			status := c.mustRun("keys", "status")
 			if !strings.Contains(status, "3 audit events are linked under key k1") || strings.Contains(status, "can be removed") {
 				t.Fatalf("keys status before rewrap calls k1 removable, or does not say why not:\n%s", status)
 			}
 			c.mustRun("keys", "rewrap")
+			if status := c.mustRun("keys", "status"); !strings.Contains(status, "newest audit checkpoint") || strings.Contains(status, "can be removed") {
+				t.Fatalf("keys status with the newest checkpoint under k1:\n%s", status)
+			}
+			signCheckpoint(t, c, file) // under k2, naming the one under k1
 			if status := c.mustRun("keys", "status"); !strings.Contains(status, "Nothing needs key k1 any more") {
-				t.Fatalf("keys status after rewrap:\n%s", status)
+				t.Fatalf("keys status after rewrap and a checkpoint under k2:\n%s", status)
 			}
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+			wantVerify(t, c, nil, "checkpoints: 2 matched")
 			wantVerify(t, c, nil, "intact: 6 events")
 			// The same with a ring that was never told about the rewrap: cannot check, not broken.
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k3")
 			wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK")
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
 
+			delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 			sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
 			wantVerify(t, c, errAuditChainBroken, "not the ones this anchor fixed")
+			wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
 		})
 	}
 }
