@@ -310,6 +310,12 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 		t.Errorf("serve without a checkpoints file: no warning, or no checkpoint in the log:\n%s", logs)
 	}
 
+	// A file serve cannot write to stops it at start, not at its first checkpoint.
+	e.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = filepath.Join(e.dir, "missing", "checkpoints.jsonl")
+	if _, _, err := e.run("serve", "--addr", freeAddr(t)); err == nil || !strings.Contains(err.Error(), "BACKOFFICE_AUDIT_CHECKPOINTS") {
+		t.Fatalf("serve with a checkpoints file in a missing folder: %v", err)
+	}
+
 	file := filepath.Join(e.dir, "checkpoints.jsonl")
 	e.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
 	logs = serveAndRead(2)

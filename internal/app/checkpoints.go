@@ -46,6 +46,12 @@ func newCheckpointer(path string, st *store.Store, ring *secrets.Ring, log *slog
 	if path == "" {
 		return c, nil
 	}
+	// A path serve cannot append to is found now, not at the first checkpoint.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+	}
+	f.Close()
 	entries, err := checkpoint.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
@@ -80,9 +86,9 @@ func (c *checkpointer) run(ctx context.Context, interval time.Duration) {
 // if it cannot: an error when the trail no longer extends the last checkpoint or does not hold.
 func (c *checkpointer) tick(ctx context.Context) {
 	if err := c.sign(ctx); err != nil {
-		level := slog.LevelWarn
-		if errors.Is(err, errChainCut) {
-			level = slog.LevelError
+		level := slog.LevelError // a chain cut under the service, or a file it cannot write
+		if errors.Is(err, domain.ErrUnavailable) {
+			level = slog.LevelWarn // the database is away; the next tick tries again
 		}
 		c.log.Log(ctx, level, "audit checkpoint not signed", slog.String("error", err.Error()),
 			slog.Int64("last_checkpoint_seq", c.last.Seq), slog.String("last_checkpoint_head", c.last.Head))
