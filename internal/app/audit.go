@@ -170,10 +170,10 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	fs := newFlagSet("audit verify")
 	cfg.databaseFlags(fs)
 	var f verifyFlags
-	fs.StringVar(&f.head, "head", "", "a link printed by an earlier verify (64 hex digits): it must still be in the chain")
-	fs.Var(listFlag{&f.checkpoints}, "checkpoints", "a checkpoints file serve wrote (BACKOFFICE_AUDIT_CHECKPOINTS); may be given once per replica")
-	fs.Var(listFlag{&f.publicKeys}, "public-key", "a checkpoint public key as `audit public-key` prints it (KEYID:BASE64); may be repeated")
-	fs.StringVar(&f.export, "export", "", "check this export FILE against the checkpoints, with no database and no master key")
+	fs.StringVar(&f.head, "head", "", "a link (`HASH`, 64 hex digits) printed by an earlier verify: it must still be in the chain")
+	fs.Var(listFlag{&f.checkpoints}, "checkpoints", "a checkpoints `FILE` serve wrote (BACKOFFICE_AUDIT_CHECKPOINTS); give one per replica")
+	fs.Var(listFlag{&f.publicKeys}, "public-key", "a checkpoint public `KEY` as audit public-key prints it (KEYID:BASE64); may be repeated")
+	fs.StringVar(&f.export, "export", "", "check this export `FILE` against the checkpoints, with no database and no master key")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
