@@ -191,7 +191,11 @@ type runningCheckpoints struct {
 // checkpointInterval until stopped. Without BACKOFFICE_AUDIT_CHECKPOINTS they go to the log only,
 // and serve warns that a cut tail cannot be caught.
 func startCheckpoints(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, g genesisSeal, log *slog.Logger) (*runningCheckpoints, error) {
-	if g.wasUnsealed && g.lastUnlinked > 0 { // a new database's genesis (nothing before the chain) is no news
+	switch {
+	case g.leftUnsealed:
+		log.Error("the audit chain's genesis is unsealed although checkpoints exist: its seal was removed, so it is left unsealed; run `backoffice audit verify` to see what changed",
+			slog.Int64("last_unlinked_seq", g.lastUnlinked))
+	case g.wasUnsealed && g.lastUnlinked > 0: // a new database's genesis (nothing before the chain) is no news
 		log.Warn("sealed the audit chain's genesis: every event after it must be linked. Expected once, on the first start after an upgrade; otherwise its seal had been removed (check the checkpoints with `backoffice audit verify`)",
 			slog.Int64("last_unlinked_seq", g.lastUnlinked), slog.String("key_id", ring.ActiveKeyID()))
 	}

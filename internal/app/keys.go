@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -76,20 +74,11 @@ func readKeyNeeds(ctx context.Context, cfg Config, st *store.Store, ring *secret
 	if n.unanchored, n.genesisKey, err = st.AuditKeyNeeds(ctx, ring.ActiveKeyID()); err != nil {
 		return n, err
 	}
-	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
-		return n, err
+	last, ok, err := lastCheckpoint(cfg)
+	if ok {
+		n.checkpointKey, n.checkpointsFile = last.KeyID, last.File
 	}
-	entries, err := checkpoint.ReadFile(cfg.AuditCheckpoints)
-	if errors.Is(err, fs.ErrNotExist) {
-		return n, nil
-	}
-	if err != nil {
-		return n, err
-	}
-	if len(entries) > 0 {
-		n.checkpointKey, n.checkpointsFile = entries[len(entries)-1].KeyID, cfg.AuditCheckpoints
-	}
-	return n, nil
+	return n, err
 }
 
 // reasons says what still needs key id, beside SSNs.

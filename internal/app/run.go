@@ -9,11 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -196,26 +198,57 @@ func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...s
 	return st, err
 }
 
-// genesisSeal is what opening found of the audit chain's genesis.
+// genesisSeal is what opening found of the audit chain's genesis: unsealed (left so when
+// checkpoints exist, which were signed after it was sealed).
 type genesisSeal struct {
-	wasUnsealed  bool
-	lastUnlinked int64
+	wasUnsealed, leftUnsealed bool
+	lastUnlinked              int64
 }
 
 // openSealed is openMigrated, which also seals where the audit chain begins (its genesis) when
 // given the ring: a process that writes events fixes it (see store.SealAuditGenesis), and serve
-// warns when it found it unsealed.
+// warns when it found it unsealed. An unsealed genesis is sealed only while no checkpoint exists:
+// after the first start of this release, one that is unsealed had its seal removed.
 func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, genesisSeal, error) {
 	st, err := openUnsealed(ctx, cfg, ring, opts...)
 	if err != nil || ring == nil {
 		return st, genesisSeal{}, err
 	}
 	var g genesisSeal
-	if g.wasUnsealed, g.lastUnlinked, err = st.SealAuditGenesis(ctx); err != nil {
+	checkpointed, err := hasCheckpoints(cfg)
+	if err == nil {
+		g.wasUnsealed, g.lastUnlinked, err = st.SealAuditGenesis(ctx, !checkpointed)
+	}
+	if err != nil {
 		st.Close()
 		return nil, g, err
 	}
+	g.leftUnsealed = g.wasUnsealed && checkpointed
 	return st, g, nil
+}
+
+// hasCheckpoints tells whether the configured checkpoints file holds a checkpoint.
+func hasCheckpoints(cfg Config) (bool, error) {
+	_, ok, err := lastCheckpoint(cfg)
+	return ok, err
+}
+
+// lastCheckpoint is the newest checkpoint in the configured file (BACKOFFICE_AUDIT_CHECKPOINTS,
+// or the demo's); ok is false when there is none (no file configured, or none yet).
+func lastCheckpoint(cfg Config) (last checkpoint.Entry, ok bool, err error) {
+	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
+		return last, false, err
+	}
+	entries, err := checkpoint.ReadFile(cfg.AuditCheckpoints)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return last, false, nil
+	case err != nil:
+		return last, false, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+	case len(entries) == 0:
+		return last, false, nil
+	}
+	return entries[len(entries)-1], true, nil
 }
 
 func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {

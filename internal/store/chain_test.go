@@ -197,7 +197,7 @@ func TestAuditChainAcrossKeyRotation(t *testing.T) {
 		if rep.Head.ChainKeyID != "knew" {
 			t.Fatalf("newest link under %q, want knew", rep.Head.ChainKeyID)
 		}
-		if _, _, err := st.SealAuditGenesis(ctx); err != nil { // as serve's start and keys rewrap do
+		if _, _, err := st.SealAuditGenesis(ctx, true); err != nil { // as serve's start and keys rewrap do
 			t.Fatal(err)
 		}
 		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)

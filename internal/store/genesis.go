@@ -60,9 +60,9 @@ func readGenesis(ctx context.Context, q querier) (Genesis, error) {
 // another key of the ring is sealed anew under the active key (after a rotation, so that the old
 // key can leave the ring), but only if its seal holds. A genesis whose seal does not hold, or is
 // under a key the ring lacks, is left for `audit verify` to report.
-func sealGenesis(ctx context.Context, q querier, sig ChainSigner) (Genesis, error) {
+func sealGenesis(ctx context.Context, q querier, sig ChainSigner, sealUnsealed bool) (Genesis, error) {
 	g, err := readGenesis(ctx, q)
-	if err != nil || !g.Found {
+	if err != nil || !g.Found || (g.MAC == nil && !sealUnsealed) {
 		return g, err
 	}
 	active := sig.ActiveKeyID()
@@ -81,16 +81,17 @@ func sealGenesis(ctx context.Context, q querier, sig ChainSigner) (Genesis, erro
 	return g, nil
 }
 
-// SealAuditGenesis seals the audit chain's genesis under the active key where it is unsealed or
-// under an older key (see sealGenesis). serve calls it at start; it reports whether the genesis
-// was unsealed, which after the first start of this release means its seal was removed.
-func (s *Store) SealAuditGenesis(ctx context.Context) (wasUnsealed bool, lastUnlinked int64, err error) {
+// SealAuditGenesis seals the audit chain's genesis under the active key where it is under an
+// older key, and, with sealUnsealed, where it is unsealed (see sealGenesis). It reports whether
+// the genesis was unsealed, which after the first start of this release means its seal was
+// removed: a caller that knows the chain was sealed before (checkpoints exist) leaves it so.
+func (s *Store) SealAuditGenesis(ctx context.Context, sealUnsealed bool) (wasUnsealed bool, lastUnlinked int64, err error) {
 	if s.signer == nil {
 		return false, 0, ErrNoChainSigner
 	}
 	var g Genesis
 	err = s.tx(ctx, func(q querier) error {
-		g, err = sealGenesis(ctx, q, s.signer)
+		g, err = sealGenesis(ctx, q, s.signer, sealUnsealed)
 		return err
 	})
 	return g.Found && g.MAC == nil, g.LastUnlinked, err

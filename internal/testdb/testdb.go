@@ -54,7 +54,7 @@ func Open(t testing.TB, engine string) *store.Store {
 		t.Fatalf("migrate %s: %v", engine, err)
 	}
 	// and, as serve does at start, seal where the audit chain begins.
-	if _, _, err := st.SealAuditGenesis(context.Background()); err != nil {
+	if _, _, err := st.SealAuditGenesis(context.Background(), true); err != nil {
 		t.Fatalf("seal the audit genesis %s: %v", engine, err)
 	}
 	return st
