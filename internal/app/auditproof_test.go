@@ -71,128 +71,113 @@ func TestAuditVerifyExitStatuses(t *testing.T) {
 // The attack of the issue through the command line: links stripped, events removed and
 // renumbered, one altered, a decrypt forged; then a service writing on top.
 func TestAuditVerifyCatchesStrippedChain(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, url := auditCLI(t, engine)
-			for range 3 {
-				c.mustRun("apikey", "create", "--user", string(testStaff))
-			}
-			sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
-				`DELETE FROM audit_events WHERE seq <= 2`, `UPDATE audit_events SET seq = seq - 2`,
-				`UPDATE audit_events SET actor_user_id = '`+string(testPrincipal(1))+`' WHERE seq = 1`,
-				fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
-					VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 5)`, testdb.FixtureID(9500), testStaff))
-			wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		for range 3 {
 			c.mustRun("apikey", "create", "--user", string(testStaff))
-			wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
-		})
-	}
+		}
+		sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
+			`DELETE FROM audit_events WHERE seq <= 2`, `UPDATE audit_events SET seq = seq - 2`,
+			`UPDATE audit_events SET actor_user_id = '`+string(testPrincipal(1))+`' WHERE seq = 1`,
+			fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
+				VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 5)`, testdb.FixtureID(9500), testStaff))
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
+	})
 }
 
 // The documented rotation: rotate, rewrap, remove the old key. keys status says what still needs
 // the old key until rewrap has anchored its links; then verify passes with the new key alone,
 // and altering a pre-rotation event still fails it, also when relinked with the (leaked) old key.
 func TestAuditProofSurvivesRotation(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, url := auditCLI(t, engine) // 3 events under k1
-			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-			c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
-			signCheckpoint(t, c, file) // under k1
-			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
-			status := c.mustRun("keys", "status")
-			if !strings.Contains(status, "3 audit events are linked under key k1") || strings.Contains(status, "can be removed") {
-				t.Fatalf("keys status before rewrap calls k1 removable, or does not say why not:\n%s", status)
-			}
-			c.mustRun("keys", "rewrap")
-			if status := c.mustRun("keys", "status"); !strings.Contains(status, "newest audit checkpoint") || strings.Contains(status, "can be removed") {
-				t.Fatalf("keys status with the newest checkpoint under k1:\n%s", status)
-			}
-			signCheckpoint(t, c, file) // under k2, naming the one under k1
-			if status := c.mustRun("keys", "status"); !strings.Contains(status, "Nothing needs key k1 any more") {
-				t.Fatalf("keys status after rewrap and a checkpoint under k2:\n%s", status)
-			}
-			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
-			wantVerify(t, c, nil, "checkpoints: 2 matched")
-			wantVerify(t, c, nil, "intact: 6 events")
-			// The same with a ring that was never told about the rewrap: cannot check, not broken.
-			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k3")
-			wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK")
-			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+		signCheckpoint(t, c, file) // under k1
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+		status := c.mustRun("keys", "status")
+		if !strings.Contains(status, "3 audit events are linked under key k1") || strings.Contains(status, "can be removed") {
+			t.Fatalf("keys status before rewrap calls k1 removable, or does not say why not:\n%s", status)
+		}
+		c.mustRun("keys", "rewrap")
+		if status := c.mustRun("keys", "status"); !strings.Contains(status, "newest audit checkpoint") || strings.Contains(status, "can be removed") {
+			t.Fatalf("keys status with the newest checkpoint under k1:\n%s", status)
+		}
+		signCheckpoint(t, c, file) // under k2, naming the one under k1
+		if status := c.mustRun("keys", "status"); !strings.Contains(status, "Nothing needs key k1 any more") {
+			t.Fatalf("keys status after rewrap and a checkpoint under k2:\n%s", status)
+		}
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+		wantVerify(t, c, nil, "checkpoints: 2 matched")
+		wantVerify(t, c, nil, "intact: 6 events")
+		// The same with a ring that was never told about the rewrap: cannot check, not broken.
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k3")
+		wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK")
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
 
-			delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
-			sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
-			wantVerify(t, c, errAuditChainBroken, "not the ones this anchor fixed")
-			wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
-		})
-	}
+		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+		sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
+		wantVerify(t, c, errAuditChainBroken, "not the ones this anchor fixed")
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
+	})
 }
 
 // Checkpoints kept outside the database catch a tail cut off at rest, which the database alone
 // cannot show; verify reads several files and fails on any.
 func TestAuditCheckpointsCatchCutTail(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, url := auditCLI(t, engine)
-			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-			cp := signCheckpoint(t, c, file)
-			if cp.Seq != 3 {
-				t.Fatalf("checkpoint of seq %d, want 3", cp.Seq)
-			}
-			wantVerify(t, c, nil, "checkpoints: 1 matched", "--checkpoints", file)
-			sqlOn(t, url, `DELETE FROM audit_events WHERE seq = 3`)
-			wantVerify(t, c, nil, "intact: 2 events") // the database alone cannot tell
-			wantVerify(t, c, errAuditChainBroken, "its tail was cut off", "--checkpoints", file)
-			c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file // read by default when configured
-			wantVerify(t, c, errAuditChainBroken, "its tail was cut off")
-			c.mustRun("apikey", "create", "--user", string(testStaff)) // a new seq 3
-			wantVerify(t, c, errAuditChainBroken, "not the one the checkpoint")
-			delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
-			// A file that is gone, or altered, cannot be checked: that is not "intact".
-			wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
-			altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
-			os.WriteFile(file, []byte(altered), 0o600)
-			wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
-		})
-	}
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		cp := signCheckpoint(t, c, file)
+		if cp.Seq != 3 {
+			t.Fatalf("checkpoint of seq %d, want 3", cp.Seq)
+		}
+		wantVerify(t, c, nil, "checkpoints: 1 matched", "--checkpoints", file)
+		sqlOn(t, url, `DELETE FROM audit_events WHERE seq = 3`)
+		wantVerify(t, c, nil, "intact: 2 events") // the database alone cannot tell
+		wantVerify(t, c, errAuditChainBroken, "its tail was cut off", "--checkpoints", file)
+		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file // read by default when configured
+		wantVerify(t, c, errAuditChainBroken, "its tail was cut off")
+		c.mustRun("apikey", "create", "--user", string(testStaff)) // a new seq 3
+		wantVerify(t, c, errAuditChainBroken, "not the one the checkpoint")
+		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+		// A file that is gone, or altered, cannot be checked: that is not "intact".
+		wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
+		altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
+		os.WriteFile(file, []byte(altered), 0o600)
+		wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
+	})
 }
 
 // A running service whose chain is cut under it logs an error and does not sign the shorter
 // chain; verify against what it signed before finds the cut.
 func TestCheckpointerRefusesACutChain(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, url := auditCLI(t, engine)
-			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-			st := testdb.OpenURL(t, url)
-			var logs lockedBuffer
-			cp, err := newCheckpointer(file, st, testdb.Ring(t, "k1"), newLogger(&logs, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cp.tick(context.Background())
-			c.mustRun("apikey", "create", "--user", string(testStaff))
-			cp.tick(context.Background()) // seq 4, naming the first
-			entries, err := checkpoint.ReadFile(file)
-			if err != nil || len(entries) != 2 || entries[1].Seq != 4 || entries[1].Prev != entries[0].ID() {
-				t.Fatalf("two chained checkpoints: %+v %v", entries, err)
-			}
-			if !strings.Contains(logs.String(), `"msg":"audit checkpoint","seq":4`) {
-				t.Errorf("no structured log line of the checkpoint:\n%s", logs.String())
-			}
-			sqlOn(t, url, `DELETE FROM audit_events WHERE seq >= 3`)
-			c.mustRun("apikey", "create", "--user", string(testStaff))
-			c.mustRun("apikey", "create", "--user", string(testStaff)) // seq 3 and 4 again, other events
-			cp.tick(context.Background())
-			if entries, _ := checkpoint.ReadFile(file); len(entries) != 2 {
-				t.Fatalf("signed the cut chain: %d checkpoints", len(entries))
-			}
-			if !strings.Contains(logs.String(), `"level":"ERROR","msg":"audit checkpoint not signed"`) {
-				t.Errorf("no error logged:\n%s", logs.String())
-			}
-			wantVerify(t, c, errAuditChainBroken, "broken at seq", "--checkpoints", file)
-		})
-	}
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		st := testdb.OpenURL(t, url)
+		var logs lockedBuffer
+		cp, err := newCheckpointer(file, st, testdb.Ring(t, "k1"), newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.tick(context.Background())
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		cp.tick(context.Background()) // seq 4, naming the first
+		entries, err := checkpoint.ReadFile(file)
+		if err != nil || len(entries) != 2 || entries[1].Seq != 4 || entries[1].Prev != entries[0].ID() {
+			t.Fatalf("two chained checkpoints: %+v %v", entries, err)
+		}
+		if !strings.Contains(logs.String(), `"msg":"audit checkpoint","seq":4`) {
+			t.Errorf("no structured log line of the checkpoint:\n%s", logs.String())
+		}
+		sqlOn(t, url, `DELETE FROM audit_events WHERE seq >= 3`)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		c.mustRun("apikey", "create", "--user", string(testStaff)) // seq 3 and 4 again, other events
+		cp.tick(context.Background())
+		if entries, _ := checkpoint.ReadFile(file); len(entries) != 2 {
+			t.Fatalf("signed the cut chain: %d checkpoints", len(entries))
+		}
+		if !strings.Contains(logs.String(), `"level":"ERROR","msg":"audit checkpoint not signed"`) {
+			t.Errorf("no error logged:\n%s", logs.String())
+		}
+		wantVerify(t, c, errAuditChainBroken, "broken at seq", "--checkpoints", file)
+	})
 }
 
 // An auditor with an export, the checkpoints and the public key, and no master key or database.
@@ -218,6 +203,17 @@ func TestAuditVerifyExportOffline(t *testing.T) {
 	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
 	c.mustRun("export", export)
 	wantVerify(t, auditor, errAuditChainBroken, "broken at seq 3", args...)
+}
+
+// eachAuditCLI runs fn on each engine with auditCLI's database (3 events under key k1), its url,
+// and a path for a checkpoints file.
+func eachAuditCLI(t *testing.T, fn func(t *testing.T, engine string, c *cli, url, file string)) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			fn(t, engine, c, url, filepath.Join(t.TempDir(), "checkpoints.jsonl"))
+		})
+	}
 }
 
 // signCheckpoint signs a checkpoint of the database c uses into file, as serve's ticker does.
@@ -251,31 +247,28 @@ func readFile(t *testing.T, path string) string {
 // An import of chained audit events (an export's) is accepted only if the chain verifies: an
 // event altered, renumbered or given a made-up link in the file is refused, naming it.
 func TestImportRefusesABrokenAuditChain(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, _ := auditCLI(t, engine)
-			export := filepath.Join(t.TempDir(), "export.json")
-			c.mustRun("export", export)
-			good := readFile(t, export)
-			fresh := newCLI(t, testdb.URL(t, engine), "k1")
-			for name, change := range map[string]func(string) string{
-				"altered":    func(s string) string { return strings.Replace(s, actionAPIKeyRevoke, actionAPIKeyCreate, 1) },
-				"renumbered": func(s string) string { return regexp.MustCompile(`"seq": ?3\b`).ReplaceAllString(s, `"seq": 4`) },
-			} {
-				bad := filepath.Join(t.TempDir(), name+".json")
-				if changed := change(good); changed == good {
-					t.Fatalf("%s: the change did not apply", name)
-				} else if err := os.WriteFile(bad, []byte(changed), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := fresh.run("import", bad); err == nil || !strings.Contains(err.Error(), "audit chain") {
-					t.Errorf("import of an export with an event %s: %v; want it refused", name, err)
-				}
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		export := filepath.Join(t.TempDir(), "export.json")
+		c.mustRun("export", export)
+		good := readFile(t, export)
+		fresh := newCLI(t, testdb.URL(t, engine), "k1")
+		for name, change := range map[string]func(string) string{
+			"altered":    func(s string) string { return strings.Replace(s, actionAPIKeyRevoke, actionAPIKeyCreate, 1) },
+			"renumbered": func(s string) string { return regexp.MustCompile(`"seq": ?3\b`).ReplaceAllString(s, `"seq": 4`) },
+		} {
+			bad := filepath.Join(t.TempDir(), name+".json")
+			if changed := change(good); changed == good {
+				t.Fatalf("%s: the change did not apply", name)
+			} else if err := os.WriteFile(bad, []byte(changed), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			fresh.mustRun("import", export)
-			wantVerify(t, fresh, nil, "intact: 3 events")
-		})
-	}
+			if _, _, err := fresh.run("import", bad); err == nil || !strings.Contains(err.Error(), "audit chain") {
+				t.Errorf("import of an export with an event %s: %v; want it refused", name, err)
+			}
+		}
+		fresh.mustRun("import", export)
+		wantVerify(t, fresh, nil, "intact: 3 events")
+	})
 }
 
 // serve signs a checkpoint of every event it wrote when it stops, into BACKOFFICE_AUDIT_CHECKPOINTS
@@ -390,24 +383,20 @@ func TestRewrapKilledLeavesItsEvent(t *testing.T) {
 // chain, which the next start seals (and warns of); the checkpoints' digests, which cover links
 // and key ids, no longer match.
 func TestCheckpointsCatchAResetGenesis(t *testing.T) {
-	for _, engine := range testdb.Engines() {
-		t.Run(engine, func(t *testing.T) {
-			c, url := auditCLI(t, engine)
-			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-			signCheckpoint(t, c, file)
-			sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
-				`UPDATE audit_chain_genesis SET last_unlinked_seq = 3, chain_key_id = NULL, mac = NULL`)
-			wantVerify(t, c, ErrCannotCheck, "not sealed")
-			// A command that knows the checkpoints leaves it unsealed: it was sealed before them.
-			c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
-			c.mustRun("apikey", "create", "--user", string(testStaff))
-			wantVerify(t, c, errAuditChainBroken, "broken at seq 3")
-			delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
-			wantVerify(t, c, ErrCannotCheck, "not sealed")
-			// One that does not seals it, and the database alone then looks whole.
-			c.mustRun("apikey", "create", "--user", string(testStaff))
-			wantVerify(t, c, nil, "the first 3 from before the chain")
-			wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
-		})
-	}
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		signCheckpoint(t, c, file)
+		sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
+			`UPDATE audit_chain_genesis SET last_unlinked_seq = 3, chain_key_id = NULL, mac = NULL`)
+		wantVerify(t, c, ErrCannotCheck, "not sealed")
+		// A command that knows the checkpoints leaves it unsealed: it was sealed before them.
+		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 3")
+		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+		wantVerify(t, c, ErrCannotCheck, "not sealed")
+		// One that does not seals it, and the database alone then looks whole.
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		wantVerify(t, c, nil, "the first 3 from before the chain")
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
+	})
 }
