@@ -1,23 +1,31 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"backoffice/internal/api"
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 )
 
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
-	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify})
+	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey})
 }
 
 // auditFlags maps each flag of audit list to the HTTP list's query parameter, so that both read
@@ -129,16 +137,248 @@ func printAuditJSON(w io.Writer, events []domain.AuditEvent) error {
 	return nil
 }
 
-// errAuditChainBroken marks a verify that found the chain broken (exit status 1, like any error).
+// errAuditChainBroken marks a verify that found the chain broken (exit status 1).
 var errAuditChainBroken = errors.New("audit chain broken")
 
-// runAuditVerify walks the chain with the master key ring. Intact, it prints the newest event's
-// link, which an operator records elsewhere and passes as --head next time, so that a tail cut
-// off is caught too (the database alone cannot tell it from a shorter trail).
+// ErrCannotCheck marks a verify that could neither prove the trail whole nor find it broken: a
+// key or a checkpoint it needs is missing (exit status 3, see Report).
+var ErrCannotCheck = errors.New("audit chain cannot be checked")
+
+// verifyFlags are audit verify's inputs beyond the database.
+type verifyFlags struct {
+	head        string
+	checkpoints []string
+	publicKeys  []string
+	export      string
+}
+
+// listFlag is a flag.Value that may be given many times.
+type listFlag struct{ dst *[]string }
+
+func (l listFlag) String() string { return "" }
+func (l listFlag) Set(v string) error {
+	*l.dst = append(*l.dst, v)
+	return nil
+}
+
+// runAuditVerify checks the trail: the database's chain with the master key ring, against the
+// checkpoints kept outside it (BACKOFFICE_AUDIT_CHECKPOINTS and every --checkpoints file); or,
+// with --export, an export against the checkpoints with public keys only, on a machine that has
+// neither the master key nor the database. It exits 0 when intact, 1 when broken (naming the
+// first bad seq), 3 when it cannot check, 2 on a usage error.
 func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("audit verify")
 	cfg.databaseFlags(fs)
-	head := fs.String("head", "", "a link printed by an earlier verify: it must still be in the chain")
+	var f verifyFlags
+	fs.StringVar(&f.head, "head", "", "a link (`HASH`, 64 hex digits) printed by an earlier verify: it must still be in the chain")
+	fs.Var(listFlag{&f.checkpoints}, "checkpoints", "a checkpoints `FILE` serve wrote (BACKOFFICE_AUDIT_CHECKPOINTS); give one per replica")
+	fs.Var(listFlag{&f.publicKeys}, "public-key", "a checkpoint public `KEY` as audit public-key prints it (KEYID:BASE64); may be repeated")
+	fs.StringVar(&f.export, "export", "", "check this export `FILE` against the checkpoints, with no database and no master key")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	expects, err := headExpect(f.head)
+	if err != nil {
+		return err
+	}
+	keys, err := parsePublicKeys(f.publicKeys)
+	if err != nil {
+		return err
+	}
+	if f.export != "" {
+		if len(f.checkpoints) == 0 || len(keys) == 0 {
+			return usagef("--export needs --checkpoints and --public-key: an export alone proves nothing")
+		}
+		return verifyExport(env, f, keys, expects)
+	}
+	if _, err := demoConfig(&cfg, false); err != nil {
+		return err
+	}
+	ring, err := masterRing(cfg)
+	if errors.Is(err, errNoMasterKey) {
+		return reportUncheckable(env, fmt.Errorf("%w: no master key ring to check the links with (or check an export with --export, --checkpoints and --public-key): %v", ErrCannotCheck, err))
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range ring.KeyIDs() {
+		pub, err := ring.CheckpointPublicKey(id)
+		if err != nil {
+			return err
+		}
+		keys[id] = pub
+	}
+	files := f.checkpoints
+	if cfg.AuditCheckpoints != "" && !slices.Contains(files, cfg.AuditCheckpoints) {
+		files = append([]string{cfg.AuditCheckpoints}, files...)
+	}
+	more, notes, err := checkpointExpects(files, keys)
+	if err != nil {
+		return reportUncheckable(env, err)
+	}
+	st, err := openStore(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.VerifyAuditChain(ctx, ring, append(expects, more...))
+	if err != nil {
+		return err
+	}
+	return reportChain(env, rep, notes, len(files))
+}
+
+// headExpect reads --head: a link is 64 hex digits, and anything else is a usage error (a short
+// value would otherwise read as a cut tail).
+func headExpect(head string) ([]store.ChainExpect, error) {
+	head = strings.TrimSpace(head)
+	if head == "" {
+		return nil, nil
+	}
+	link, err := hex.DecodeString(head)
+	if err != nil || len(head) != 64 {
+		return nil, usagef("--head: want a link of 64 hex digits, as verify prints it after \"hash:\"")
+	}
+	return []store.ChainExpect{{Link: link}}, nil
+}
+
+func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
+	keys := map[string]ed25519.PublicKey{}
+	for _, v := range values {
+		id, pub, err := checkpoint.ParsePublicKey(v)
+		if err != nil {
+			return nil, usagef("--public-key: %v", err)
+		}
+		keys[id] = pub
+	}
+	return keys, nil
+}
+
+// checkpointExpects reads the checkpoints files and turns the checkpoints each vouches for into
+// what the chain must hold; notes say what was left out. A file missing or not holding together
+// is an ErrCannotCheck.
+func checkpointExpects(files []string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, notes []string, err error) {
+	for _, file := range files {
+		entries, err := checkpoint.ReadFile(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
+		}
+		vouched, unvouched, err := checkpoint.Vouched(entries, keys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(err.Error(), checkpoint.ErrUnverifiable.Error()+": "))
+		}
+		if len(entries) == 0 {
+			notes = append(notes, file+" holds no checkpoint yet")
+		}
+		if unvouched > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the last %d checkpoints are signed under a key not given, and were not checked", file, unvouched))
+		}
+		for _, e := range vouched {
+			x, err := expectOf(e)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
+			}
+			expects = append(expects, x)
+		}
+	}
+	return expects, notes, nil
+}
+
+// expectOf is what a checkpoint says the chain holds.
+func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
+	x := store.ChainExpect{Seq: e.Seq, What: e.What()}
+	var err1, err2 error
+	if e.Head != "" {
+		x.Link, err1 = hex.DecodeString(e.Head)
+	}
+	x.Digest, err2 = hex.DecodeString(e.Digest)
+	if err := errors.Join(err1, err2); err != nil || e.Seq < 1 || len(x.Digest) != sha256.Size {
+		return x, fmt.Errorf("%s: not a checkpoint of the trail (seq, head or digest malformed)", e.What())
+	}
+	return x, nil
+}
+
+// verifyExport checks an export's audit events against the checkpoints, with public keys only:
+// the digests prove every event up to each checkpoint; the links cannot be checked without the
+// master key.
+func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, expects []store.ChainExpect) error {
+	more, notes, err := checkpointExpects(f.checkpoints, keys)
+	if err != nil {
+		return reportUncheckable(env, err)
+	}
+	r, err := os.Open(f.export)
+	if err != nil {
+		return fmt.Errorf("%w: --export: %v", ErrCannotCheck, err)
+	}
+	defer r.Close()
+	ds, err := dataset.Read(r)
+	if err != nil {
+		return fmt.Errorf("--export: %w", err)
+	}
+	events := slices.Clone(ds.AuditEvents)
+	slices.SortStableFunc(events, func(a, b domain.AuditEvent) int { return cmp.Compare(a.Seq, b.Seq) })
+	w := store.NewChainWalk(nil, nil, nil, append(expects, more...))
+	for _, e := range events {
+		if !w.Step(e) {
+			break
+		}
+	}
+	rep := w.Finish()
+	if rep.Break == nil && rep.Matched == 0 {
+		// Without the master key only checkpoints prove anything.
+		return reportUncheckable(env, fmt.Errorf("%w: no checkpoint covers the export (the files hold none)", ErrCannotCheck))
+	}
+	return reportChain(env, rep, notes, len(f.checkpoints))
+}
+
+// reportUncheckable prints why the trail cannot be checked, and returns the error for exit 3.
+func reportUncheckable(env Env, err error) error {
+	fmt.Fprintf(env.Stdout, "CANNOT CHECK: %s\n", strings.TrimPrefix(err.Error(), ErrCannotCheck.Error()+": "))
+	return err
+}
+
+// reportChain prints a walk's outcome and returns the error that gives its exit status.
+func reportChain(env Env, rep store.ChainReport, notes []string, files int) error {
+	if rep.Break != nil {
+		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", rep.Break.Error())
+		return fmt.Errorf("%w: first bad event: seq %d %s", errAuditChainBroken, rep.Break.Seq, orDash(string(rep.Break.ID)))
+	}
+	if rep.Unchecked != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(rep.Unchecked.Error(), "cannot check the audit chain: ")))
+	}
+	fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
+	if rep.Legacy > 0 {
+		fmt.Fprintf(env.Stdout, " (the first %d from before the chain, unlinked)", rep.Legacy)
+	}
+	fmt.Fprintln(env.Stdout)
+	if rep.LinksUnchecked > 0 {
+		fmt.Fprintf(env.Stdout, "links: not checked (no master key); the checkpoints' digests prove events 1 to %d", rep.Covered)
+		if after := rep.Events - rep.Covered; after > 0 {
+			fmt.Fprintf(env.Stdout, "; the %d after them are covered by no checkpoint yet", after)
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+	fmt.Fprintf(env.Stdout, "checkpoints: %d matched, from %d files\n", rep.Matched, files)
+	for _, n := range notes {
+		fmt.Fprintf(env.Stdout, "note: %s\n", n)
+	}
+	if files == 0 {
+		fmt.Fprintln(env.Stdout, "note: no checkpoints given: a tail cut off the trail cannot be caught (set BACKOFFICE_AUDIT_CHECKPOINTS)")
+	}
+	if rep.Events > 0 {
+		fmt.Fprintf(env.Stdout, "head: seq %d event %s at %s\n", rep.Head.Seq, rep.Head.ID, rep.Head.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+		fmt.Fprintf(env.Stdout, "hash: %s\n", orDash(rep.Head.Hash))
+		fmt.Fprintf(env.Stdout, "digest: %s\n", hex.EncodeToString(rep.Digest))
+	}
+	return nil
+}
+
+// runAuditPublicKey prints the public key that checks the checkpoints serve signs under the
+// active master key (or --key-id's), as KEYID:BASE64: what an auditor is given.
+func runAuditPublicKey(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("audit public-key")
+	fs.BoolVar(&cfg.Demo, "demo", false, demoFlagText)
+	keyID := fs.String("key-id", "", "the master key whose checkpoint key to print (default: the active key)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -146,27 +386,11 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, ring)
+	id := cmp.Or(*keyID, ring.ActiveKeyID())
+	pub, err := ring.CheckpointPublicKey(id)
 	if err != nil {
-		return err
+		return usagef("--key-id: %q is not a key of the ring", id)
 	}
-	defer st.Close()
-	rep, err := st.VerifyAuditChain(ctx, ring, strings.TrimSpace(*head))
-	if err != nil {
-		return err
-	}
-	if rep.Break != nil {
-		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", rep.Break.Error())
-		return fmt.Errorf("%w: first bad event: seq %d %s", errAuditChainBroken, rep.Break.Seq, orDash(string(rep.Break.ID)))
-	}
-	fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
-	if rep.Legacy > 0 {
-		fmt.Fprintf(env.Stdout, " (the first %d from before the chain, unlinked)", rep.Legacy)
-	}
-	fmt.Fprintln(env.Stdout)
-	if rep.Events > 0 {
-		fmt.Fprintf(env.Stdout, "head: seq %d event %s at %s\n", rep.Head.Seq, rep.Head.ID, rep.Head.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
-		fmt.Fprintf(env.Stdout, "hash: %s\n", orDash(rep.Head.Hash))
-	}
+	fmt.Fprintln(env.Stdout, checkpoint.FormatPublicKey(id, pub))
 	return nil
 }

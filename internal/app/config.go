@@ -52,6 +52,9 @@ type Config struct {
 	MemoryLimitFromGo bool
 	// CORSOrigins are the origins whose pages may call the operations from a browser; none: off.
 	CORSOrigins []string
+	// AuditCheckpoints is the file serve appends signed checkpoints of the audit trail to, and
+	// audit verify reads ("": serve keeps them in its log only, and warns).
+	AuditCheckpoints string
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -100,6 +103,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		Pool:               store.DefaultPool(),
 		MemoryLimit:        defaultMemoryLimit,
 		MemoryLimitFromGo:  getenv("GOMEMLIMIT") != "",
+		AuditCheckpoints:   strings.TrimSpace(getenv("BACKOFFICE_AUDIT_CHECKPOINTS")),
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {

@@ -44,6 +44,8 @@ func (d *demoSetup) close() {
 var (
 	demoDatabasePath = filepath.Join(demoDir, "backoffice.db")
 	demoKeyPath      = filepath.Join(demoDir, "master.key")
+	// demoCheckpointsPath is where the demo's serve signs audit checkpoints, and its verify reads.
+	demoCheckpointsPath = filepath.Join(demoDir, "audit-checkpoints.jsonl")
 )
 
 // prepareDemo fills the configuration gaps: a SQLite file in demoDir, a development master key
@@ -78,6 +80,9 @@ func prepareDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoSetup
 func demoConfig(cfg *Config, create bool) (keyFromDemo bool, err error) {
 	if !cfg.Demo {
 		return false, nil
+	}
+	if cfg.AuditCheckpoints == "" {
+		cfg.AuditCheckpoints = demoCheckpointsPath
 	}
 	if cfg.DatabaseURL == defaultDatabaseURL {
 		if !create {

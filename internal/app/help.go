@@ -73,11 +73,16 @@ var commandDocs = []commandDoc{
 		summary: "list audit events, newest first",
 		details: "The filters of GET /v1/audit-events, with the same rules. --format json writes one event per line.",
 		example: "backoffice audit list --demo --action principal.decrypt --outcome granted --format json"},
-	{name: "audit verify", synopsis: "[--head HASH] [flags]", summary: "check the audit trail's hash chain",
-		details: "Exits 0 and prints the newest event's link when the chain is whole; exits 1 naming the first bad event\n" +
-			"when a row was altered, removed or inserted. --head, a link printed earlier, must still be in the chain:\n" +
-			"that catches a cut-off tail. Needs the master key ring. See docs/compliance.md.",
-		example: "backoffice audit verify --demo"},
+	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
+		details: "Checks every link from the chain's genesis, and the chain against the checkpoints serve signed\n" +
+			"(BACKOFFICE_AUDIT_CHECKPOINTS and each --checkpoints file, one per replica), which catch a cut-off tail.\n" +
+			"Exits 0 when intact, 1 naming the first bad event, 3 when it cannot check (a key or checkpoint missing),\n" +
+			"2 on a usage error. With --export it checks an export against the checkpoints with public keys only:\n" +
+			"no master key, no database. See docs/compliance.md.",
+		example: "backoffice audit verify --demo\nbackoffice audit verify --export export.json --checkpoints checkpoints.jsonl --public-key k…:…"},
+	{name: "audit public-key", synopsis: "[--key-id ID] [flags]", summary: "print the public key that checks the audit checkpoints",
+		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.",
+		example: "backoffice audit public-key --demo"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
 		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
 			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +

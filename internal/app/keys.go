@@ -48,10 +48,52 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	if err := printKeyStatus(env.Stdout, ring, counts); err != nil {
+	needs, err := readKeyNeeds(ctx, cfg, st, ring)
+	if err != nil {
+		return err
+	}
+	if err := printKeyStatus(env.Stdout, ring, counts, needs); err != nil {
 		return err
 	}
 	return missingKeys(keyStates(ring, counts))
+}
+
+// keyNeeds is what, besides SSNs, may still need a master key: audit events linked under it and
+// not yet anchored under the active key (a verify without it could not check them), the audit
+// chain's genesis sealed under it, and the newest checkpoint signed under it.
+type keyNeeds struct {
+	unanchored      map[string]int64
+	genesisKey      string
+	checkpointKey   string
+	checkpointsFile string
+}
+
+func readKeyNeeds(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (keyNeeds, error) {
+	var n keyNeeds
+	var err error
+	if n.unanchored, n.genesisKey, err = st.AuditKeyNeeds(ctx, ring.ActiveKeyID()); err != nil {
+		return n, err
+	}
+	last, ok, err := lastCheckpoint(cfg)
+	if ok {
+		n.checkpointKey, n.checkpointsFile = last.KeyID, last.File
+	}
+	return n, err
+}
+
+// reasons says what still needs key id, beside SSNs.
+func (n keyNeeds) reasons(id string) []string {
+	var out []string
+	if c := n.unanchored[id]; c > 0 {
+		out = append(out, fmt.Sprintf("%d audit events are linked under key %s and not yet anchored under the active key: run `backoffice keys rewrap` (it anchors them) before removing it from the ring.", c, id))
+	}
+	if n.genesisKey == id {
+		out = append(out, fmt.Sprintf("The audit chain's genesis is sealed under key %s: run `backoffice keys rewrap` with the new ring (it seals it anew) before removing it.", id))
+	}
+	if n.checkpointKey == id {
+		out = append(out, fmt.Sprintf("The newest audit checkpoint in %s is signed under key %s: let serve sign one under the active key (it does within a minute of the next event) before removing it.", n.checkpointsFile, id))
+	}
+	return out
 }
 
 // missingKeys fails keys status when SSNs are sealed under a key the ring lacks, so that a script
@@ -102,7 +144,7 @@ func keyStates(ring *secrets.Ring, counts []store.KeyCount) []keyState {
 	return out
 }
 
-func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount) error {
+func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount, needs keyNeeds) error {
 	states := keyStates(ring, counts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY ID\tSTATE\tSSNS")
@@ -116,13 +158,25 @@ func printKeyStatus(w io.Writer, ring *secrets.Ring, counts []store.KeyCount) er
 		switch {
 		case s.state == stateMissing:
 			fmt.Fprintf(w, "WARNING: %d SSNs are sealed under key %s, which is not in the ring: decrypting them answers 500 until it is added back.\n", s.values, s.id)
-		case s.state == "in ring" && s.values > 0:
-			fmt.Fprintf(w, "%d SSNs still use key %s: run `backoffice keys rewrap` before removing it from the ring.\n", s.values, s.id)
 		case s.state == "in ring":
-			fmt.Fprintf(w, "No SSN uses key %s: it can be removed from the ring.\n", s.id)
+			printKeyNeeds(w, s, needs.reasons(s.id))
 		}
 	}
 	return nil
+}
+
+// printKeyNeeds says what still needs a key of the ring other than the active one, or that
+// nothing does and it can be removed.
+func printKeyNeeds(w io.Writer, s keyState, reasons []string) {
+	if s.values > 0 {
+		fmt.Fprintf(w, "%d SSNs still use key %s: run `backoffice keys rewrap` before removing it from the ring.\n", s.values, s.id)
+	}
+	for _, r := range reasons {
+		fmt.Fprintln(w, r)
+	}
+	if s.values == 0 && len(reasons) == 0 {
+		fmt.Fprintf(w, "Nothing needs key %s any more (no SSN, no audit link left unanchored): it can be removed from the ring.\n", s.id)
+	}
 }
 
 func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) error {
@@ -145,11 +199,27 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	defer st.Close()
+	if err := startRewrap(ctx, st, ring, actor); err != nil {
+		return err
+	}
 	progress := func(b store.RewrapBatch, t rewrapTotals) {
 		fmt.Fprintf(env.Stderr, "rewrap: moved %d in this batch, %d in all\n", b.Moved, t.Moved)
 	}
 	totals, runErr := rewrapAll(ctx, st, ring, *batch, progress)
 	return finishRewrap(ctx, env, st, ring, actor, totals, runErr)
+}
+
+// startRewrap puts the run on record before it changes anything, so that a run killed outright
+// (kill -9, a crash) still leaves its event, and then anchors the audit trail under the active
+// key: the links made under the key being retired stay proven once it leaves the ring.
+func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID) error {
+	now := time.Now().UTC()
+	started := domain.AuditEvent{At: now, ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
+		Outcome: domain.OutcomeGranted, Detail: "started: moving SSNs to key " + ring.ActiveKeyID()}
+	if err := st.RecordAudit(ctx, started); err != nil {
+		return err
+	}
+	return st.AnchorAudit(ctx, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted})
 }
 
 // rewrapTotals adds up the batches of one run.

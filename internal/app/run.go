@@ -9,11 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -70,14 +72,18 @@ func Run(ctx context.Context, env Env) error {
 
 // Report writes err, if any, on one line of stderr and returns the process's exit status, as
 // main uses it: 0 without an error, 2 for a command line that could not be understood (as the Go
-// tools do), 1 for anything else.
+// tools do), 3 for an audit verify that cannot check (a key or checkpoint missing), 1 for anything
+// else.
 func Report(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintln(stderr, "backoffice:", err)
-	if errors.Is(err, ErrUsage) {
+	switch {
+	case errors.Is(err, ErrUsage):
 		return 2
+	case errors.Is(err, ErrCannotCheck):
+		return 3
 	}
 	return 1
 }
@@ -196,6 +202,64 @@ func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.St
 // events with; a store without one writes no events (store.ErrNoChainSigner), which suits the
 // commands that only read.
 func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
+	st, _, err := openSealed(ctx, cfg, ring, opts...)
+	return st, err
+}
+
+// genesisSeal is what opening found of the audit chain's genesis: unsealed (left so when
+// checkpoints exist, which were signed after it was sealed).
+type genesisSeal struct {
+	wasUnsealed, leftUnsealed bool
+	lastUnlinked              int64
+}
+
+// openSealed is openMigrated, which also seals where the audit chain begins (its genesis) when
+// given the ring: a process that writes events fixes it (see store.SealAuditGenesis), and serve
+// warns when it found it unsealed. An unsealed genesis is sealed only while no checkpoint exists:
+// after the first start of this release, one that is unsealed had its seal removed.
+func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, genesisSeal, error) {
+	st, err := openUnsealed(ctx, cfg, ring, opts...)
+	if err != nil || ring == nil {
+		return st, genesisSeal{}, err
+	}
+	var g genesisSeal
+	checkpointed, err := hasCheckpoints(cfg)
+	if err == nil {
+		g.wasUnsealed, g.lastUnlinked, err = st.SealAuditGenesis(ctx, !checkpointed)
+	}
+	if err != nil {
+		st.Close()
+		return nil, g, err
+	}
+	g.leftUnsealed = g.wasUnsealed && checkpointed
+	return st, g, nil
+}
+
+// hasCheckpoints tells whether the configured checkpoints file holds a checkpoint.
+func hasCheckpoints(cfg Config) (bool, error) {
+	_, ok, err := lastCheckpoint(cfg)
+	return ok, err
+}
+
+// lastCheckpoint is the newest checkpoint in the configured file (BACKOFFICE_AUDIT_CHECKPOINTS,
+// or the demo's); ok is false when there is none (no file configured, or none yet).
+func lastCheckpoint(cfg Config) (last checkpoint.Entry, ok bool, err error) {
+	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
+		return last, false, err
+	}
+	entries, err := checkpoint.ReadFile(cfg.AuditCheckpoints)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return last, false, nil
+	case err != nil:
+		return last, false, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+	case len(entries) == 0:
+		return last, false, nil
+	}
+	return entries[len(entries)-1], true, nil
+}
+
+func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
 	if _, err := demoConfig(&cfg, false); err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := createStore(ctx, cfg, ring)
+	st, genesis, err := openSealed(ctx, cfg, ring)
 	if err != nil {
 		return err
 	}
@@ -98,6 +98,11 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		mux.Handle("GET /metrics", m.Handler())
 		listeners = append(listeners, listener{ln: mln, handler: mux})
 	}
+	cp, err := startCheckpoints(ctx, cfg, st, ring, genesis, log)
+	if err != nil {
+		closeAll(listeners)
+		return err
+	}
 	handler, pushes := newServing(cfg, st, ring, log, m, tp)
 	listeners[0].handler = handler
 	defer runSettler(ctx, pushes)() // stopped before the store closes
@@ -119,7 +124,16 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}
-	return serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
+	err = serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
+	cp.stop(ctx) // the last checkpoint, of every event the drained requests wrote
+	return err
+}
+
+// closeAll closes listeners not yet served.
+func closeAll(listeners []listener) {
+	for _, l := range listeners {
+		l.ln.Close()
+	}
 }
 
 // runSettler notes abandoned pushes in the background (push.Service.RunSettler) until the

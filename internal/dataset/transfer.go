@@ -553,6 +553,12 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 		}
 		im.counts.Added++
 	}
+	if len(fresh) < len(events) {
+		// The file's chain is accepted only if it verifies under the ring, from its genesis on.
+		if err := im.b.AdoptAuditChain(); err != nil {
+			return Errorf("auditEvents", "the audit chain does not verify: %v", err)
+		}
+	}
 	if len(fresh) == 0 {
 		return nil
 	}

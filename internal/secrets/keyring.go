@@ -5,6 +5,7 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -32,6 +33,8 @@ type Ring struct {
 	order  []string
 	// chain holds each master key's audit chain key (see ChainMAC).
 	chain map[string][]byte
+	// signing holds each master key's audit checkpoint key (see CheckpointKey).
+	signing map[string]ed25519.PrivateKey
 }
 
 // Key is one entry of a ring.
@@ -45,7 +48,8 @@ func NewRing(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("secrets: a key ring needs at least one key")
 	}
-	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string][]byte, len(keys))}
+	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string][]byte, len(keys)),
+		signing: make(map[string]ed25519.PrivateKey, len(keys))}
 	for _, k := range keys {
 		if len(k.Bytes) != KeySize {
 			return nil, fmt.Errorf("secrets: key %q is %d bytes, want %d", k.ID, len(k.Bytes), KeySize)
@@ -63,6 +67,9 @@ func NewRing(keys ...Key) (*Ring, error) {
 		}
 		r.aeads[k.ID] = aead
 		if r.chain[k.ID], err = deriveChainKey(k.Bytes); err != nil {
+			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
+		}
+		if r.signing[k.ID], err = deriveCheckpointKey(k.Bytes); err != nil {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		r.order = append(r.order, k.ID)

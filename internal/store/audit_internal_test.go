@@ -65,7 +65,7 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 	if len(seen) != written {
 		t.Fatalf("%d events stored, want %d", len(seen), written)
 	}
-	rep, err := st.VerifyAuditChain(ctx, ring, "")
+	rep, err := st.VerifyAuditChain(ctx, ring, nil)
 	if err != nil || rep.Break != nil || rep.Events != int64(written) {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}

@@ -1,10 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -61,7 +59,7 @@ func (s *Store) ListAuditEvents(ctx context.Context, f domain.AuditFilter, page,
 		if err := q.row(ctx, count, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count audit events: %w", noRows(err))
 		}
-		r, err := q.query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, (page-1)*size)...)
+		r, err := q.query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, pageOffset(page, size))...)
 		if err != nil {
 			return fmt.Errorf("store: list audit events: %w", err)
 		}
@@ -104,47 +102,14 @@ func scanAuditEvent(r scanner) (domain.AuditEvent, error) {
 	return a.e, err
 }
 
-// ChainReport is what VerifyAuditChain found.
-type ChainReport struct {
-	// Events counts every event; Legacy those written before the chain existed (numbered, not
-	// linked), which precede the first link.
-	Events, Legacy int64
-	// Head is the newest event (zero when there are none): its sequence number, id and link.
-	Head domain.AuditEvent
-	// Break is the first event where the chain does not hold, nil when it is whole.
-	Break *ChainBreak
-}
-
-// ChainBreak names the first event at which the chain does not hold, and why.
-type ChainBreak struct {
-	Seq    int64
-	ID     domain.ID
-	Reason string
-}
-
-func (b *ChainBreak) Error() string {
-	if b.ID == "" {
-		return fmt.Sprintf("audit chain broken at seq %d: %s", b.Seq, b.Reason)
-	}
-	return fmt.Sprintf("audit chain broken at seq %d (event %s): %s", b.Seq, b.ID, b.Reason)
-}
-
 // VerifyAuditChain walks the whole trail in sequence order, in one snapshot, and checks that it
-// is one unbroken chain: numbered from 1 without gaps, legacy events only before the first link,
-// and every link the MAC of the one before and the event under its recorded key. An altered row
-// fails its own link, a removed one leaves a gap (or, renumbered, fails the next link), an
-// inserted one fails its link or sits outside the numbering. head, when not "", is a link recorded
-// earlier (hex): it must be in the chain. That is what catches a cut-off tail, which the database
-// alone cannot tell from a shorter trail.
-func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, head string) (ChainReport, error) {
+// is one unbroken chain (see ChainWalk) from its genesis on. An altered row fails its own link, a
+// removed one leaves a gap (or, renumbered, fails the next link), an inserted or stripped one
+// fails its link or sits after the genesis unlinked. expects are what was kept outside the
+// database (signed checkpoints, a recorded head): the chain must still hold each. That is what
+// catches a cut-off tail, which the database alone cannot tell from a shorter trail.
+func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects []ChainExpect) (ChainReport, error) {
 	var rep ChainReport
-	var want []byte
-	if head != "" {
-		var err error
-		if want, err = hex.DecodeString(head); err != nil || len(want) == 0 {
-			return rep, fmt.Errorf("store: --head %q is not a link in hex", head)
-		}
-	}
 	err := s.snapshot(ctx, func(q querier) error {
 		var unnumbered int64
 		if err := q.row(ctx, `SELECT COUNT(*) FROM audit_events WHERE seq IS NULL`).Scan(&unnumbered); err != nil {
@@ -154,81 +119,65 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, head stri
 			rep.Break = &ChainBreak{Reason: fmt.Sprintf("%d events have no sequence number: inserted outside the chain", unnumbered)}
 			return nil
 		}
-		r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
+		g, err := readGenesis(ctx, q)
 		if err != nil {
+			return err
+		}
+		anchored, err := anchoredSeqs(ctx, q, "")
+		if err != nil {
+			return err
+		}
+		w := NewChainWalk(sig, &g, anchored, expects)
+		if err := eachAuditEvent(ctx, q, w.Step); err != nil {
 			return fmt.Errorf("store: verify audit chain: %w", err)
 		}
-		defer r.Close()
-		w := chainWalk{sig: sig, rep: &rep, want: want}
-		for r.Next() && rep.Break == nil {
-			a, err := scanAuditRow(r)
-			if err != nil {
-				return fmt.Errorf("store: verify audit chain: %w", err)
-			}
-			w.step(a)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("store: verify audit chain: %w", err)
-		}
-		w.finish()
+		rep = w.Finish()
 		return nil
 	})
 	return rep, err
 }
 
-// chainWalk checks one event after another.
-type chainWalk struct {
-	sig     ChainSigner
-	rep     *ChainReport
-	want    []byte
-	prev    []byte
-	chained bool
-	found   bool
-}
-
-func (w *chainWalk) step(a auditRow) {
-	e := a.e
-	broken := func(format string, args ...any) {
-		w.rep.Break = &ChainBreak{Seq: e.Seq, ID: e.ID, Reason: fmt.Sprintf(format, args...)}
+// eachAuditEvent reads the whole trail in sequence order, in q, until fn returns false.
+func eachAuditEvent(ctx context.Context, q querier, fn func(domain.AuditEvent) bool) error {
+	r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
+	if err != nil {
+		return err
 	}
-	if next := w.rep.Events + 1; e.Seq != next {
-		if e.Seq > next {
-			w.rep.Break = &ChainBreak{Seq: next, Reason: fmt.Sprintf("missing: removed (the next event is seq %d, %s)", e.Seq, e.ID)}
-		} else {
-			broken("numbered out of order (after seq %d)", w.rep.Events)
-		}
-		return
-	}
-	w.rep.Events++
-	switch {
-	case !a.keyID.Valid && a.hash == nil && !w.chained:
-		w.rep.Legacy++
-	case !a.keyID.Valid || a.hash == nil:
-		broken("no link after the chain began: inserted, or its link removed")
-		return
-	default:
-		w.chained = true
-		h, err := link(w.sig, w.prev, e)
+	defer r.Close()
+	for r.Next() {
+		e, err := scanAuditEvent(r)
 		if err != nil {
-			broken("its link was made under key %q, which the ring does not hold: add that key to BACKOFFICE_MASTER_KEYS to check it", e.ChainKeyID)
-			return
+			return err
 		}
-		if !bytes.Equal(h, a.hash) {
-			broken("its link does not match: the event was altered, inserted, or follows an altered one")
-			return
+		if !fn(e) {
+			break
 		}
-		w.prev = h
 	}
-	if w.want != nil && bytes.Equal(a.hash, w.want) {
-		w.found = true
-	}
-	w.rep.Head = e
+	return r.Err()
 }
 
-// finish checks the recorded head, if any, against the chain: a link recorded earlier that is no
-// longer in it means the tail it ended was cut off (or rewritten).
-func (w *chainWalk) finish() {
-	if w.rep.Break == nil && w.want != nil && !w.found {
-		w.rep.Break = &ChainBreak{Seq: w.rep.Head.Seq + 1, Reason: "the recorded head " + hex.EncodeToString(w.want) + " is not in the chain: its tail was cut off (or rewritten)"}
+// anchoredSeqs are the sequence numbers the trail's anchors name, as their details say (a walk
+// keeps the digests there, and believes an anchor once its link holds); with keyID, only the
+// anchors made under that key.
+func anchoredSeqs(ctx context.Context, q querier, keyID string) ([]int64, error) {
+	query, args := `SELECT detail FROM audit_events WHERE action = ?`, []any{ActionAuditAnchor}
+	if keyID != "" {
+		query, args = query+` AND chain_key_id = ?`, append(args, keyID)
 	}
+	r, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit anchors: %w", err)
+	}
+	defer r.Close()
+	var seqs []int64
+	for r.Next() {
+		var detail string
+		if err := r.Scan(&detail); err != nil {
+			return nil, fmt.Errorf("store: audit anchors: %w", err)
+		}
+		if seq, _, ok := parseAnchor(detail); ok {
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs, r.Err()
 }

@@ -211,6 +211,45 @@ func (b *Bulk) AppendAudit(events []domain.AuditEvent) error {
 	return b.q.s.appendAudit(b.ctx, b.q, events)
 }
 
+// AdoptAuditChain makes the audit events just inserted with their place in the chain (an export's,
+// into a database that had none) this database's chain: the genesis names the file's events
+// before its first link as the ones from before the chain, and the whole chain must then verify
+// under the ring, or the import fails naming the first bad event.
+func (b *Bulk) AdoptAuditChain() error {
+	sig := b.q.s.signer
+	if sig == nil {
+		return ErrNoChainSigner
+	}
+	var last int64
+	err := b.q.row(b.ctx, `SELECT COALESCE(MIN(seq) - 1, (SELECT MAX(seq) FROM audit_events), 0) FROM audit_events WHERE hash IS NOT NULL`).Scan(&last)
+	if err != nil {
+		return fmt.Errorf("store: import: %w", err)
+	}
+	if err := setGenesis(b.ctx, b.q, sig, last); err != nil {
+		return err
+	}
+	g, err := readGenesis(b.ctx, b.q)
+	if err != nil {
+		return err
+	}
+	anchored, err := anchoredSeqs(b.ctx, b.q, "")
+	if err != nil {
+		return err
+	}
+	w := NewChainWalk(sig, &g, anchored, nil)
+	if err := eachAuditEvent(b.ctx, b.q, w.Step); err != nil {
+		return fmt.Errorf("store: import: %w", err)
+	}
+	rep := w.Finish()
+	if rep.Break != nil {
+		return rep.Break
+	}
+	if rep.Unchecked != nil {
+		return rep.Unchecked
+	}
+	return nil
+}
+
 // AuditColumns are the columns of an audit event with its place in the chain, in the order of
 // AuditArgs and ScanAuditEvent.
 const AuditColumns = "id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash"

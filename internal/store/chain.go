@@ -43,16 +43,21 @@ const (
 // two different events or chains encode alike. The message format is documented in
 // docs/compliance.md for verifiers outside this code.
 func chainMessage(prev []byte, e domain.AuditEvent) []byte {
-	b := make([]byte, 0, 256+len(e.Detail))
-	b = appendField(b, []byte("backoffice audit event v1"))
+	return appendEvent(make([]byte, 0, 256+len(e.Detail)), "backoffice audit event v1", prev, e)
+}
+
+// appendEvent appends the label, prev and every stored field of e but its link, in the encoding
+// of chainMessage (ChainDigest's message shares it).
+func appendEvent(b []byte, label string, prev []byte, e domain.AuditEvent) []byte {
+	b = appendText(b, label)
 	b = appendField(b, prev)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
 	for _, f := range []string{e.ChainKeyID, string(e.ID)} {
-		b = appendField(b, []byte(f))
+		b = appendText(b, f)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(micros(e.At)))
 	for _, f := range []string{string(e.ActorUserID), e.Action, e.TargetID, e.Outcome, e.Detail} {
-		b = appendField(b, []byte(f))
+		b = appendText(b, f)
 	}
 	return b
 }
@@ -62,8 +67,13 @@ func appendField(b, f []byte) []byte {
 	return append(b, f...)
 }
 
-// link computes e's link after prev under e.ChainKeyID.
-func link(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
+func appendText(b []byte, f string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+	return append(b, f...)
+}
+
+// chainLink computes e's link after prev under e.ChainKeyID.
+func chainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
 	return sig.ChainMAC(e.ChainKeyID, chainMessage(prev, e))
 }
 
@@ -91,7 +101,7 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		}
 		seq++
 		e.Seq, e.ChainKeyID = seq, keyID
-		h, err := link(s.signer, prev, e)
+		h, err := chainLink(s.signer, prev, e)
 		if err != nil {
 			return fmt.Errorf("store: audit chain link: %w", err)
 		}
@@ -219,4 +229,20 @@ func hexHash(h []byte) string {
 		return ""
 	}
 	return hex.EncodeToString(h)
+}
+
+// ErrLinkMismatch means an event's link is not the MAC of the one before and the event.
+var ErrLinkMismatch = errors.New("its link does not match: the event was altered, inserted, or follows an altered one")
+
+// CheckLink checks e's link after prev: nil when it holds, ErrLinkMismatch when not, and the
+// signer's error (secrets.ErrUnknownKey) when it lacks e's key.
+func CheckLink(sig ChainSigner, prev []byte, e domain.AuditEvent) error {
+	h, err := chainLink(sig, prev, e)
+	if err != nil {
+		return err
+	}
+	if hexHash(h) != e.Hash {
+		return ErrLinkMismatch
+	}
+	return nil
 }

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +31,15 @@ func auditEvents(t *testing.T, st *store.Store, from, n int) {
 // verify walks the chain with the default test ring.
 func verify(t *testing.T, st *store.Store, head string) store.ChainReport {
 	t.Helper()
-	rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t), head)
+	var expects []store.ChainExpect
+	if head != "" {
+		link, err := hex.DecodeString(head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expects = []store.ChainExpect{{Link: link}}
+	}
+	rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t), expects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +180,16 @@ func TestAuditChainCatchesCutTail(t *testing.T) {
 	})
 }
 
-// Links made before a rotation verify while their key is in the ring, and name it when not.
+// Links made before a rotation verify while their key is in the ring. Once it is not, they cannot
+// be checked (neither intact nor broken) until an anchor under the new key covers them, and then
+// altering one of them is still caught, by the anchor's digest.
 func TestAuditChainAcrossKeyRotation(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		auditEvents(t, st, 0, 2)
-		st.SetChainSigner(testdb.Ring(t, "knew", testdb.DefaultKeyID))
+		both, newOnly := testdb.Ring(t, "knew", testdb.DefaultKeyID), testdb.Ring(t, "knew")
+		st.SetChainSigner(both)
 		auditEvents(t, st, 2, 2)
-		rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t, "knew", testdb.DefaultKeyID), "")
+		rep, err := st.VerifyAuditChain(ctx, both, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,28 +197,70 @@ func TestAuditChainAcrossKeyRotation(t *testing.T) {
 		if rep.Head.ChainKeyID != "knew" {
 			t.Fatalf("newest link under %q, want knew", rep.Head.ChainKeyID)
 		}
-		rep, err = st.VerifyAuditChain(ctx, testdb.Ring(t, "knew"), "")
+		if _, _, err := st.SealAuditGenesis(ctx, true); err != nil { // as serve's start and keys rewrap do
+			t.Fatal(err)
+		}
+		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)
+		if err != nil || rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 1 || !strings.Contains(rep.Unchecked.Error(), `key "`+testdb.DefaultKeyID+`"`) {
+			t.Fatalf("old key gone, no anchor: want cannot check from seq 1: %+v %v", rep, err)
+		}
+		if err := st.AnchorAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Outcome: domain.OutcomeGranted}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)
+		if err != nil || rep.Break != nil || rep.Unchecked != nil || rep.Events != 5 {
+			t.Fatalf("anchored: want intact with the new key alone: %+v %v", rep, err)
+		}
+		// Someone holding the old key rewrites a pre-rotation event and links it anew: the
+		// anchor, made under the new key, no longer matches.
+		forged := verifyEvents(t, st)[0]
+		forged.Detail = "field none"
+		link, err := store.ChainLink(testdb.Ring(t, testdb.DefaultKeyID), nil, forged)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantBreak(t, rep, 1, `key "`+testdb.DefaultKeyID+`"`)
+		sqlExec(t, st, fmt.Sprintf(`UPDATE audit_events SET detail = 'field none', hash = %s WHERE seq = 1`, blob(st, hex.EncodeToString(link))))
+		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBreak(t, rep, 5, "not the ones this anchor fixed")
 	})
 }
 
-// Events from before the chain (numbered by the migration, no link) are counted, and the chain
-// starts after them.
-func TestAuditChainAfterLegacyEvents(t *testing.T) {
+// verifyEvents lists the trail oldest first.
+func verifyEvents(t *testing.T, st *store.Store) []domain.AuditEvent {
+	t.Helper()
+	list, _, err := st.ListAuditEvents(ctx, domain.AuditFilter{}, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(list)
+	return list
+}
+
+// The attack of the issue: every link stripped, events removed, the rest renumbered, one altered
+// and a forged decrypt appended. The genesis (the chain begins after seq 0) makes the first
+// unlinked event a break; stripping links alone is one too.
+func TestAuditChainCatchesStrippedLinks(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		for i := 1; i <= 2; i++ {
-			sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
-				VALUES ('%s', %d, '%s', 'merchant_document.delete', 'x', 'granted', '', %d)`, id(9100+i), i, staffUser, i))
-		}
-		auditEvents(t, st, 0, 3)
-		rep := verify(t, st, "")
-		wantIntact(t, rep, 5)
-		if rep.Legacy != 2 {
-			t.Fatalf("%d legacy events, want 2", rep.Legacy)
-		}
+		auditEvents(t, st, 0, 8)
+		sqlExec(t, st, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`)
+		wantBreak(t, verify(t, st, ""), 1, "no link")
+		sqlExec(t, st, `DELETE FROM audit_events WHERE seq <= 3`)
+		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 3`)
+		sqlExec(t, st, `UPDATE audit_events SET actor_user_id = '`+userA.String()+`' WHERE seq = 2`)
+		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
+			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 6)`, id(9300), staffUser))
+		wantBreak(t, verify(t, st, ""), 1, "no link")
+		// A service writing on top of it does not make it whole.
+		auditEvents(t, st, 10, 2)
+		wantBreak(t, verify(t, st, ""), 1, "no link")
+		// Nor does moving the genesis, or removing it: it is sealed, and always there.
+		sqlExec(t, st, `UPDATE audit_chain_genesis SET last_unlinked_seq = 6`)
+		wantBreak(t, verify(t, st, ""), 1, "genesis")
+		sqlExec(t, st, `DELETE FROM audit_chain_genesis`)
+		wantBreak(t, verify(t, st, ""), 1, "genesis record")
 	})
 }
 
@@ -307,4 +363,18 @@ func TestMigrationNumbersLegacyAuditEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Any page number is answered like the SAM list's: a page past the end is empty, even one whose
+// offset would overflow (PostgreSQL refused a negative OFFSET; SQLite read it as page 1).
+func TestAuditListHugePage(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 3)
+		for _, page := range []int64{4611686018427387905, math.MaxInt64} {
+			list, total, err := st.ListAuditEvents(ctx, domain.AuditFilter{}, page, 2)
+			if err != nil || total != 3 || len(list) != 0 {
+				t.Fatalf("page %d: %d events of %d, %v; want none of 3", page, len(list), total, err)
+			}
+		}
+	})
 }

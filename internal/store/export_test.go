@@ -145,3 +145,8 @@ const SAMLogIDBatch = samIDBatchRows
 
 // Queued is how many rows the batcher holds, not yet inserted.
 func (in *Batcher) Queued() int { return len(in.onSkip) }
+
+// ChainLink is the link of e after prev under e's key: what someone holding that key could write.
+func ChainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
+	return chainLink(sig, prev, e)
+}

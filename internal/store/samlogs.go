@@ -104,10 +104,7 @@ func copySAMPage(p samPage) samPage {
 }
 
 func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
-	if page > math.MaxInt64/size {
-		page = math.MaxInt64 / size // past any possible end; the page comes back empty
-	}
-	offset := (page - 1) * size
+	offset := pageOffset(page, size)
 	key := uuidArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
 	rows, err := s.q().query(ctx, samPageQuery+`

@@ -53,6 +53,25 @@ func Open(t testing.TB, engine string) *store.Store {
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate %s: %v", engine, err)
 	}
+	// and, as serve does at start, seal where the audit chain begins.
+	if _, _, err := st.SealAuditGenesis(context.Background(), true); err != nil {
+		t.Fatalf("seal the audit genesis %s: %v", engine, err)
+	}
+	return st
+}
+
+// OpenURL opens the database at url as it is (migrated, with no chain signer), closed when the
+// test ends: a second process on a database a test made.
+func OpenURL(t testing.TB, url string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
 	return st
 }
 
