@@ -151,14 +151,20 @@ func TestAuditEventsReadIsAudited(t *testing.T) {
 	})
 }
 
-// Any page number is answered as on the SAM list: a page past the end is an empty page, also one
-// whose offset would overflow (it was 500 on PostgreSQL and page 1 on SQLite).
+// Any page number is answered as on the SAM list: a page past the end is an empty page, also the
+// largest page a client may ask for, whose offset is far past any trail (it was 500 on PostgreSQL
+// and page 1 on SQLite); a page past 2^53-1 is refused on both lists alike.
 func TestAuditEventsHugePage(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		h.seedAudit(t)
-		p := h.auditPage(t, staffKey, "page=4611686018427387905&size=2")
-		if len(p.Data) != 0 || p.Meta.Page != 4611686018427387905 || p.Meta.TotalCount < 10 {
+		p := h.auditPage(t, staffKey, "page=9007199254740991&size=100")
+		if len(p.Data) != 0 || p.Meta.Page != 9007199254740991 || p.Meta.TotalCount < 10 {
 			t.Fatalf("a page past the end: meta %+v, %d events", p.Meta, len(p.Data))
+		}
+		audit := h.get("/v1/audit-events?page=4611686018427387905&size=2", staffKey)
+		sam := h.get("/v1/crm/sam-action-logs/"+string(leadA)+"?page=4611686018427387905&size=2", staffKey)
+		if audit.Status != http.StatusBadRequest || sam.Status != audit.Status {
+			t.Fatalf("page past 2^53-1: audit list %d %s, SAM list %d %s", audit.Status, audit.Body, sam.Status, sam.Body)
 		}
 	})
 }
