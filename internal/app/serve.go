@@ -180,10 +180,7 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 			Logger: log.With(slog.String("component", "gateway")), TracerProvider: tp})
 	}
 	// Without tracing the handlers call the store itself: no decorator, no cost.
-	var calls interface {
-		api.Store
-		push.Store
-	} = st
+	var calls tracedBackend = st
 	if tp != nil {
 		calls = newTracedStore(st, tp)
 	}
