@@ -175,13 +175,17 @@ func (s *Store) insertAuditRows(ctx context.Context, q querier, args []any) erro
 	return nil
 }
 
-// txStmt is the cached prepared statement of text, bound to q's transaction.
-func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, error) {
+// txStmt is the cached prepared statement of text, bound to q's transaction (the text alone, run
+// in it, where the engine keeps no statements).
+func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error) {
 	tx, ok := q.x.(*sql.Tx)
 	if !ok || q.prepared == nil {
 		return nil, errors.New("store: a transaction's statement asked for outside one")
 	}
 	text = s.sql(text)
+	if !q.prepared.keep {
+		return unprepared{x: tx, text: text}, nil
+	}
 	if st, ok := q.prepared.lookup(text); ok {
 		return tx.StmtContext(ctx, st), nil
 	}
@@ -192,7 +196,7 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, 
 		st, err := tx.PrepareContext(ctx, text)
 		return st, s.classify(err)
 	}
-	st, err := q.prepared.get(ctx, text)
+	st, err := q.prepared.prepare(ctx, text)
 	if err != nil {
 		return nil, s.classify(err)
 	}

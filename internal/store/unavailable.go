@@ -57,3 +57,15 @@ func (s *Store) connectionLost(err error) bool {
 	}
 	return s.engine.IsConnectionLost(err)
 }
+
+// lostMidway tells a connection that was lost (the server terminated its backend, the server or
+// a pooler restarted, the network cut it) from a database that does not answer in time. A read
+// that failed so changed nothing and may run again at once on another connection; one that timed
+// out would wait as long again.
+func (s *Store) lostMidway(err error) bool {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return s.connectionLost(err)
+}

@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"testing"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+// TestNoSessionStateOnPostgres runs the store's kinds of work (migrations, an import, the
+// per-request reads, a disclosure's audit event, a transaction that writes, the write probe) on
+// one PostgreSQL connection, then looks at that session: it must hold nothing a later
+// transaction could need, no prepared statement, advisory lock, setting or temporary table.
+// That is what lets a transaction-mode pooler (PgBouncer) give each transaction whichever server
+// connection is free.
+func TestNoSessionStateOnPostgres(t *testing.T) {
+	url := testdb.URL(t, "postgres")
+	pool := store.DefaultPool()
+	pool.MaxOpenConns, pool.MaxIdleConns = 1, 1 // one session throughout
+	st, err := store.Open(ctx, url, store.WithPool(pool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	st.SetChainSigner(testdb.Ring(t))
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Import(t, st, fixture())
+	staff := domain.Scope{}
+	work := map[string]func() error{
+		"list": func() error {
+			_, _, _, err := st.ListVisibleSAMActionLogs(ctx, staff, leadA, 1, 10)
+			return err
+		},
+		"credential": func() error {
+			_, err := actor(st, domain.CredentialAPIKey, staffKey)
+			return err
+		},
+		"acceptance": func() error {
+			_, err := st.ServiceAcceptance(ctx, staff, leadA)
+			return err
+		},
+		"decrypt": func() error {
+			if _, err := st.PrincipalSSN(ctx, staff, leadA, principalA); err != nil {
+				return err
+			}
+			return st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "ssn.decrypt", TargetID: string(principalA), Outcome: "success"})
+		},
+		"delete": func() error {
+			return st.DeleteMerchantDocument(ctx, staff, merchantB, docB1, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser})
+		},
+		"write probe": func() error { return st.Writable(ctx) },
+	}
+	for name, do := range work {
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	left := map[string]string{
+		"prepared statements": `SELECT count(*) FROM pg_prepared_statements`,
+		"advisory locks":      `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
+		"session settings":    `SELECT count(*) FROM pg_settings WHERE source = 'session'`,
+		"temporary tables":    `SELECT count(*) FROM pg_class WHERE relpersistence = 't'`,
+	}
+	for what, query := range left {
+		var n int
+		if err := st.DB().QueryRowContext(ctx, query).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s left on the session: %d, %v; want none", what, n, err)
+		}
+	}
+}
