@@ -226,12 +226,12 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 }
 
 // query and row are the reads. On the pool (q.stmts set) a read that met a connection the server
-// had lost is run once more (see again); in a transaction it is not, as the transaction is gone
-// with its connection. Writes on the pool go through exec, never through these.
+// had lost is run again (see again); in a transaction it is not, as the transaction is gone with
+// its connection. Writes on the pool go through exec, never through these.
 
 func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
 	r, err := q.runQuery(ctx, query, args...)
-	if q.again(ctx, err) {
+	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, err); tries-- {
 		r, err = q.runQuery(ctx, query, args...)
 	}
 	if err != nil {
@@ -253,7 +253,7 @@ func (q querier) runQuery(ctx context.Context, query string, args ...any) (*sql.
 
 func (q querier) row(ctx context.Context, query string, args ...any) row {
 	r := q.runRow(ctx, query, args...)
-	if q.again(ctx, r.failed()) {
+	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, r.failed()); tries-- {
 		r = q.runRow(ctx, query, args...)
 	}
 	return r
@@ -270,18 +270,10 @@ func (q querier) runRow(ctx context.Context, query string, args ...any) row {
 	return row{r: st.QueryRowContext(ctx, args...), s: q.s}
 }
 
-// again tells whether a read on the pool that failed with err is to be run once more: it met a
-// connection the server had lost (a backend terminated, the server or a pooler restarted), which
-// a pool hands out until a statement finds it dead. The read changed nothing, so running it again
-// is safe, and classify closes the pool's idle connections first, as lost as this one, so the
-// second try runs on a fresh connection. A timeout is not tried again: the database is not
-// answering, and the caller would wait twice for the same 503.
+// again tells whether a read on the pool that failed with err is to be run again: it met a
+// connection the server had lost (see Store.lostConnection), and the read changed nothing.
 func (q querier) again(ctx context.Context, err error) bool {
-	if err == nil || q.stmts == nil || ctx.Err() != nil || !q.s.lostMidway(err) {
-		return false
-	}
-	_ = q.s.classify(err)
-	return true
+	return q.stmts != nil && q.s.lostConnection(ctx, err)
 }
 
 // prepare prepares query for q's transaction, to be run many times in it; where the engine keeps
@@ -384,13 +376,11 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *
 	return nil
 }
 
-// beginTx runs begin, and once more when the connection it drew had been lost (see
-// querier.again): the transaction never began, so nothing was written, and classify has closed the
-// pool's idle connections, so the second try runs on a fresh one.
+// beginTx runs begin, and again when the connection it drew had been lost (see lostConnection):
+// the transaction never began, so nothing was written.
 func (s *Store) beginTx(ctx context.Context, begin func() (*sql.Tx, error)) (*sql.Tx, error) {
 	tx, err := begin()
-	if err != nil && ctx.Err() == nil && s.lostMidway(err) {
-		_ = s.classify(err)
+	for tries := s.pool.lostTries(); tries > 0 && s.lostConnection(ctx, err); tries-- {
 		tx, err = begin()
 	}
 	return tx, err

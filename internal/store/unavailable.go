@@ -58,14 +58,24 @@ func (s *Store) connectionLost(err error) bool {
 	return s.engine.IsConnectionLost(err)
 }
 
-// lostMidway tells a connection that was lost (the server terminated its backend, the server or
-// a pooler restarted, the network cut it) from a database that does not answer in time. A read
-// that failed so changed nothing and may run again at once on another connection; one that timed
-// out would wait as long again.
-func (s *Store) lostMidway(err error) bool {
+// lostConnection tells whether an operation that failed with err, and changed nothing (a read, a
+// BEGIN), is to be tried again: it met a connection the server had lost (its backend terminated,
+// the server or a pooler restarted, the network cut it), which the pool hands out until a
+// statement finds it dead, and the caller is still waiting. It then drops the pool's idle
+// connections (classify), as lost as this one. A timeout is not tried again: the database is not
+// answering, and the caller would wait as long again for the same 503.
+//
+// Connections that were busy when the server lost them come back to the pool afterwards, and a
+// try may draw one of those; each is dropped as it fails, so a caller tries at most once per
+// connection the pool holds, and then once on a new one (Pool.lostTries).
+func (s *Store) lostConnection(ctx context.Context, err error) bool {
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case err == nil, ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return false
+	case !s.connectionLost(err):
 		return false
 	}
-	return s.connectionLost(err)
+	_ = s.classify(err)
+	return true
 }
