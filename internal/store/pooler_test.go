@@ -71,3 +71,45 @@ func TestNoSessionStateOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestLostConnectionsAreReplaced ends the server processes under a store's idle connections
+// (as a failover or pg_terminate_backend does) right after using them, so that the pool hands
+// them out again as they are: a read runs again on a fresh connection, and so does a transaction
+// whose BEGIN met a dead one, so neither fails. Directly and through PgBouncer.
+func TestLostConnectionsAreReplaced(t *testing.T) {
+	for _, engine := range testdb.PostgresEngines() {
+		t.Run(engine, func(t *testing.T) {
+			url := testdb.URL(t, engine)
+			st, err := store.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			st.SetChainSigner(testdb.Ring(t))
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			testdb.Import(t, st, fixture())
+			staff := domain.Scope{}
+			read := func() error {
+				_, err := st.ServiceAcceptance(ctx, staff, leadA)
+				return err
+			}
+			write := func() error {
+				return st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "ssn.decrypt", TargetID: string(principalA), Outcome: "success"})
+			}
+			for _, op := range []struct {
+				name string
+				do   func() error
+			}{{"transaction", write}, {"read", read}} {
+				if err := op.do(); err != nil {
+					t.Fatalf("%s before: %v", op.name, err)
+				}
+				testdb.TerminateBackends(t, url)
+				if err := op.do(); err != nil {
+					t.Errorf("%s after its connection was lost: %v", op.name, err)
+				}
+			}
+		})
+	}
+}
