@@ -15,18 +15,9 @@ import (
 // That is what lets a transaction-mode pooler (PgBouncer) give each transaction whichever server
 // connection is free.
 func TestNoSessionStateOnPostgres(t *testing.T) {
-	url := testdb.URL(t, "postgres")
 	pool := store.DefaultPool()
 	pool.MaxOpenConns, pool.MaxIdleConns = 1, 1 // one session throughout
-	st, err := store.Open(ctx, url, store.WithPool(pool))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	st.SetChainSigner(testdb.Ring(t))
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.OpenURL(t, testdb.URL(t, "postgres"), store.WithPool(pool))
 	testdb.Import(t, st, fixture())
 	staff := domain.Scope{}
 	work := map[string]func() error{
@@ -80,15 +71,7 @@ func TestLostConnectionsAreReplaced(t *testing.T) {
 	for _, engine := range testdb.PostgresEngines() {
 		t.Run(engine, func(t *testing.T) {
 			url := testdb.URL(t, engine)
-			st, err := store.Open(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			st.SetChainSigner(testdb.Ring(t))
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			st := testdb.OpenURL(t, url)
 			testdb.Import(t, st, fixture())
 			staff := domain.Scope{}
 			read := func() error {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,17 +54,23 @@ func ForEach(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 // Open returns a fresh migrated store of the engine, closed when the test ends.
 func Open(t testing.TB, engine string) *store.Store {
 	t.Helper()
-	url := URL(t, engine)
-	st, err := store.Open(context.Background(), url)
+	return OpenURL(t, URL(t, engine))
+}
+
+// OpenURL opens the database of url as Open does: migrated, its audit events chained under the
+// test ring, closed when the test ends.
+func OpenURL(t testing.TB, url string, opts ...store.Option) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), url, opts...)
 	if err != nil {
-		t.Fatalf("open %s: %v", engine, err)
+		t.Fatalf("open %s: %v", strings.Split(url, ":")[0], err)
 	}
 	t.Cleanup(func() { st.Close() })
 	// Audit events are chained under the master key ring; the tests' stores use the default test
 	// ring's key, as a service started with testdb.Ring does.
 	st.SetChainSigner(Ring(t))
 	if err := st.Migrate(context.Background()); err != nil {
-		t.Fatalf("migrate %s: %v", engine, err)
+		t.Fatalf("migrate %s: %v", strings.Split(url, ":")[0], err)
 	}
 	return st
 }
