@@ -194,7 +194,10 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error
 		// would wait for tx's end. Its statements are prepared before its transactions begin
 		// (prepareAudit); anything else is prepared in tx, for tx alone.
 		st, err := tx.PrepareContext(ctx, text)
-		return st, s.classify(err)
+		if err != nil {
+			return nil, s.classify(err)
+		}
+		return st, nil
 	}
 	st, err := q.prepared.prepare(ctx, text)
 	if err != nil {
