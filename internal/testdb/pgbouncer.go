@@ -43,7 +43,6 @@ func StartPgBouncer(t testing.TB, dbURL string) (string, *PgBouncer) {
 	ln.Close()
 	p := &PgBouncer{t: t, port: port}
 	p.dir = p.start()
-	t.Cleanup(func() { p.stop(p.dir) })
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +68,11 @@ func (p *PgBouncer) start() string {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.t.Cleanup(func() { os.RemoveAll(dir) })
+	// Stopped before its directory goes: the pid file is how it is found.
+	p.t.Cleanup(func() {
+		p.stop(dir)
+		os.RemoveAll(dir)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(), ".ci", "pgbouncer"), dir, p.port, serverPort(p.t))
@@ -80,12 +83,15 @@ func (p *PgBouncer) start() string {
 	return dir
 }
 
-// stop ends the instance of dir at once (it closes its sockets as it exits).
+// stop ends the instance of dir at once (it closes its sockets as it exits), and removes its pid
+// file so that it is signalled once.
 func (p *PgBouncer) stop(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "pgbouncer.pid"))
+	file := filepath.Join(dir, "pgbouncer.pid")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return // stopped already
 	}
+	os.Remove(file)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
 		p.t.Errorf("pgbouncer pid file: %v", err)
