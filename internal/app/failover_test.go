@@ -10,17 +10,20 @@ import (
 )
 
 // readLoad runs readers against a replica's read operations (a SAM log page, a service
-// acceptance) until stop is called, counting the answers and failing the test on any 5xx.
+// acceptance) until stop is called (or the test ends), counting the answers and failing the test
+// on any 5xx.
 type readLoad struct {
 	answered atomic.Int64
 	progress chan struct{} // one send per answer, taken by waitAnswers
 	quit     chan struct{}
+	stopOnce sync.Once
 	wg       sync.WaitGroup
 }
 
 func startReads(t *testing.T, base string, readers int) *readLoad {
 	t.Helper()
 	l := &readLoad{progress: make(chan struct{}), quit: make(chan struct{})}
+	t.Cleanup(l.stop)
 	paths := []string{"/v1/crm/sam-action-logs/" + string(demoLead), "/v1/crm/leads/" + string(demoLead) + "/service-acceptance"}
 	for i := range readers {
 		l.wg.Go(func() {
@@ -49,7 +52,7 @@ func (l *readLoad) waitAnswers(n int) {
 }
 
 func (l *readLoad) stop() {
-	close(l.quit)
+	l.stopOnce.Do(func() { close(l.quit) })
 	l.wg.Wait()
 }
 
