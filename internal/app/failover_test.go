@@ -101,5 +101,8 @@ func TestReadsSurviveAPgBouncerRestart(t *testing.T) {
 	}
 	load.waitAnswers(200)
 	load.stop()
+	if t.Failed() {
+		t.Logf("the replica's log:\n%s", r.logs)
+	}
 	t.Logf("%d reads, 3 restarts", load.answered.Load())
 }
