@@ -252,22 +252,19 @@ func (q querier) runQuery(ctx context.Context, query string, args ...any) (*sql.
 }
 
 func (q querier) row(ctx context.Context, query string, args ...any) row {
-	r := q.runRow(ctx, query, args...)
-	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, r.failed()); tries-- {
-		r = q.runRow(ctx, query, args...)
-	}
-	return r
+	return row{q: q, ctx: ctx, query: query, args: args}
 }
 
-func (q querier) runRow(ctx context.Context, query string, args ...any) row {
+// scanRow runs a row's statement and scans its one row into dest.
+func (q querier) scanRow(ctx context.Context, query string, args, dest []any) error {
 	if q.stmts == nil {
-		return row{r: q.x.QueryRowContext(ctx, q.s.sql(query), args...), s: q.s}
+		return q.x.QueryRowContext(ctx, q.s.sql(query), args...).Scan(dest...)
 	}
 	st, err := q.stmts.get(ctx, q.s.sql(query))
 	if err != nil {
-		return row{err: err, s: q.s}
+		return err
 	}
-	return row{r: st.QueryRowContext(ctx, args...), s: q.s}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
 // again tells whether a read on the pool that failed with err is to be run again: it met a
@@ -298,26 +295,22 @@ type rows struct {
 func (r *rows) Scan(dest ...any) error { return r.s.classify(r.Rows.Scan(dest...)) }
 func (r *rows) Err() error             { return r.s.classify(r.Rows.Err()) }
 
-// row is *sql.Row whose error, reported by Scan, is classified. err is a failed prepare.
+// row is a read of one row, run when it is scanned (callers scan at once), its error classified.
+// A lost connection can show after the row came (the server ended the process before the
+// statement's end), so the whole read is what runs again (see again).
 type row struct {
-	r   *sql.Row
-	err error
-	s   *Store
-}
-
-// failed is the error of the statement, before any Scan (nil when it ran).
-func (r row) failed() error {
-	if r.err != nil {
-		return r.err
-	}
-	return r.r.Err()
+	q     querier
+	ctx   context.Context
+	query string
+	args  []any
 }
 
 func (r row) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.s.classify(r.err)
+	err := r.q.scanRow(r.ctx, r.query, r.args, dest)
+	for tries := r.q.s.pool.lostTries(); tries > 0 && r.q.again(r.ctx, err); tries-- {
+		err = r.q.scanRow(r.ctx, r.query, r.args, dest)
 	}
-	return r.s.classify(r.r.Scan(dest...))
+	return r.q.s.classify(err)
 }
 
 // sql is a shared query in the engine's own placeholders.

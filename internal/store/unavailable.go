@@ -79,3 +79,17 @@ func (s *Store) lostConnection(ctx context.Context, err error) bool {
 	_ = s.classify(err)
 	return true
 }
+
+// rereading is read run once more when it failed on a lost connection (see lostConnection): for
+// the reads of several rows, which a server process ended in the middle of its result fails after
+// the first rows (querier.query runs the statement again only when it fails before any). A read
+// changes nothing, and each run builds its answer afresh.
+func rereading[T any](ctx context.Context, s *Store, read func() (T, error)) func() (T, error) {
+	return func() (T, error) {
+		v, err := read()
+		if s.lostConnection(ctx, err) {
+			v, err = read()
+		}
+		return v, err
+	}
+}
