@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 if [ -n "${BACKOFFICE_TEST_POSTGRES_URL:-}" ]; then
   echo "PostgreSQL tests run against BACKOFFICE_TEST_POSTGRES_URL."
+  if [ -n "${BACKOFFICE_TEST_PGBOUNCER_URL:-}" ]; then
+    echo "They run again through the pooler at BACKOFFICE_TEST_PGBOUNCER_URL."
+  else
+    echo "Their run through a transaction-mode pooler is skipped: set BACKOFFICE_TEST_PGBOUNCER_URL (.ci/run starts PgBouncer and sets it)."
+  fi
 else
   echo "PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to run them."
 fi

@@ -12,6 +12,9 @@
 #   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32 THREADS=2
 #   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 #   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
+#   PGBOUNCER=0 (1: through a PgBouncer in transaction mode, started by .ci/pgbouncer on
+#     PGBOUNCER_PORT=16432 with a pool of PGBOUNCER_POOL=20, in front of the PostgreSQL server on
+#     this host at DATABASE_URL's port, whose user must be postgres, trusted from 127.0.0.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +30,7 @@ BARE_PORT=${BARE_PORT:-18081}
 KEEP=${KEEP:-0}
 WORKDIR=${WORKDIR:-$(mktemp -d -t backoffice-bench.XXXXXX)}
 mkdir -p "$WORKDIR"
+PGBOUNCER_DIR=""
 
 say() { printf '== %s\n' "$*" >&2; }
 
@@ -62,6 +66,19 @@ export BACKOFFICE_MASTER_KEY
 BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
 export BACKOFFICE_DATABASE_URL="${DATABASE_URL:-sqlite:$WORKDIR/bench.db}"
 engine=${BACKOFFICE_DATABASE_URL%%:*}
+if [ "${PGBOUNCER:-0}" = 1 ]; then
+  case $engine in postgres | postgresql) ;; *) echo "PGBOUNCER=1 needs a postgres:// DATABASE_URL" >&2; exit 1 ;; esac
+  # The pooler listens on PGBOUNCER_PORT and forwards to DATABASE_URL's server; the service (and
+  # the import) reach the same database through it.
+  server=${BACKOFFICE_DATABASE_URL#*@}; server=${server%%/*}
+  server_port=${server##*:}; [ "$server_port" != "$server" ] || server_port=5432
+  # Its own folder under /tmp: PgBouncer runs as the postgres user, who cannot enter WORKDIR.
+  PGBOUNCER_DIR=$(mktemp -d -t backoffice-pgbouncer.XXXXXX)
+  say "starting PgBouncer (transaction mode) on 127.0.0.1:${PGBOUNCER_PORT:-16432} in front of 127.0.0.1:$server_port"
+  POOL_SIZE=${PGBOUNCER_POOL:-20} .ci/pgbouncer "$PGBOUNCER_DIR" "${PGBOUNCER_PORT:-16432}" "$server_port"
+  BACKOFFICE_DATABASE_URL=${BACKOFFICE_DATABASE_URL/@$server\//@127.0.0.1:${PGBOUNCER_PORT:-16432}\/}
+  engine="postgres through PgBouncer"
+fi
 
 say "importing $(du -h "$WORKDIR/dataset.json" | cut -f1) of JSON"
 t0=$(date +%s.%N)

@@ -150,7 +150,7 @@ func TestAuditCheckpointsCatchCutTail(t *testing.T) {
 // chain; verify against what it signed before finds the cut.
 func TestCheckpointerRefusesACutChain(t *testing.T) {
 	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
-		st := testdb.OpenURL(t, url)
+		st := testdb.OpenAsIs(t, url)
 		var logs lockedBuffer
 		cp, err := newCheckpointer(file, st, testdb.Ring(t, "k1"), newLogger(&logs, 0))
 		if err != nil {
@@ -219,7 +219,7 @@ func eachAuditCLI(t *testing.T, fn func(t *testing.T, engine string, c *cli, url
 // signCheckpoint signs a checkpoint of the database c uses into file, as serve's ticker does.
 func signCheckpoint(t *testing.T, c *cli, file string) checkpoint.Checkpoint {
 	t.Helper()
-	st := testdb.OpenURL(t, c.vars["BACKOFFICE_DATABASE_URL"])
+	st := testdb.OpenAsIs(t, c.vars["BACKOFFICE_DATABASE_URL"])
 	ring, err := masterRing(Config{MasterKeys: secret(c.vars["BACKOFFICE_MASTER_KEYS"])})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestRewrapKilledLeavesItsEvent(t *testing.T) {
 	for _, engine := range testdb.Engines() {
 		t.Run(engine, func(t *testing.T) {
 			url := testdb.URL(t, engine)
-			st := testdb.OpenURL(t, url)
+			st := testdb.OpenAsIs(t, url)
 			st.SetChainSigner(testdb.Ring(t, "old"))
 			importDataset(t, st, testDataset(rewrapCount), testdb.Ring(t, "old"))
 

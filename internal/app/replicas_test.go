@@ -176,11 +176,18 @@ func replicaVars(dbURL, gatewayURL string) map[string]string {
 	}
 }
 
-// TestTwoReplicasShareOneDatabase runs two `serve` processes on one PostgreSQL database: the same
-// push sent to both at once runs once (200) and is refused on the other (409 push_in_progress),
-// and a document deleted through one is gone through the other.
+// TestTwoReplicasShareOneDatabase runs two `serve` processes on one PostgreSQL database, reached
+// directly and through PgBouncer in transaction mode: the same push sent to both at once runs once
+// (200) and is refused on the other (409 push_in_progress), and a document deleted through one is
+// gone through the other.
 func TestTwoReplicasShareOneDatabase(t *testing.T) {
-	dbURL := testdb.URL(t, "postgres")
+	for _, engine := range testdb.PostgresEngines() {
+		t.Run(engine, func(t *testing.T) { twoReplicasShareOneDatabase(t, engine) })
+	}
+}
+
+func twoReplicasShareOneDatabase(t *testing.T, engine string) {
+	dbURL := testdb.URL(t, engine)
 	gw := &heldGateway{release: make(chan struct{})}
 	gwServer := httptest.NewServer(gw)
 	t.Cleanup(gwServer.Close)

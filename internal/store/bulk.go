@@ -61,7 +61,7 @@ func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
 // a duplicate id from another conflict could not run after it.
 type Inserter struct {
 	ctx   context.Context
-	stmt  *sql.Stmt
+	stmt  stmt
 	table string
 }
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -18,7 +17,7 @@ type Batcher struct {
 	width         int
 	args          []any
 	onSkip        []func() error
-	full          *sql.Stmt // the statement of a full batch, prepared on first use
+	full          stmt // the statement of a full batch, prepared on first use
 	returnsColumn string
 	// bytes is about how many bytes of values are queued: a batch of documents' contents goes
 	// before it reaches insertBatchBytes, however few rows it holds.

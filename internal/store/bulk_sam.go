@@ -206,7 +206,7 @@ type rowBatch struct {
 	b           *Bulk
 	into        string // table (columns)
 	width, rows int    // values per row, rows per full batch
-	full        *sql.Stmt
+	full        stmt
 	// skipped is the error when rows were skipped for a taken key.
 	skipped error
 	// progress, if set, is told how many rows each batch put in.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,7 +24,7 @@ var ErrRowConflict = errors.New("store: import: a row conflicts with another on 
 type Upserter struct {
 	ctx   context.Context
 	b     *Bulk
-	stmt  *sql.Stmt
+	stmt  stmt
 	table string
 }
 

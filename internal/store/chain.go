@@ -185,13 +185,17 @@ func (s *Store) insertAuditRows(ctx context.Context, q querier, args []any) erro
 	return nil
 }
 
-// txStmt is the cached prepared statement of text, bound to q's transaction.
-func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, error) {
+// txStmt is the cached prepared statement of text, bound to q's transaction (the text alone, run
+// in it, where the engine keeps no statements).
+func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error) {
 	tx, ok := q.x.(*sql.Tx)
 	if !ok || q.prepared == nil {
 		return nil, errors.New("store: a transaction's statement asked for outside one")
 	}
 	text = s.sql(text)
+	if !q.prepared.keep {
+		return unprepared{x: tx, text: text}, nil
+	}
 	if st, ok := q.prepared.lookup(text); ok {
 		return tx.StmtContext(ctx, st), nil
 	}
@@ -200,9 +204,12 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (*sql.Stmt, 
 		// would wait for tx's end. Its statements are prepared before its transactions begin
 		// (prepareAudit); anything else is prepared in tx, for tx alone.
 		st, err := tx.PrepareContext(ctx, text)
-		return st, s.classify(err)
+		if err != nil {
+			return nil, s.classify(err)
+		}
+		return st, nil
 	}
-	st, err := q.prepared.get(ctx, text)
+	st, err := q.prepared.prepare(ctx, text)
 	if err != nil {
 		return nil, s.classify(err)
 	}

@@ -32,6 +32,10 @@ func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) e
 		}
 	}()
 	begin := func() (*sql.Tx, error) {
+		if conn != nil { // begun again: the first connection was lost
+			conn.Close()
+			conn = nil
+		}
 		c, err := s.db.Conn(ctx)
 		if err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
 	owned, err := cached(ctx, s.cache, cacheKey{read: "acceptance", a: string(leadID)},
-		func() (ownedAcceptance, error) { return s.serviceAcceptance(ctx, leadID) }, copyAcceptance)
+		rereading(ctx, s, func() (ownedAcceptance, error) { return s.serviceAcceptance(ctx, leadID) }), copyAcceptance)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
 	}

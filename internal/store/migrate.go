@@ -10,8 +10,9 @@ import (
 )
 
 // migrate applies the engine's embedded migrations in name order, each in its own transaction,
-// and records each in schema_migrations. Under the engine's lock, replicas starting together
-// migrate once.
+// and records each in schema_migrations. Each transaction takes the engine's migration lock first,
+// so that of replicas starting together one applies a migration and the others then find it
+// recorded.
 func migrate(ctx context.Context, db *sql.DB, e Engine) error { return migrateTo(ctx, db, e, "") }
 
 // migrateTo is migrate up to and including the migration last ("" for all of them), so that tests
@@ -28,23 +29,12 @@ func migrateTo(ctx context.Context, db *sql.DB, e Engine, last string) error {
 		}
 		names = names[:i+1]
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	defer conn.Close()
-	pass := func() error {
-		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
-			return fmt.Errorf("store: migrations table: %w", err)
+	for _, name := range names {
+		if err := applyMigration(ctx, db, e, name); err != nil {
+			return err
 		}
-		for _, name := range names {
-			if err := applyMigration(ctx, conn, e, name); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	return e.LockMigrations(ctx, conn, pass)
+	return nil
 }
 
 func migrationNames(e Engine) ([]string, error) {
@@ -56,17 +46,28 @@ func migrationNames(e Engine) ([]string, error) {
 	return names, nil
 }
 
-func applyMigration(ctx context.Context, conn *sql.Conn, e Engine, name string) error {
+// applyMigration applies one migration unless it is recorded, in one transaction that holds the
+// migration lock from its first statement: the lock, the migrations table (created by the first
+// process to get there) and the check that the migration is still to apply are all in it, so no
+// session state outlives it (a transaction-mode pooler may give the next one another server
+// connection).
+func applyMigration(ctx context.Context, db *sql.DB, e Engine, name string) error {
 	version := strings.TrimSuffix(name, ".sql")
 	body, err := fs.ReadFile(e.Migrations(), name)
 	if err != nil {
 		return err
 	}
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: migration %s: %w", version, err)
 	}
 	defer tx.Rollback()
+	if err := e.LockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("store: migrations table: %w", err)
+	}
 	var n int
 	if err := tx.QueryRowContext(ctx, e.Rebind(`SELECT count(*) FROM schema_migrations WHERE version = ?`), version).Scan(&n); err != nil {
 		return fmt.Errorf("store: migration %s: %w", version, err)

@@ -30,6 +30,15 @@ func DefaultPool() Pool {
 	}
 }
 
+// lostTries is how many times an operation that met a lost connection is tried again (see
+// Store.lostConnection): once per connection the pool may hold, and once more.
+func (p Pool) lostTries() int {
+	if p.MaxOpenConns > 0 {
+		return p.MaxOpenConns + 1
+	}
+	return p.MaxIdleConns + 1
+}
+
 func (p Pool) apply(db *sql.DB) {
 	db.SetMaxOpenConns(p.MaxOpenConns)
 	db.SetMaxIdleConns(p.MaxIdleConns)

@@ -84,10 +84,10 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 // The page is cached for the scope's partner (see readCache): visibility is part of the answer.
 func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	p, err := cached(ctx, s.cache, cacheKey{read: "sam", a: string(entity), b: string(scope.PartnerID), page: page, size: size},
-		func() (samPage, error) {
+		rereading(ctx, s, func() (samPage, error) {
 			logs, total, visible, err := s.listVisibleSAMActionLogs(ctx, scope, entity, page, size)
 			return samPage{logs, total, visible}, err
-		}, copySAMPage)
+		}), copySAMPage)
 	return p.logs, p.total, p.visible, err
 }
 

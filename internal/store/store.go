@@ -73,8 +73,10 @@ type Engine interface {
 	// read-only file or server, a failing disk): no fault of the service's, so answered like a
 	// lost connection (503), and not retried.
 	IsUnwritable(err error) bool
-	// LockMigrations runs fn so that processes starting together migrate one after the other.
-	LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error
+	// LockMigrations makes the transaction tx, which applies one migration, wait for those of
+	// other processes starting together, until it ends: a lock of the transaction, never of the
+	// session, which a transaction-mode pooler does not keep.
+	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
 	// load; end gives the settings back.
 	BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error)
@@ -83,6 +85,11 @@ type Engine interface {
 	InsertOrSkip() (head, tail string)
 	// SnapshotIsolation is the level at which a read-only transaction sees one state.
 	SnapshotIsolation() sql.IsolationLevel
+	// KeepsStatements tells an engine on whose connections a statement prepared once may be run
+	// again in later transactions (SQLite). PostgreSQL's may not: a transaction-mode pooler in
+	// front of the server gives each transaction whichever server connection is free, so there
+	// the store prepares nothing and sends each statement's text (see postgres.QueryExecMode).
+	KeepsStatements() bool
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
 	// PurgeDeleted has copies of deleted bytes the engine still keeps dropped, best effort; it
@@ -114,7 +121,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	o.pool.apply(db)
-	s := &Store{db: db, engine: e, pool: o.pool, now: time.Now, stmts: newStmtCache(db)}
+	s := &Store{db: db, engine: e, pool: o.pool, now: time.Now, stmts: newStmtCache(db, e.KeepsStatements())}
 	if e.SingleWriter() {
 		s.writes = &sync.Mutex{}
 	}
@@ -128,7 +135,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	s.auditStmts = s.stmts
 	if s.changes != nil {
-		s.auditStmts = newStmtCache(s.changes.DB())
+		s.auditStmts = newStmtCache(s.changes.DB(), e.KeepsStatements())
 	}
 	return s, nil
 }
@@ -224,16 +231,14 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 	return res, q.s.classify(err)
 }
 
+// query and row are the reads. On the pool (q.stmts set) a read that met a connection the server
+// had lost is run again (see again); in a transaction it is not, as the transaction is gone with
+// its connection. Writes on the pool go through exec, never through these.
+
 func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
-	var r *sql.Rows
-	var err error
-	if q.stmts == nil {
-		r, err = q.x.QueryContext(ctx, q.s.sql(query), args...)
-	} else {
-		var st *sql.Stmt
-		if st, err = q.stmts.get(ctx, q.s.sql(query)); err == nil {
-			r, err = st.QueryContext(ctx, args...)
-		}
+	r, err := q.runQuery(ctx, query, args...)
+	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, err); tries-- {
+		r, err = q.runQuery(ctx, query, args...)
 	}
 	if err != nil {
 		return nil, q.s.classify(err)
@@ -241,20 +246,50 @@ func (q querier) query(ctx context.Context, query string, args ...any) (*rows, e
 	return &rows{Rows: r, s: q.s}, nil
 }
 
-func (q querier) row(ctx context.Context, query string, args ...any) row {
+func (q querier) runQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if q.stmts == nil {
-		return row{r: q.x.QueryRowContext(ctx, q.s.sql(query), args...), s: q.s}
+		return q.x.QueryContext(ctx, q.s.sql(query), args...)
 	}
 	st, err := q.stmts.get(ctx, q.s.sql(query))
 	if err != nil {
-		return row{err: err, s: q.s}
+		return nil, err
 	}
-	return row{r: st.QueryRowContext(ctx, args...), s: q.s}
+	return st.QueryContext(ctx, args...)
 }
 
-func (q querier) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+func (q querier) row(ctx context.Context, query string, args ...any) row {
+	return row{q: q, ctx: ctx, query: query, args: args}
+}
+
+// scanRow runs a row's statement and scans its one row into dest.
+func (q querier) scanRow(ctx context.Context, query string, args, dest []any) error {
+	if q.stmts == nil {
+		return q.x.QueryRowContext(ctx, q.s.sql(query), args...).Scan(dest...)
+	}
+	st, err := q.stmts.get(ctx, q.s.sql(query))
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// again tells whether a read on the pool that failed with err is to be run again: it met a
+// connection the server had lost (see Store.lostConnection), and the read changed nothing.
+func (q querier) again(ctx context.Context, err error) bool {
+	return q.stmts != nil && q.s.lostConnection(ctx, err)
+}
+
+// prepare prepares query for q's transaction, to be run many times in it; where the engine keeps
+// no statements (see Engine.KeepsStatements) its text is sent each time instead.
+func (q querier) prepare(ctx context.Context, query string) (stmt, error) {
+	if !q.s.engine.KeepsStatements() {
+		return unprepared{x: q.x, text: q.s.sql(query)}, nil
+	}
 	st, err := q.x.PrepareContext(ctx, q.s.sql(query))
-	return st, q.s.classify(err)
+	if err != nil {
+		return nil, q.s.classify(err)
+	}
+	return st, nil
 }
 
 // rows is *sql.Rows whose errors are classified.
@@ -266,18 +301,22 @@ type rows struct {
 func (r *rows) Scan(dest ...any) error { return r.s.classify(r.Rows.Scan(dest...)) }
 func (r *rows) Err() error             { return r.s.classify(r.Rows.Err()) }
 
-// row is *sql.Row whose error, reported by Scan, is classified. err is a failed prepare.
+// row is a read of one row, run when it is scanned (callers scan at once), its error classified.
+// A lost connection can show after the row came (the server ended the process before the
+// statement's end), so the whole read is what runs again (see again).
 type row struct {
-	r   *sql.Row
-	err error
-	s   *Store
+	q     querier
+	ctx   context.Context
+	query string
+	args  []any
 }
 
 func (r row) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.s.classify(r.err)
+	err := r.q.scanRow(r.ctx, r.query, r.args, dest)
+	for tries := r.q.s.pool.lostTries(); tries > 0 && r.q.again(r.ctx, err); tries-- {
+		err = r.q.scanRow(r.ctx, r.query, r.args, dest)
 	}
-	return r.s.classify(r.r.Scan(dest...))
+	return r.q.s.classify(err)
 }
 
 // sql is a shared query in the engine's own placeholders.
@@ -313,7 +352,7 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *
 	if err := s.beforeWrite(); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx, err := begin()
+	tx, err := s.beginTx(ctx, begin)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
@@ -336,6 +375,16 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *
 	return nil
 }
 
+// beginTx runs begin, and again when the connection it drew had been lost (see lostConnection):
+// the transaction never began, so nothing was written.
+func (s *Store) beginTx(ctx context.Context, begin func() (*sql.Tx, error)) (*sql.Tx, error) {
+	tx, err := begin()
+	for tries := s.pool.lostTries(); tries > 0 && s.lostConnection(ctx, err); tries-- {
+		tx, err = begin()
+	}
+	return tx, err
+}
+
 // beforeWrite is the engine's check that a write would not be lost, failing as unavailable.
 func (s *Store) beforeWrite() error {
 	if err := s.engine.BeforeWrite(); err != nil {
@@ -348,7 +397,9 @@ func (s *Store) beforeWrite() error {
 // blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
 // snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export.
 func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
+	tx, err := s.beginTx(ctx, func() (*sql.Tx, error) {
+		return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
+	})
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}

@@ -57,3 +57,39 @@ func (s *Store) connectionLost(err error) bool {
 	}
 	return s.engine.IsConnectionLost(err)
 }
+
+// lostConnection tells whether an operation that failed with err, and changed nothing (a read, a
+// BEGIN), is to be tried again: it met a connection the server had lost (its backend terminated,
+// the server or a pooler restarted, the network cut it), which the pool hands out until a
+// statement finds it dead, and the caller is still waiting. It then drops the pool's idle
+// connections (classify), as lost as this one. A timeout is not tried again: the database is not
+// answering, and the caller would wait as long again for the same 503.
+//
+// Connections that were busy when the server lost them come back to the pool afterwards, and a
+// try may draw one of those; each is dropped as it fails, so a caller tries at most once per
+// connection the pool holds, and then once on a new one (Pool.lostTries).
+func (s *Store) lostConnection(ctx context.Context, err error) bool {
+	var ne net.Error
+	switch {
+	case err == nil, ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return false
+	case !s.connectionLost(err):
+		return false
+	}
+	_ = s.classify(err)
+	return true
+}
+
+// rereading is read run once more when it failed on a lost connection (see lostConnection): for
+// the reads of several rows, which a server process ended in the middle of its result fails after
+// the first rows (querier.query runs the statement again only when it fails before any). A read
+// changes nothing, and each run builds its answer afresh.
+func rereading[T any](ctx context.Context, s *Store, read func() (T, error)) func() (T, error) {
+	return func() (T, error) {
+		v, err := read()
+		if s.lostConnection(ctx, err) {
+			v, err = read()
+		}
+		return v, err
+	}
+}

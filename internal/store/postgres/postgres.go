@@ -6,11 +6,11 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +46,10 @@ func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
-	db := stdlib.OpenDB(*cfg, genericPlans(cfg))
+	if !setsExecMode(url) {
+		cfg.DefaultQueryExecMode = QueryExecMode
+	}
+	db := stdlib.OpenDB(*cfg)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, nil, unreachable(cfg, err)
@@ -54,24 +57,21 @@ func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 	return db, &Engine{}, nil
 }
 
-// genericPlans makes the server plan each of the store's prepared statements once per
-// connection, unless the URL sets plan_cache_mode itself. The statements are keyed lookups, for
-// which one plan serves every parameter; under the default ("auto") PostgreSQL plans a statement
-// anew on every execution whenever a plan for the actual parameters looks cheaper, and for the SAM
-// page, whose LIMIT is a parameter, it always does: at a million logs the planning took about
-// two thirds of a page's time (about 460 µs a page against 146 µs with one plan).
-//
-// It is a SET after connecting, not a startup parameter, because poolers such as PgBouncer refuse
-// startup parameters they do not know.
-func genericPlans(cfg *pgx.ConnConfig) stdlib.OptionOpenDB {
-	_, ownMode := cfg.RuntimeParams["plan_cache_mode"]
-	return stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
-		if ownMode {
-			return nil
-		}
-		_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
-		return err
-	})
+// QueryExecMode is how the store has pgx send each statement unless the URL says otherwise
+// (default_query_exec_mode): its text and its arguments in one message, parsed and planned by the
+// server each time, in one round trip. pgx's own default prepares each statement once per
+// connection, and a transaction-mode pooler (PgBouncer, RDS Proxy, pgcat, Supavisor) gives each
+// transaction whichever server connection is free, on which the statement is unknown, or already
+// prepared by another client. Sending the text each time needs nothing of the session, so the
+// store runs behind such a pooler with no parameter of its own; it costs the server a parse and a
+// plan per statement (measured in docs/scale.md).
+const QueryExecMode = pgx.QueryExecModeExec
+
+// setsExecMode tells a URL that chooses its own default_query_exec_mode (cache_statement, for a
+// direct connection, saves the parse and plan).
+func setsExecMode(url string) bool {
+	u, err := neturl.Parse(url)
+	return err == nil && u.Query().Has("default_query_exec_mode")
 }
 
 // unreachable says in one line which server did not answer, without the password.
@@ -181,25 +181,15 @@ func (*Engine) IsUnwritable(err error) bool {
 	return strings.HasPrefix(pe.Code, "53") || pe.Code == "25006" || pe.Code == "58030"
 }
 
-// LockMigrations runs fn holding a session-level advisory lock on conn, so that replicas starting
-// together migrate one after the other: the first applies the migrations, the others find them
-// applied. The lock dies with the session, so a crashed migrator cannot wedge the others.
-func (*Engine) LockMigrations(ctx context.Context, conn *sql.Conn, fn func() error) error {
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+// LockMigrations takes a transaction-level advisory lock in tx, so that replicas starting
+// together apply each migration one after the other: the first applies it, the others find it
+// applied. The lock ends with the transaction (a session-level lock would stay with whichever
+// server connection a pooler gave the session), so a crashed migrator cannot wedge the others.
+func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
-	defer unlock(ctx, conn)
-	return fn()
-}
-
-// unlock releases the migration lock even when ctx has ended. If that fails, the connection is
-// discarded instead of going back to the pool still holding the lock.
-func unlock(ctx context.Context, conn *sql.Conn) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
+	return nil
 }
 
 // BeginImport takes a transaction-level advisory lock, held until the import commits or rolls
@@ -217,6 +207,10 @@ func (*Engine) InsertOrSkip() (head, tail string) { return "INSERT INTO", " ON C
 
 // SnapshotIsolation: REPEATABLE READ sees one state for the whole transaction.
 func (*Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// KeepsStatements is false: a transaction-mode pooler may stand between the store and the
+// server (see QueryExecMode).
+func (*Engine) KeepsStatements() bool { return false }
 
 // SingleWriter: PostgreSQL runs writers side by side.
 func (*Engine) SingleWriter() bool { return false }

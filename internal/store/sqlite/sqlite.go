@@ -141,7 +141,7 @@ func (Engine) IsUnwritable(err error) bool {
 
 // LockMigrations needs no lock of its own: each migration's transaction takes SQLite's write
 // lock, and a migration already applied by another process is found recorded.
-func (Engine) LockMigrations(_ context.Context, _ *sql.Conn, fn func() error) error { return fn() }
+func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 
 // BeginImport gives the import's connection a page cache of 32 MiB instead of the default 2 MiB:
 // the logs' ids go into their index a chunk at a time, in id order within the chunk, and the small
@@ -163,6 +163,10 @@ func (Engine) InsertOrSkip() (head, tail string) { return "INSERT OR IGNORE INTO
 
 // SnapshotIsolation: in WAL mode a plain deferred read transaction keeps its snapshot.
 func (Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// KeepsStatements: a connection of SQLite's is the database file opened in this process; a
+// statement prepared on it stays until it is closed.
+func (Engine) KeepsStatements() bool { return true }
 
 // SingleWriter: SQLite lets one writer in at a time and makes the others poll with sleeps of a
 // millisecond and more; queueing this process's writers in Go instead takes most of a write's
