@@ -5,11 +5,17 @@
 # 10,000 leads with principals, 1,000 line items), imports it, serves it on loopback, and runs
 # wrk against each read operation and against a bare net/http server that writes the same bytes
 # (bench/bare: the machine's limit). Prints a table: requests/s at $CONNS connections and the
-# ratio to the bare server, p50/p99 latency at one connection, non-2xx answers, the server's
-# memory, and the import rate.
+# ratio to the bare server, the server's CPU time per request, p99 latency at $CONNS and at one
+# connection, non-2xx answers, the server's memory, and the import rate.
+#
+# The load generator never shares the server's cores: the service and the bare server run on
+# SERVER_CPUS with GOMAXPROCS set to that many cores, wrk on LOAD_CPUS (on 2 cores: core 0 and
+# core 1). Sharing cores would starve the server and the bare baseline alike and pull every
+# ratio toward 1. On PostgreSQL the database is not pinned: it shares the machine's cores.
 #
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
-#   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32 THREADS=2
+#   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32
+#   SERVER_CPUS=0 LOAD_CPUS=(every other core) THREADS=(one per load core)
 #   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 #   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
 #   PGBOUNCER=0 (1: through a PgBouncer in transaction mode, started by .ci/pgbouncer on
@@ -24,7 +30,13 @@ LINE_ITEMS=${LINE_ITEMS:-1000}
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-32}
-THREADS=${THREADS:-2}
+SERVER_CPUS=${SERVER_CPUS:-0}
+LOAD_CPUS=${LOAD_CPUS:-$(seq -s, 1 $(($(nproc) - 1)))}
+[ -n "$LOAD_CPUS" ] || { echo "load.sh needs two cores: one for the server, one for wrk" >&2; exit 1; }
+# count_cpus LIST: how many cores a taskset list such as 0 or 1,2,3 or 2-5 names.
+count_cpus() { echo "$1" | tr ',' '\n' | awk -F- '{n += (NF == 2) ? $2 - $1 + 1 : 1} END {print n}'; }
+SERVER_PROCS=$(count_cpus "$SERVER_CPUS")
+THREADS=${THREADS:-$(count_cpus "$LOAD_CPUS")}
 PORT=${PORT:-18080}
 BARE_PORT=${BARE_PORT:-18081}
 KEEP=${KEEP:-0}
@@ -48,7 +60,7 @@ if ! command -v wrk >/dev/null; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq wrk >/dev/null
 fi
-for t in go curl wrk; do command -v "$t" >/dev/null || { echo "load.sh needs $t" >&2; exit 1; }; done
+for t in go curl wrk taskset; do command -v "$t" >/dev/null || { echo "load.sh needs $t" >&2; exit 1; }; done
 
 say "building into $WORKDIR"
 go build -o "$WORKDIR/backoffice" ./cmd/backoffice
@@ -99,7 +111,7 @@ sam_per_s=$(echo "$BENCH_SAM_LOGS / $import_s" | bc -l)
 # BenchmarkOperations' concern).
 say "serving on 127.0.0.1:$PORT"
 BACKOFFICE_ADDR="127.0.0.1:$PORT" BACKOFFICE_RATE_LIMIT=off BACKOFFICE_AUTH_FAILURE_LIMIT=off \
-  "$WORKDIR/backoffice" serve 2>"$WORKDIR/serve.log" &
+  GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/backoffice" serve 2>"$WORKDIR/serve.log" &
 server=$!
 pids+=("$server")
 for _ in $(seq 1 100); do
@@ -124,17 +136,25 @@ done
 if [ "$BENCH_SAM_LOGS" -ge 1000000 ] && ! grep -q '"id"' "$WORKDIR/bodies/sam_page_50000.json"; then
   echo "page 50000 came back empty" >&2; exit 1
 fi
-"$WORKDIR/bare" -addr "127.0.0.1:$BARE_PORT" -dir "$WORKDIR/bodies" &
-pids+=("$!")
+GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/bare" -addr "127.0.0.1:$BARE_PORT" -dir "$WORKDIR/bodies" &
+bare=$!
+pids+=("$bare")
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/acceptance" >/dev/null 2>&1 && break; sleep 0.1; done
 
 # --- load --------------------------------------------------------------------------------------
 rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
 
-# run NAME URL CONNS THREADS: one bounded wrk run; prints "reqs p50_ms p99_ms non2xx errors".
+# cpu_ticks PID: the user and system CPU time the process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# run URL CONNS THREADS PID: one bounded wrk run (wrk on LOAD_CPUS) against the server PID;
+# prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
 run() {
-  local out
-  out=$(timeout 120 wrk -t"$4" -c"$3" -d"$DURATION" --latency -H "$AUTH" "$2" 2>&1) || true
+  local out t0 t1
+  t0=$(cpu_ticks "$4")
+  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency -H "$AUTH" "$1" 2>&1) || true
+  t1=$(cpu_ticks "$4")
   echo "$out" >>"$WORKDIR/wrk.log"
   echo "$out" | awk '
     function ms(v) {
@@ -143,62 +163,70 @@ run() {
       if (v ~ /s$/)  return substr(v, 1, length(v)-1) * 1000
       return v
     }
+    /requests in/ { total = $1 }
     /Requests\/sec:/ { reqs = $2 }
     $1 == "50%" { p50 = ms($2) }
     $1 == "99%" { p99 = ms($2) }
     /Non-2xx or 3xx responses:/ { non2xx = $5 }
     /Socket errors:/ { gsub(",", ""); errs = $4 + $6 + $8 + $10 }
-    END { printf "%s %s %s %d %d\n", reqs + 0, p50 + 0, p99 + 0, non2xx + 0, errs + 0 }'
+    END { printf "%s %s %s %d %d %.1f\n", reqs + 0, p50 + 0, p99 + 0, non2xx + 0, errs + 0, (total > 0) ? cpu / total : 0 }' cpu=$(((t1 - t0) * TICK_US))
 }
 
 field() { echo "$1" | awk -v i="$2" '{print $i}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 declare -A svc32 svc1 bare32 bare1 rss_after rates
-say "wrk: $DURATION per run, $CONNS connections for throughput ($ROUNDS rounds, medians), 1 for latency"
+say "wrk on cores $LOAD_CPUS, server and bare server on cores $SERVER_CPUS (GOMAXPROCS=$SERVER_PROCS)"
+say "$DURATION per run, $CONNS connections for throughput ($ROUNDS rounds, medians), 1 for latency"
 rss_start=$(rss_kb VmRSS)
 for n in "${names[@]}"; do
   say "$n"
   # A short unmeasured run first: the measured ones see warm caches, as a serving process does.
-  timeout 30 wrk -t"$THREADS" -c"$CONNS" -d2s -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
-  # Throughput: service and bare server in turn, ROUNDS times; the table takes each one's median,
-  # so that a burst of load from elsewhere on the machine during one run moves neither much.
-  svc_rates=(); bare_rates=(); non2xx=0; errs=0
+  timeout 30 taskset -c "$LOAD_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
+  # Throughput: service and bare server in turn, ROUNDS times; the table takes each figure's
+  # median, so that a burst of load from elsewhere on the machine during one run moves neither much.
+  svc_rates=(); bare_rates=(); svc_p99=(); bare_p99=(); svc_cpu=(); non2xx=0; errs=0
   for _ in $(seq 1 "$ROUNDS"); do
-    out=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS")
-    svc_rates+=("$(field "$out" 1)"); non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
-    out=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS")
-    bare_rates+=("$(field "$out" 1)")
+    out=$(run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server")
+    svc_rates+=("$(field "$out" 1)"); svc_p99+=("$(field "$out" 3)"); svc_cpu+=("$(field "$out" 6)")
+    non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
+    out=$(run "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS" "$bare")
+    bare_rates+=("$(field "$out" 1)"); bare_p99+=("$(field "$out" 3)")
   done
-  svc32[$n]="$(median "${svc_rates[@]}") 0 0 $non2xx $errs"
-  bare32[$n]="$(median "${bare_rates[@]}") 0 0 0 0"
+  # svc32: "req/s p99_ms non2xx errors cpu_us"; bare32: "req/s p99_ms"
+  svc32[$n]="$(median "${svc_rates[@]}") $(median "${svc_p99[@]}") $non2xx $errs $(median "${svc_cpu[@]}")"
+  bare32[$n]="$(median "${bare_rates[@]}") $(median "${bare_p99[@]}")"
   rates[$n]="${svc_rates[*]} / ${bare_rates[*]}"
-  svc1[$n]=$(run "$n" "http://127.0.0.1:$PORT${path[$n]}" 1 1)
+  svc1[$n]=$(run "http://127.0.0.1:$PORT${path[$n]}" 1 1 "$server")
   rss_after[$n]=$(rss_kb VmRSS)
-  bare1[$n]=$(run "$n" "http://127.0.0.1:$BARE_PORT/$n" 1 1)
+  bare1[$n]=$(run "http://127.0.0.1:$BARE_PORT/$n" 1 1 "$bare")
 done
 peak_kb=$(rss_kb VmHWM)
 
 # --- report ------------------------------------------------------------------------------------
 printf '\n'
-printf 'backoffice load benchmark (%s): %s cores, %s per run, %s connections for req/s (median of %s rounds), 1 for latency\n' "$engine" "$(nproc)" "$DURATION" "$CONNS" "$ROUNDS"
+printf 'backoffice load benchmark (%s): server on cores %s (GOMAXPROCS=%s), wrk on cores %s; %s per run,\n' \
+  "$engine" "$SERVER_CPUS" "$SERVER_PROCS" "$LOAD_CPUS" "$DURATION"
+printf '%s connections for req/s, CPU and p99 (medians of %s rounds), 1 connection for p50/p99 at 1\n' "$CONNS" "$ROUNDS"
 printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
   "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
-printf '| %-15s | %9s | %9s | %5s | %8s | %8s | %8s | %8s | %7s | %9s |\n' \
-  operation 'req/s' 'bare r/s' ratio 'p50 ms' 'p99 ms' 'bare p50' 'bare p99' 'non-2xx' 'RSS MiB'
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------: ----------: ----------: ------: ---------: ---------: ---------: ---------: --------: ----------:
+printf '| %-15s | %9s | %9s | %5s | %9s | %8s | %8s | %8s | %8s | %8s | %7s | %7s |\n' \
+  operation 'req/s' 'bare r/s' ratio 'CPU µs/r' 'p99 @32' 'bare @32' 'p50 @1' 'p99 @1' 'bare @1' 'non-2xx' 'RSS MiB'
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------: ----------: ----------: ------: ----------: ---------: ---------: ---------: ---------: ---------: --------: --------:
 bad=0
 for n in "${names[@]}"; do
   r=$(field "${svc32[$n]}" 1); br=$(field "${bare32[$n]}" 1)
   ratio=$(echo "if ($br > 0) $r / $br else 0" | bc -l)
-  non2xx=$(( $(field "${svc32[$n]}" 4) + $(field "${svc1[$n]}" 4) ))
-  errs=$(( $(field "${svc32[$n]}" 5) + $(field "${svc1[$n]}" 5) ))
+  non2xx=$(( $(field "${svc32[$n]}" 3) + $(field "${svc1[$n]}" 4) ))
+  errs=$(( $(field "${svc32[$n]}" 4) + $(field "${svc1[$n]}" 5) ))
   [ "$non2xx" -eq 0 ] && [ "$errs" -eq 0 ] || bad=1
-  printf '| %-15s | %9.0f | %9.0f | %5.2f | %8.3f | %8.3f | %8.3f | %8.3f | %7s | %9.0f |\n' \
-    "$n" "$r" "$br" "$ratio" "$(field "${svc1[$n]}" 2)" "$(field "${svc1[$n]}" 3)" \
-    "$(field "${bare1[$n]}" 2)" "$(field "${bare1[$n]}" 3)" "$non2xx${errs:+/$errs}" "$(echo "${rss_after[$n]} / 1024" | bc -l)"
+  printf '| %-15s | %9.0f | %9.0f | %5.2f | %9.1f | %8.3f | %8.3f | %8.3f | %8.3f | %8.3f | %7s | %7.0f |\n' \
+    "$n" "$r" "$br" "$ratio" "$(field "${svc32[$n]}" 5)" "$(field "${svc32[$n]}" 2)" "$(field "${bare32[$n]}" 2)" \
+    "$(field "${svc1[$n]}" 2)" "$(field "${svc1[$n]}" 3)" "$(field "${bare1[$n]}" 3)" \
+    "$non2xx${errs:+/$errs}" "$(echo "${rss_after[$n]} / 1024" | bc -l)"
 done
-printf '\nserver memory: %.0f MiB resident after start-up, peak %.0f MiB (VmHWM)\n' \
+printf '\nCPU µs/r: the server process'"'"'s user+system CPU time over the requests wrk completed (32 connections)\n'
+printf 'server memory: %.0f MiB resident after start-up, peak %.0f MiB (VmHWM)\n' \
   "$(echo "$rss_start / 1024" | bc -l)" "$(echo "$peak_kb / 1024" | bc -l)"
 printf 'import: %d records in %.1f s = %.0f records/s, %.0f SAM action logs/s (whole command: read, check, insert, commit)\n' \
   "$imported" "$import_s" "$records_per_s" "$sam_per_s"
