@@ -53,9 +53,6 @@ func newCheckpointer(path string, st *store.Store, ring *secrets.Ring, log *slog
 	}
 	f.Close()
 	entries, err := checkpoint.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 	}
