@@ -44,9 +44,32 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if !visible {
 			return domain.NotFound("entity " + entity.String())
 		}
-		writeJSON(w, http.StatusOK, List[domain.SAMActionLog]{Meta: newMeta(page, total), Data: logs})
+		writeJSON(w, http.StatusOK, List[samLogJSON]{Meta: newMeta(page, total), Data: samLogsJSON(logs)})
 		return nil
 	}
+}
+
+// samLogJSON is a SAM action log as the contract writes it, its date already formatted: given a
+// time.Time, encoding/json calls its MarshalJSON and then compacts what that wrote, about a
+// quarter of a page's encoding (BenchmarkEncode). The bytes are domain.SAMActionLog's
+// (TestSAMLogJSONIsTheRecordsEncoding).
+type samLogJSON struct {
+	ID         domain.ID `json:"id"`
+	EntityID   domain.ID `json:"entityId"`
+	Action     string    `json:"action"`
+	ActionDate string    `json:"actionDate"`
+	SamID      int64     `json:"samId"`
+}
+
+func samLogsJSON(logs []domain.SAMActionLog) []samLogJSON {
+	if logs == nil {
+		return nil // encoded as null, as before
+	}
+	out := make([]samLogJSON, len(logs))
+	for i, l := range logs {
+		out[i] = samLogJSON{ID: l.ID, EntityID: l.EntityID, Action: l.Action, ActionDate: l.ActionDate.Format(time.RFC3339Nano), SamID: l.SamID}
+	}
+	return out
 }
 
 // AcceptanceStore is what the service acceptance read needs.
