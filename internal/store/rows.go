@@ -148,8 +148,8 @@ func cols(alias, list string) string {
 
 // readAll runs query with args and scans every row. Its errors are the query's, classified; the
 // caller says what it was reading.
-func readAll[T any](ctx context.Context, q querier, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
-	rows, err := q.query(ctx, query, args...)
+func readAll[T any](ctx context.Context, q runner, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
