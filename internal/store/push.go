@@ -176,8 +176,7 @@ func insertNote(ctx context.Context, q runner, n domain.MerchantNote) error {
 	if n.ID == "" {
 		n.ID = domain.NewID()
 	}
-	_, err := q.Exec(ctx, `INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`,
-		n.ID, n.MerchantID, n.Body, micros(n.CreatedAt), n.CreatedBy)
+	_, err := q.Exec(ctx, insertMerchantNote, MerchantNoteArgs(&n)...)
 	if err != nil {
 		return fmt.Errorf("store: merchant note: %w", err)
 	}
@@ -196,8 +195,7 @@ func (s *Store) BeginPush(ctx context.Context, r domain.PushRecord, noteOf NoteO
 		if _, err := notePushRecords(ctx, q, `line_item_id = ?`, []any{r.LineItemID}, noteOf); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, `INSERT INTO push_records (line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, micros(r.StartedAt), r.Attempts)
+		_, err := q.Exec(ctx, insertPushRecord, pushRecordArgs(&r)...)
 		return err
 	})
 	if err != nil {
@@ -273,20 +271,17 @@ WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.hol
 
 // notePushRecords deletes the push records that where selects and writes each one's note.
 func notePushRecords(ctx context.Context, q *sqltx.Tx, where string, args []any, noteOf NoteOf) (int, error) {
-	rows, err := q.Query(ctx, `DELETE FROM push_records WHERE `+where+`
-RETURNING line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts`, args...)
+	rows, err := q.Query(ctx, `DELETE FROM push_records WHERE `+where+` RETURNING `+pushRecordCols, args...)
 	if err != nil {
 		return 0, err
 	}
 	var left []domain.PushRecord
 	for rows.Next() { // read to the end before the next statement: one connection runs one at a time
-		var r domain.PushRecord
-		var started int64
-		if err := rows.Scan(&r.LineItemID, &r.Holder, &r.MerchantID, &r.UserID, &r.TerminalID, &started, &r.Attempts); err != nil {
+		r, err := scanPushRecord(rows)
+		if err != nil {
 			rows.Close()
 			return 0, err
 		}
-		r.StartedAt = fromMicros(started)
 		left = append(left, r)
 	}
 	err = rows.Err()

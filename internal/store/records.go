@@ -32,44 +32,26 @@ func IDPtr(n sql.NullString) *domain.ID   { return idPtr(n) }
 func NullString(s *string) sql.NullString { return nullString(s) }
 func StrPtr(n sql.NullString) *string     { return strPtr(n) }
 
-// The columns and mapping of the records the store also reads itself (the push loader), shared so
-// that the two cannot disagree.
+// The columns and mapping of the records the store also writes or reads itself (the push loader,
+// the merchant notes), shared with the import and the export so that they cannot disagree; their
+// values in column order are the …Args functions beside each scan (rows.go).
 const (
 	InventoryUnitColumns = inventoryUnitCols
 	EquipmentColumns     = equipmentCols
 	VarsheetColumns      = varsheetCols
 	LineItemColumns      = lineItemCols
 	ShipmentColumns      = shipmentCols
+	MerchantNoteColumns  = merchantNoteCols
 )
 
 func ScanInventoryUnit(s Scanner) (domain.InventoryUnit, error) { return scanInventoryUnit(s) }
 func ScanEquipment(s Scanner) (domain.Equipment, error)         { return scanEquipment(s) }
 func ScanVarsheet(s Scanner) (domain.Varsheet, error)           { return scanVarsheet(s) }
 func ScanLineItem(s Scanner) (domain.LineItem, error)           { return scanLineItem(s) }
+func ScanMerchantNote(s Scanner) (domain.MerchantNote, error)   { return scanMerchantNote(s) }
 
 // ScanShipment scans a shipment's columns and then extra, columns the query added after them.
 func ScanShipment(s Scanner, extra ...any) (domain.Shipment, error) { return scanShipment(s, extra...) }
 
-// InventoryUnitArgs and the others are a record's values in the order of its columns.
-func InventoryUnitArgs(u *domain.InventoryUnit) []any {
-	return []any{u.ID, u.DeploymentModelID, u.SerialNumber, u.Condition, u.Status,
-		column.Micros(u.ReceivedDate), column.Micros(u.CreatedAt), u.CreatedBy, column.Micros(u.UpdatedAt), u.UpdatedBy}
-}
-
-func EquipmentArgs(e *domain.Equipment) []any {
-	return []any{e.ID, e.EntityID, e.EntityType, e.DeploymentModelID, nullID(e.InventoryUnitID),
-		nullString(e.VendorTerminalID), nullID(e.VarsheetID), e.Status, nullMicros(e.DeployedDate),
-		column.Micros(e.CreatedAt), e.CreatedBy, column.Micros(e.UpdatedAt), e.UpdatedBy}
-}
-
+// VarsheetArgs is the record's values in the order of its columns.
 func VarsheetArgs(v *domain.Varsheet) []any { return varsheetArgs(v) }
-
-func LineItemArgs(li *domain.LineItem) []any {
-	return []any{li.ID, li.OrderID, li.OrderType, li.DeploymentModelID, connectionTypeArg(li.ConnectionType),
-		li.Status, nullID(li.InventoryUnitID), nullID(li.EquipmentID), nullID(li.VarsheetID),
-		column.Micros(li.CreatedAt), li.CreatedBy, column.Micros(li.UpdatedAt), li.UpdatedBy}
-}
-
-func ShipmentArgs(sh *domain.Shipment) []any {
-	return []any{sh.ID, sh.Status, nullString(sh.CarrierCode), nullString(sh.TrackingNumber), nullMicros(sh.ShippedDate)}
-}
