@@ -15,8 +15,10 @@ import (
 // Times are stored as microseconds since the epoch, UTC.
 func Micros(t time.Time) int64 { return t.UTC().UnixMicro() }
 
+// FromMicros is the time a stored value of Micros names.
 func FromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
+// NullMicros and TimePtr map a nullable time: nil is NULL.
 func NullMicros(t *time.Time) sql.NullInt64 {
 	if t == nil {
 		return sql.NullInt64{}
@@ -32,6 +34,7 @@ func TimePtr(n sql.NullInt64) *time.Time {
 	return &t
 }
 
+// NullID and IDPtr map a nullable id.
 func NullID(id *domain.ID) sql.NullString {
 	if id == nil {
 		return sql.NullString{}
@@ -47,6 +50,7 @@ func IdPtr(n sql.NullString) *domain.ID {
 	return &id
 }
 
+// NullString and StrPtr map a nullable string.
 func NullString(s *string) sql.NullString {
 	if s == nil {
 		return sql.NullString{}
@@ -61,6 +65,7 @@ func StrPtr(n sql.NullString) *string {
 	return &n.String
 }
 
+// NullBool and BoolPtr map a nullable boolean.
 func NullBool(b *bool) sql.NullBool {
 	if b == nil {
 		return sql.NullBool{}
