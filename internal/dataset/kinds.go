@@ -295,19 +295,12 @@ func kinds() []kind {
 			refs: []ref[domain.MerchantNote]{
 				{"merchantId", func(r *domain.MerchantNote) *domain.ID { return &r.MerchantID }, []string{"merchants"}},
 			},
-			columns: "id, merchant_id, body, created_at, created_by",
+			columns: store.MerchantNoteColumns,
 			order:   "created_at, id",
 			// Written by the service: an import adds them, never replaces or deletes one.
 			serviceWritten: true,
-			args: func(r *domain.MerchantNote) []any {
-				return []any{r.ID, r.MerchantID, r.Body, store.Micros(r.CreatedAt), r.CreatedBy}
-			},
-			scan: func(sc store.Scanner) (r domain.MerchantNote, err error) {
-				var at int64
-				err = sc.Scan(&r.ID, &r.MerchantID, &r.Body, &at, &r.CreatedBy)
-				r.CreatedAt = store.FromMicros(at)
-				return r, err
-			},
+			args:           store.MerchantNoteArgs,
+			scan:           store.ScanMerchantNote,
 		}.kind(),
 		// Audit events carry their place in the audit chain (seq, chainKeyId, hash): an export's are
 		// imported as they are, links and all, so that the copy verifies; see importAuditEvents.

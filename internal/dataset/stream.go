@@ -26,7 +26,7 @@ import (
 //     file's other records, in memory, and the database) and, for the few ids the filter named,
 //     whether they really repeat.
 //
-// A log whose id is stored already fails the store's insert (store.ErrSAMLogTaken); after the
+// A log whose id is stored already fails the store's insert (bulkload.ErrSAMLogTaken); after the
 // rollback a third pass asks the database about the logs' ids, a chunk at a time, to name the
 // first. The references of the logs may name records anywhere in the file, and the keys may come
 // in any order: the first pass has read all of them before the second starts.

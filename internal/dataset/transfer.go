@@ -10,6 +10,7 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 )
 
 // kind is an entry of kinds with its record type erased: what the file's decoding, the import
@@ -324,7 +325,7 @@ func importAll(ctx context.Context, st *store.Store, ds *Dataset, f *File, ring 
 			im.deleted[key][id] = i
 		}
 	}
-	err := st.Load(ctx, func(b *store.Bulk) error {
+	err := st.Load(ctx, func(b *bulkload.Bulk) error {
 		im.b = b
 		if im.progress != nil {
 			b.Progress = func(rows int) {
@@ -334,10 +335,10 @@ func importAll(ctx context.Context, st *store.Store, ds *Dataset, f *File, ring 
 		}
 		return im.run(importOrder(all))
 	})
-	if errors.Is(err, store.ErrSAMLogTaken) && f != nil {
+	if errors.Is(err, bulkload.ErrSAMLogTaken) && f != nil {
 		return Counts{}, f.samLogTaken(ctx, st)
 	}
-	if errors.Is(err, store.ErrSAMLogTaken) {
+	if errors.Is(err, bulkload.ErrSAMLogTaken) {
 		return Counts{}, samLogTaken(ctx, st, ds.SAMActionLogs)
 	}
 	if err != nil {
@@ -400,7 +401,7 @@ func idSet(ids []domain.ID) map[domain.ID]bool {
 }
 
 type importer struct {
-	b     *store.Bulk
+	b     *bulkload.Bulk
 	ds    *Dataset
 	ring  *secrets.Ring
 	all   []kind
@@ -602,7 +603,7 @@ func samLogTaken(ctx context.Context, st *store.Store, logs []domain.SAMActionLo
 // serving goes on meanwhile.
 func Export(ctx context.Context, st *store.Store, ring *secrets.Ring) (*Dataset, error) {
 	x := &exporter{ds: &Dataset{}, ring: ring}
-	err := st.Dump(ctx, func(sn *store.Snapshot) error {
+	err := st.Dump(ctx, func(sn *bulkload.Snapshot) error {
 		x.sn = sn
 		for _, k := range kinds() {
 			if k.read == nil {
@@ -621,7 +622,7 @@ func Export(ctx context.Context, st *store.Store, ring *secrets.Ring) (*Dataset,
 }
 
 type exporter struct {
-	sn   *store.Snapshot
+	sn   *bulkload.Snapshot
 	ds   *Dataset
 	ring *secrets.Ring
 }

@@ -7,7 +7,7 @@ import (
 	"unicode"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 )
 
 // rowWriter writes a kind's rows: inserts for a plain import (an id stored already is a
@@ -15,8 +15,8 @@ import (
 type rowWriter struct {
 	im  *importer
 	k   *kind
-	ins *store.Batcher
-	up  *store.Upserter
+	ins *bulkload.Batcher
+	up  *bulkload.Upserter
 }
 
 func (im *importer) writer(k *kind, columns string) (*rowWriter, error) {
@@ -77,7 +77,7 @@ func (w *rowWriter) put(path string, id domain.ID, args []any) error {
 		im.purge = im.purge || w.k.sealed
 	}
 	if err := w.up.Upsert(args...); err != nil {
-		if errors.Is(err, store.ErrRowConflict) {
+		if errors.Is(err, bulkload.ErrRowConflict) {
 			return Errorf(path, "conflicts with another record already in the database or the file")
 		}
 		return err

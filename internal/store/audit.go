@@ -8,6 +8,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqlite"
+	"backoffice/internal/store/sqltx"
 )
 
 // auditWriter commits audit events in groups. Every disclosure writes one, so under load the
@@ -176,8 +177,9 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	}
 	err := w.prepare(s)
 	if err == nil {
-		err = s.txOn(context.Background(), s.auditStmts.db, s.auditStmts, func(q querier) error {
-			return s.appendAudit(context.Background(), q, events)
+		chain := s.chain()
+		err = s.txOn(context.Background(), s.auditStmts.DB(), s.auditStmts, func(q *sqltx.Tx) error {
+			return chain.Append(context.Background(), q, events)
 		})
 	}
 	if err != nil && s.engine.IsBusy(err) {
@@ -282,12 +284,7 @@ func (w *auditWriter) stop() {
 var auditInsertRows = func() []string {
 	var texts []string
 	for n := 1; n <= maxAuditGroup; n *= 2 {
-		texts = append(texts, auditInsertHead+valueRows(auditColumns, n))
+		texts = append(texts, auditInsertHead+sqltx.ValueRows(auditColumns, n))
 	}
 	return texts
 }()
-
-const (
-	auditInsertHead = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash) VALUES `
-	auditColumns    = 10
-)

@@ -8,6 +8,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
+	"backoffice/internal/store/sqltx"
 )
 
 // A group of any size up to the limit is written whole, each event's fields in its own row,
@@ -35,7 +36,8 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 			group[i] = domain.AuditEvent{At: at.Add(time.Duration(written+i) * time.Second), ActorUserID: domain.SystemActorID,
 				Action: "principal.decrypt", TargetID: fmt.Sprint(written + i), Outcome: domain.OutcomeGranted, Detail: fmt.Sprint("d", written+i)}
 		}
-		if err := st.tx(ctx, func(q querier) error { return st.appendAudit(ctx, q, group) }); err != nil {
+		chain := st.chain()
+		if err := st.tx(ctx, func(q *sqltx.Tx) error { return chain.Append(ctx, q, group) }); err != nil {
 			t.Fatalf("group of %d: %v", n, err)
 		}
 		written += n

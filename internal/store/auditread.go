@@ -2,14 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
-
-const auditSelect = `SELECT id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash FROM audit_events`
 
 // where is the filter as SQL conditions and their arguments.
 func auditWhere(f domain.AuditFilter) (string, []any) {
@@ -51,15 +49,15 @@ func (s *Store) ListAuditEvents(ctx context.Context, f domain.AuditFilter, page,
 	where, args := auditWhere(f)
 	var total int64
 	var events []domain.AuditEvent
-	err := s.snapshot(ctx, func(q querier) error {
+	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
 		count := `SELECT COUNT(*) FROM audit_events` + where
 		if where == "" {
 			count = `SELECT COALESCE(MAX(seq), 0) FROM audit_events`
 		}
-		if err := q.row(ctx, count, args...).Scan(&total); err != nil {
+		if err := q.QueryRow(ctx, count, args...).Scan(&total); err != nil {
 			return fmt.Errorf("store: count audit events: %w", noRows(err))
 		}
-		r, err := q.query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, pageOffset(page, size))...)
+		r, err := q.Query(ctx, auditSelect+where+` ORDER BY seq DESC LIMIT ? OFFSET ?`, append(args, size, pageOffset(page, size))...)
 		if err != nil {
 			return fmt.Errorf("store: list audit events: %w", err)
 		}
@@ -79,29 +77,6 @@ func (s *Store) ListAuditEvents(ctx context.Context, f domain.AuditFilter, page,
 	return events, total, nil
 }
 
-// auditRow is an audit event as stored: the link as bytes, the chain columns possibly NULL (a
-// legacy event, or a row someone wrote by hand).
-type auditRow struct {
-	e     domain.AuditEvent
-	seq   sql.NullInt64
-	keyID sql.NullString
-	hash  []byte
-}
-
-func scanAuditRow(r scanner) (auditRow, error) {
-	var a auditRow
-	var at int64
-	err := r.Scan(&a.e.ID, &at, &a.e.ActorUserID, &a.e.Action, &a.e.TargetID, &a.e.Outcome, &a.e.Detail, &a.seq, &a.keyID, &a.hash)
-	a.e.At = fromMicros(at)
-	a.e.Seq, a.e.ChainKeyID, a.e.Hash = a.seq.Int64, a.keyID.String, hexHash(a.hash)
-	return a, err
-}
-
-func scanAuditEvent(r scanner) (domain.AuditEvent, error) {
-	a, err := scanAuditRow(r)
-	return a.e, err
-}
-
 // VerifyAuditChain walks the whole trail in sequence order, in one snapshot, and checks that it
 // is one unbroken chain (see ChainWalk) from its genesis on. An altered row fails its own link, a
 // removed one leaves a gap (or, renumbered, fails the next link), an inserted or stripped one
@@ -110,9 +85,9 @@ func scanAuditEvent(r scanner) (domain.AuditEvent, error) {
 // catches a cut-off tail, which the database alone cannot tell from a shorter trail.
 func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects []ChainExpect) (ChainReport, error) {
 	var rep ChainReport
-	err := s.snapshot(ctx, func(q querier) error {
+	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
 		var unnumbered int64
-		if err := q.row(ctx, `SELECT COUNT(*) FROM audit_events WHERE seq IS NULL`).Scan(&unnumbered); err != nil {
+		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM audit_events WHERE seq IS NULL`).Scan(&unnumbered); err != nil {
 			return fmt.Errorf("store: verify audit chain: %w", err)
 		}
 		if unnumbered > 0 {
@@ -138,8 +113,8 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects [
 }
 
 // eachAuditEvent reads the whole trail in sequence order, in q, until fn returns false.
-func eachAuditEvent(ctx context.Context, q querier, fn func(domain.AuditEvent) bool) error {
-	r, err := q.query(ctx, auditSelect+` ORDER BY seq`)
+func eachAuditEvent(ctx context.Context, q *sqltx.Tx, fn func(domain.AuditEvent) bool) error {
+	r, err := q.Query(ctx, auditSelect+` ORDER BY seq`)
 	if err != nil {
 		return err
 	}
@@ -159,12 +134,12 @@ func eachAuditEvent(ctx context.Context, q querier, fn func(domain.AuditEvent) b
 // anchoredSeqs are the sequence numbers the trail's anchors name, as their details say (a walk
 // keeps the digests there, and believes an anchor once its link holds); with keyID, only the
 // anchors made under that key.
-func anchoredSeqs(ctx context.Context, q querier, keyID string) ([]int64, error) {
+func anchoredSeqs(ctx context.Context, q *sqltx.Tx, keyID string) ([]int64, error) {
 	query, args := `SELECT detail FROM audit_events WHERE action = ?`, []any{ActionAuditAnchor}
 	if keyID != "" {
 		query, args = query+` AND chain_key_id = ?`, append(args, keyID)
 	}
-	r, err := q.query(ctx, query, args...)
+	r, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit anchors: %w", err)
 	}

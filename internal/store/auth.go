@@ -44,7 +44,7 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 	var partner sql.NullString
 	var perms string
 	var expires, revoked, lastUsed sql.NullInt64
-	err := s.q().row(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.Hash, &expires, &revoked, &lastUsed)
+	err := s.q().QueryRow(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.Hash, &expires, &revoked, &lastUsed)
 	if err != nil {
 		return c, notFoundOr(err, "credential lookup")
 	}
@@ -67,7 +67,7 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 		defer cancel()
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
 		// later tries again.
-		_, _ = s.q().exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
+		_, _ = s.q().Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
 			micros(at), id, micros(at.Add(-every)))
 	})
 }

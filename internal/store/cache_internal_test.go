@@ -147,7 +147,7 @@ func TestAuditCommitsKeepTheReadCache(t *testing.T) {
 	if afterAudit != before {
 		t.Errorf("audit commits moved the data version %d → %d: every decrypt would empty the read cache", before, afterAudit)
 	}
-	if _, err := s.q().exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p"); err != nil { // a commit on the pool
+	if _, err := s.q().Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p"); err != nil { // a commit on the pool
 		t.Fatal(err)
 	}
 	if v, err := s.changes.Version(ctx); err != nil || v == afterAudit {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // ChainSigner makes the audit chain's links: HMAC-SHA-256 under a key derived from the master
@@ -77,22 +79,35 @@ func chainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error
 	return sig.ChainMAC(e.ChainKeyID, chainMessage(prev, e))
 }
 
-// appendAudit writes events at the end of the chain in the transaction q: it locks the head,
+// auditChain is what appending to the chain needs of the store, taken before a transaction
+// begins: a transaction's body is given the transaction alone (see Store.tx).
+type auditChain struct {
+	signer ChainSigner
+	// arrays: the engine takes a column of values as an array (PostgreSQL, insertAuditArrays).
+	arrays bool
+	// lockHead: the engine lets many writers in (PostgreSQL), so appenders take turns on the
+	// chain's lock row (chainLockedHead).
+	lockHead bool
+}
+
+// chain is the store's audit chain, for a transaction to append to.
+func (s *Store) chain() auditChain {
+	return auditChain{signer: s.signer, arrays: s.engine.Name() == "postgres", lockHead: !s.engine.SingleWriter()}
+}
+
+// Append writes events at the end of the chain in the transaction q: it locks the head,
 // numbers and links each event after it, inserts them, and moves the head. It is the only way an
 // audit event is written (the group writer, and every transaction that records its own event),
 // so that every event is chained.
-func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.AuditEvent) error {
-	if s.signer == nil {
+func (c auditChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
+	if c.signer == nil {
 		return ErrNoChainSigner
 	}
-	if _, ok := q.x.(*sql.Tx); !ok {
-		return errors.New("store: audit events written outside a transaction")
-	}
-	seq, prev, err := s.lockChainHead(ctx, q)
+	seq, prev, err := c.lockChainHead(ctx, q)
 	if err != nil {
 		return fmt.Errorf("store: audit chain head: %w", err)
 	}
-	keyID := s.signer.ActiveKeyID()
+	keyID := c.signer.ActiveKeyID()
 	linked := make([]domain.AuditEvent, len(events))
 	hashes := make([][]byte, len(events))
 	for i, e := range events {
@@ -101,57 +116,55 @@ func (s *Store) appendAudit(ctx context.Context, q querier, events []domain.Audi
 		}
 		seq++
 		e.Seq, e.ChainKeyID = seq, keyID
-		h, err := chainLink(s.signer, prev, e)
+		h, err := chainLink(c.signer, prev, e)
 		if err != nil {
 			return fmt.Errorf("store: audit chain link: %w", err)
 		}
 		prev = h
 		linked[i], hashes[i] = e, h
 	}
-	if s.engine.Name() == "postgres" {
-		return s.insertAuditArrays(ctx, q, linked, hashes)
-	}
 	args := make([]any, 0, auditColumns*len(linked))
-	for i, e := range linked {
-		args = append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, e.ChainKeyID, hashes[i])
+	for i := range linked {
+		args = appendAuditRow(args, &linked[i], hashes[i])
 	}
-	return s.insertAuditRows(ctx, q, args)
+	if c.arrays {
+		return insertAuditArrays(ctx, q, args)
+	}
+	return insertAuditRows(ctx, q, args)
 }
 
 // auditInsertArrays inserts any number of audit events in one statement, a column to an array:
 // PostgreSQL's round trip per statement is what a group commit pays most for, and powers of two
 // (insertAuditRows) take up to seven statements for a group of 127.
-const auditInsertArrays = `INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash)
-SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::bytea[])`
+var auditInsertArrays = `INSERT INTO audit_events (` + AuditColumns + `) SELECT * FROM unnest(` +
+	strings.ReplaceAll("?::"+auditArrayTypes, ", ", ", ?::") + `)`
 
-// insertAuditArrays is insertAuditRows for PostgreSQL, in one statement.
-func (s *Store) insertAuditArrays(ctx context.Context, q querier, events []domain.AuditEvent, hashes [][]byte) error {
-	n := len(events)
-	ids, actors, actions, targets, outcomes, details, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ats, seqs := make([]int64, n), make([]int64, n)
-	for i, e := range events {
-		ids[i], ats[i], actors[i], actions[i], targets[i] = string(e.ID), micros(e.At), string(e.ActorUserID), e.Action, e.TargetID
-		outcomes[i], details[i], seqs[i], keys[i] = e.Outcome, e.Detail, e.Seq, e.ChainKeyID
+// insertAuditArrays is insertAuditRows for PostgreSQL, in one statement: args' rows as one array
+// per column.
+func insertAuditArrays(ctx context.Context, q *sqltx.Tx, args []any) error {
+	arrays, err := auditArrays(args)
+	if err != nil {
+		return err
 	}
-	st, err := s.txStmt(ctx, q, auditInsertArrays)
+	st, err := q.Cached(ctx, auditInsertArrays)
 	if err != nil {
 		return fmt.Errorf("store: audit event: %w", err)
 	}
 	defer st.Close()
-	if _, err := st.ExecContext(ctx, ids, ats, actors, actions, targets, outcomes, details, seqs, keys, hashes); err != nil {
-		return fmt.Errorf("store: audit event: %w", s.classify(err))
+	if _, err := st.ExecContext(ctx, arrays...); err != nil {
+		return fmt.Errorf("store: audit event: %w", q.Classify(err))
 	}
 	return nil
 }
 
 // lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence
 // number and link (0 and nil on an empty trail; a nil link after legacy events only).
-func (s *Store) lockChainHead(ctx context.Context, q querier) (seq int64, hash []byte, err error) {
+func (c auditChain) lockChainHead(ctx context.Context, q *sqltx.Tx) (seq int64, hash []byte, err error) {
 	text := chainHead
-	if !s.engine.SingleWriter() {
+	if c.lockHead {
 		text = chainLockedHead
 	}
-	head, err := s.txStmt(ctx, q, text)
+	head, err := q.Cached(ctx, text)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -160,70 +173,39 @@ func (s *Store) lockChainHead(ctx context.Context, q querier) (seq int64, hash [
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, nil
 	}
-	return seq, hash, s.classify(err)
+	return seq, hash, q.Classify(err)
 }
 
 // insertAuditRows (SQLite) inserts events' rows (auditColumns values each) in as few multi-row
 // INSERTs as powers of two allow (11 rows are 8 + 2 + 1): running a statement costs more than the rows it
 // carries. There is one text per power of two up to maxAuditGroup, each a cached prepared
 // statement: parsing and planning anew for every group was most of a group's cost.
-func (s *Store) insertAuditRows(ctx context.Context, q querier, args []any) error {
+func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 	for len(args) > 0 {
 		rows := len(args) / auditColumns
 		n := 1 << (bits.Len(uint(min(rows, maxAuditGroup))) - 1)
-		st, err := s.txStmt(ctx, q, auditInsertRows[bits.Len(uint(n))-1])
+		st, err := q.Cached(ctx, auditInsertRows[bits.Len(uint(n))-1])
 		if err != nil {
 			return fmt.Errorf("store: audit event: %w", err)
 		}
 		_, err = st.ExecContext(ctx, args[:n*auditColumns]...)
 		st.Close()
 		if err != nil {
-			return fmt.Errorf("store: audit event: %w", s.classify(err))
+			return fmt.Errorf("store: audit event: %w", q.Classify(err))
 		}
 		args = args[n*auditColumns:]
 	}
 	return nil
 }
 
-// txStmt is the cached prepared statement of text, bound to q's transaction (the text alone, run
-// in it, where the engine keeps no statements).
-func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error) {
-	tx, ok := q.x.(*sql.Tx)
-	if !ok || q.prepared == nil {
-		return nil, errors.New("store: a transaction's statement asked for outside one")
-	}
-	text = s.sql(text)
-	if !q.prepared.keep {
-		return unprepared{x: tx, text: text}, nil
-	}
-	if st, ok := q.prepared.lookup(text); ok {
-		return tx.StmtContext(ctx, st), nil
-	}
-	if q.prepared != s.stmts {
-		// The audit writer's connection is its one connection, held by tx: preparing on it
-		// would wait for tx's end. Its statements are prepared before its transactions begin
-		// (prepareAudit); anything else is prepared in tx, for tx alone.
-		st, err := tx.PrepareContext(ctx, text)
-		if err != nil {
-			return nil, s.classify(err)
-		}
-		return st, nil
-	}
-	st, err := q.prepared.prepare(ctx, text)
-	if err != nil {
-		return nil, s.classify(err)
-	}
-	return tx.StmtContext(ctx, st), nil
-}
-
 // prepareAudit prepares the audit writer's statements on its connection, outside any
-// transaction (see txStmt).
+// transaction (see sqltx.Tx.Cached).
 func (s *Store) prepareAudit(ctx context.Context) error {
 	if s.auditStmts == s.stmts {
 		return nil
 	}
 	for _, text := range append([]string{chainHead}, auditInsertRows...) {
-		if _, err := s.auditStmts.get(ctx, s.sql(text)); err != nil {
+		if _, err := s.auditStmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
 	}

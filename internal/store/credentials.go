@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // ErrCredentialClash means a new credential's prefix or hash is already taken. With random
@@ -60,45 +61,47 @@ type NewSession struct {
 // CreateAPIKey stores a new key for an existing user and its audit event, in one transaction: a
 // key exists if and only if its creation is on record.
 func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.AuditEvent) error {
-	return s.tx(ctx, func(q querier) error {
+	engine, chain := s.engine, s.chain()
+	return s.tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, k.UserID); err != nil {
 			return err
 		}
-		_, err := q.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, micros(k.CreatedAt), nullMicros(k.ExpiresAt))
 		if err != nil {
-			return s.insertCredentialError("api key", err)
+			return insertCredentialError(engine, "api key", err)
 		}
-		return insertAudit(ctx, q, event)
+		return chain.insertAudit(ctx, q, event)
 	})
 }
 
 // CreateSession stores a new session for an existing user and its audit event, in one transaction.
 func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.AuditEvent) error {
-	return s.tx(ctx, func(q querier) error {
+	engine, chain := s.engine, s.chain()
+	return s.tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, n.UserID); err != nil {
 			return err
 		}
-		_, err := q.exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		_, err := q.Exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			n.ID, n.UserID, n.Hash, micros(n.CreatedAt), micros(n.ExpiresAt))
 		if err != nil {
-			return s.insertCredentialError("session", err)
+			return insertCredentialError(engine, "session", err)
 		}
-		return insertAudit(ctx, q, event)
+		return chain.insertAudit(ctx, q, event)
 	})
 }
 
-func (s *Store) insertCredentialError(what string, err error) error {
-	if s.engine.IsUniqueViolation(err) {
+func insertCredentialError(engine Engine, what string, err error) error {
+	if engine.IsUniqueViolation(err) {
 		return ErrCredentialClash
 	}
 	return fmt.Errorf("store: insert %s: %w", what, err)
 }
 
 // requireUser answers errNotFound (wrapped with the id) when no user has the id.
-func requireUser(ctx context.Context, q querier, id domain.ID) error {
+func requireUser(ctx context.Context, q runner, id domain.ID) error {
 	var n int
-	if err := q.row(ctx, `SELECT count(*) FROM users WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM users WHERE id = ?`, id).Scan(&n); err != nil {
 		return fmt.Errorf("store: user %s: %w", id, err)
 	}
 	if n == 0 {
@@ -209,8 +212,9 @@ func (s *Store) RevokeSession(ctx context.Context, id domain.ID, at time.Time, e
 }
 
 func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.Time, event domain.AuditEvent) error {
-	return s.tx(ctx, func(q querier) error {
-		res, err := q.exec(ctx, r.revoke, micros(at), id)
+	chain := s.chain()
+	return s.tx(ctx, func(q *sqltx.Tx) error {
+		res, err := q.Exec(ctx, r.revoke, micros(at), id)
 		if err != nil {
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
 		}
@@ -219,10 +223,10 @@ func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
 		}
 		if n == 1 {
-			return insertAudit(ctx, q, event)
+			return chain.insertAudit(ctx, q, event)
 		}
 		var found int
-		if err := q.row(ctx, r.exists, id).Scan(&found); err != nil {
+		if err := q.QueryRow(ctx, r.exists, id).Scan(&found); err != nil {
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
 		}
 		if found == 0 {

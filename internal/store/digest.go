@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // ChainDigest is the digest of the trail up to and including e, given the digest up to the event
@@ -59,7 +60,7 @@ func parseAnchor(detail string) (seq int64, digest []byte, ok bool) {
 // AuditEventsAfter reads up to limit events after seq after, in sequence order: the checkpoints'
 // signer extends its digest with them.
 func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([]domain.AuditEvent, error) {
-	r, err := s.q().query(ctx, auditSelect+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	r, err := s.q().Query(ctx, auditSelect+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit events: %w", err)
 	}
@@ -78,7 +79,7 @@ func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([
 // auditDigest is the sequence number of the newest event and the digest of the trail up to it,
 // read in one snapshot (0 and nil for an empty trail).
 func (s *Store) auditDigest(ctx context.Context) (seq int64, digest []byte, err error) {
-	err = s.snapshot(ctx, func(q querier) error {
+	err = s.snapshot(ctx, func(q *sqltx.Tx) error {
 		var failed error
 		err := eachAuditEvent(ctx, q, func(e domain.AuditEvent) bool {
 			digest, failed = ChainDigest(digest, e)

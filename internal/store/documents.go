@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // DeleteMerchantDocument removes a document of a merchant visible to the scope, content and all,
@@ -12,7 +13,8 @@ import (
 // together. The event's outcome is set here from what happened.
 func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error {
 	var found bool
-	err := s.tx(ctx, func(q querier) error {
+	chain := s.chain()
+	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		var err error
 		found, err = deleteDocument(ctx, q, scope, merchantID, documentID)
 		if err != nil {
@@ -22,7 +24,7 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 		if !found {
 			event.Outcome = domain.OutcomeNotFound
 		}
-		return insertAudit(ctx, q, event)
+		return chain.insertAudit(ctx, q, event)
 	})
 	if err != nil {
 		return err
@@ -40,9 +42,9 @@ func (s *Store) purgeDeleted(ctx context.Context) {
 	s.engine.PurgeDeleted(ctx, s.db)
 }
 
-func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {
+func deleteDocument(ctx context.Context, q *sqltx.Tx, scope domain.Scope, merchantID, documentID domain.ID) (bool, error) {
 	var partner string
-	err := noRows(q.row(ctx, `SELECT partner_id FROM merchants WHERE id = ?`, merchantID).Scan(&partner))
+	err := noRows(q.QueryRow(ctx, `SELECT partner_id FROM merchants WHERE id = ?`, merchantID).Scan(&partner))
 	if err == errNotFound {
 		return false, nil
 	}
@@ -52,7 +54,7 @@ func deleteDocument(ctx context.Context, q querier, scope domain.Scope, merchant
 	if !scope.Sees(domain.ID(partner)) {
 		return false, nil
 	}
-	res, err := q.exec(ctx, `DELETE FROM merchant_documents WHERE id = ? AND merchant_id = ?`, documentID, merchantID)
+	res, err := q.Exec(ctx, `DELETE FROM merchant_documents WHERE id = ? AND merchant_id = ?`, documentID, merchantID)
 	if err != nil {
 		return false, fmt.Errorf("store: delete document %s: %w", documentID, err)
 	}
@@ -72,6 +74,6 @@ func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
 
 // insertAudit writes the event of a transaction that records its own (credentials, documents):
 // chained like every other, in that transaction.
-func insertAudit(ctx context.Context, q querier, e domain.AuditEvent) error {
-	return q.s.appendAudit(ctx, q, []domain.AuditEvent{e})
+func (c auditChain) insertAudit(ctx context.Context, q *sqltx.Tx, e domain.AuditEvent) error {
+	return c.Append(ctx, q, []domain.AuditEvent{e})
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"backoffice/internal/store/sqltx"
 )
 
 // Genesis is where the audit chain begins: the newest event written before the chain existed
@@ -41,10 +43,10 @@ func (g Genesis) check(sig ChainSigner) (ok, known bool) {
 	return bytes.Equal(mac, g.MAC), true
 }
 
-func readGenesis(ctx context.Context, q querier) (Genesis, error) {
+func readGenesis(ctx context.Context, q *sqltx.Tx) (Genesis, error) {
 	var g Genesis
 	var keyID sql.NullString
-	err := q.row(ctx, `SELECT last_unlinked_seq, chain_key_id, mac FROM audit_chain_genesis WHERE id = 1`).Scan(&g.LastUnlinked, &keyID, &g.MAC)
+	err := q.QueryRow(ctx, `SELECT last_unlinked_seq, chain_key_id, mac FROM audit_chain_genesis WHERE id = 1`).Scan(&g.LastUnlinked, &keyID, &g.MAC)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, nil
 	}
@@ -60,7 +62,7 @@ func readGenesis(ctx context.Context, q querier) (Genesis, error) {
 // another key of the ring is sealed anew under the active key (after a rotation, so that the old
 // key can leave the ring), but only if its seal holds. A genesis whose seal does not hold, or is
 // under a key the ring lacks, is left for `audit verify` to report.
-func sealGenesis(ctx context.Context, q querier, sig ChainSigner, sealUnsealed bool) (Genesis, error) {
+func sealGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, sealUnsealed bool) (Genesis, error) {
 	g, err := readGenesis(ctx, q)
 	if err != nil || !g.Found || (g.MAC == nil && !sealUnsealed) {
 		return g, err
@@ -75,7 +77,7 @@ func sealGenesis(ctx context.Context, q querier, sig ChainSigner, sealUnsealed b
 	if err != nil {
 		return g, fmt.Errorf("store: audit chain genesis: %w", err)
 	}
-	if _, err := q.exec(ctx, `UPDATE audit_chain_genesis SET chain_key_id = ?, mac = ? WHERE id = 1`, active, mac); err != nil {
+	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET chain_key_id = ?, mac = ? WHERE id = 1`, active, mac); err != nil {
 		return g, fmt.Errorf("store: audit chain genesis: %w", err)
 	}
 	return g, nil
@@ -90,8 +92,9 @@ func (s *Store) SealAuditGenesis(ctx context.Context, sealUnsealed bool) (wasUns
 		return false, 0, ErrNoChainSigner
 	}
 	var g Genesis
-	err = s.tx(ctx, func(q querier) error {
-		g, err = sealGenesis(ctx, q, s.signer, sealUnsealed)
+	sig := s.signer
+	err = s.tx(ctx, func(q *sqltx.Tx) error {
+		g, err = sealGenesis(ctx, q, sig, sealUnsealed)
 		return err
 	})
 	return g.Found && g.MAC == nil, g.LastUnlinked, err
@@ -99,13 +102,13 @@ func (s *Store) SealAuditGenesis(ctx context.Context, sealUnsealed bool) (wasUns
 
 // setGenesis names lastUnlinked as where the chain begins, sealed under the active key: an import
 // into a database with no audit events, whose chain the file's then is.
-func setGenesis(ctx context.Context, q querier, sig ChainSigner, lastUnlinked int64) error {
+func setGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, lastUnlinked int64) error {
 	active := sig.ActiveKeyID()
 	mac, err := sig.ChainMAC(active, genesisMessage(lastUnlinked, active))
 	if err != nil {
 		return fmt.Errorf("store: audit chain genesis: %w", err)
 	}
-	if _, err := q.exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = ?, mac = ? WHERE id = 1`, lastUnlinked, active, mac); err != nil {
+	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = ?, mac = ? WHERE id = 1`, lastUnlinked, active, mac); err != nil {
 		return fmt.Errorf("store: audit chain genesis: %w", err)
 	}
 	return nil
@@ -117,7 +120,7 @@ func setGenesis(ctx context.Context, q querier, sig ChainSigner, lastUnlinked in
 // it calls a key removable.
 func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored map[string]int64, genesisKey string, err error) {
 	unanchored = map[string]int64{}
-	err = s.snapshot(ctx, func(q querier) error {
+	err = s.snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
 		if err != nil {
 			return err
@@ -131,7 +134,7 @@ func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored ma
 		for _, seq := range anchored {
 			covered = max(covered, seq)
 		}
-		keys, err := q.query(ctx, `SELECT chain_key_id, COUNT(*) FROM audit_events WHERE seq > ? AND chain_key_id IS NOT NULL AND chain_key_id <> ? GROUP BY chain_key_id`, covered, active)
+		keys, err := q.Query(ctx, `SELECT chain_key_id, COUNT(*) FROM audit_events WHERE seq > ? AND chain_key_id IS NOT NULL AND chain_key_id <> ? GROUP BY chain_key_id`, covered, active)
 		if err != nil {
 			return fmt.Errorf("store: audit keys: %w", err)
 		}

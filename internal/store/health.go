@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"backoffice/internal/store/sqltx"
 )
 
 // probeRow is what the write probe inserts: larger than a page (SQLite's are 4 KiB), so that
@@ -22,8 +24,8 @@ var errProbed = errors.New("store: write probe done")
 // it costs one short write transaction. (Rewriting a row that exists is no test: on a full
 // database it fits in its page, while every insert fails.)
 func (s *Store) Writable(ctx context.Context) error {
-	err := s.tx(ctx, func(q querier) error {
-		if _, err := q.exec(ctx, `INSERT INTO readiness_probe (filler) VALUES (?)`, probeRow); err != nil {
+	err := s.tx(ctx, func(q *sqltx.Tx) error {
+		if _, err := q.Exec(ctx, `INSERT INTO readiness_probe (filler) VALUES (?)`, probeRow); err != nil {
 			return err
 		}
 		return errProbed

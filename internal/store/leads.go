@@ -39,7 +39,7 @@ type ownedAcceptance struct {
 
 func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
-	rows, err := s.q().query(ctx, `
+	rows, err := s.q().Query(ctx, `
 SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
        c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
 FROM leads l
@@ -108,7 +108,7 @@ func (s *Store) principalSSN(ctx context.Context, leadID, principalID domain.ID)
 	var out domain.SealedSSN
 	var partner string
 	var keyID sql.NullString
-	err := s.q().row(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,
+	err := s.q().QueryRow(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,
 		principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
 	if err != nil {
 		return ownedSSN{}, notFoundOr(err, "principal %s", principalID)

@@ -12,6 +12,7 @@ import (
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 	"backoffice/internal/testdb"
 )
 
@@ -112,7 +113,7 @@ func TestMigrationToSAMBuckets(t *testing.T) {
 			base := samBase()
 			l1, l2 := base.Leads[0].ID, base.Leads[1].ID
 			// 0005's rows: 16-byte uuids, each log at its rank from the oldest.
-			old := map[domain.ID][]domain.SAMActionLog{l1: bucketLogs(l1, 0, 2*store.SAMBucketTarget+345), l2: logs(l2, 100_000, 40)}
+			old := map[domain.ID][]domain.SAMActionLog{l1: bucketLogs(l1, 0, 2*bulkload.SAMBucketTarget+345), l2: logs(l2, 100_000, 40)}
 			for entity, ls := range old {
 				ranked := idsInListOrder(ls)
 				slices.Reverse(ranked)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // PushSource loads a line item of an order visible to the scope, with the objects the line item
@@ -16,7 +17,7 @@ import (
 func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error) {
 	var src domain.PushSource
 	var partner string
-	err := s.q().row(ctx, `SELECT o.merchant_id, m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?`, orderID).
+	err := s.q().QueryRow(ctx, `SELECT o.merchant_id, m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?`, orderID).
 		Scan(&src.MerchantID, &partner)
 	if err != nil {
 		return nil, notFoundOr(err, "order %s", orderID)
@@ -24,12 +25,12 @@ func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lin
 	if !scope.Sees(domain.ID(partner)) {
 		return nil, errNotFound
 	}
-	li, err := scanLineItem(s.q().row(ctx, `SELECT `+lineItemCols+` FROM line_items WHERE id = ? AND order_id = ?`, lineItemID, orderID))
+	li, err := scanLineItem(s.q().QueryRow(ctx, `SELECT `+lineItemCols+` FROM line_items WHERE id = ? AND order_id = ?`, lineItemID, orderID))
 	if err != nil {
 		return nil, notFoundOr(err, "line item %s", lineItemID)
 	}
 	src.View.LineItem = li
-	if err := s.q().row(ctx, `SELECT workflow FROM deployment_models WHERE id = ?`, li.DeploymentModelID).Scan(&src.Workflow); err != nil {
+	if err := s.q().QueryRow(ctx, `SELECT workflow FROM deployment_models WHERE id = ?`, li.DeploymentModelID).Scan(&src.Workflow); err != nil {
 		return nil, fmt.Errorf("store: deployment model of line item %s: %w", li.ID, err)
 	}
 	steps := []func(context.Context, *domain.PushSource) error{s.loadUnit, s.loadEquipment, s.loadVarsheet, s.loadShipment, s.loadFileBuild, s.loadPricing}
@@ -46,7 +47,7 @@ func (s *Store) loadUnit(ctx context.Context, src *domain.PushSource) error {
 	if id == nil {
 		return nil
 	}
-	u, err := scanInventoryUnit(s.q().row(ctx, `SELECT `+inventoryUnitCols+` FROM inventory_units WHERE id = ?`, *id))
+	u, err := scanInventoryUnit(s.q().QueryRow(ctx, `SELECT `+inventoryUnitCols+` FROM inventory_units WHERE id = ?`, *id))
 	if err != nil {
 		return fmt.Errorf("store: inventory unit %s: %w", *id, err)
 	}
@@ -63,7 +64,7 @@ func (s *Store) loadEquipment(ctx context.Context, src *domain.PushSource) error
 	}
 	var v domain.EquipmentView
 	var model, typ, serial sql.NullString
-	e, err := scanEquipment(s.q().row(ctx, `SELECT `+cols("e", equipmentCols)+`, dm.name, dm.equipment_type, iu.serial_number
+	e, err := scanEquipment(s.q().QueryRow(ctx, `SELECT `+cols("e", equipmentCols)+`, dm.name, dm.equipment_type, iu.serial_number
 FROM equipment e JOIN deployment_models dm ON dm.id = e.deployment_model_id
 LEFT JOIN inventory_units iu ON iu.id = e.inventory_unit_id WHERE e.id = ?`, *id), &model, &typ, &serial)
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Store) loadVarsheet(ctx context.Context, src *domain.PushSource) error 
 	if id == nil {
 		return nil
 	}
-	v, err := scanVarsheet(s.q().row(ctx, `SELECT `+varsheetCols+` FROM varsheets WHERE id = ?`, *id))
+	v, err := scanVarsheet(s.q().QueryRow(ctx, `SELECT `+varsheetCols+` FROM varsheets WHERE id = ?`, *id))
 	if err != nil {
 		return fmt.Errorf("store: VAR sheet %s: %w", *id, err)
 	}
@@ -88,7 +89,7 @@ func (s *Store) loadVarsheet(ctx context.Context, src *domain.PushSource) error 
 }
 
 func (s *Store) loadShipment(ctx context.Context, src *domain.PushSource) error {
-	sh, err := scanShipment(s.q().row(ctx, `SELECT `+shipmentCols+` FROM shipments WHERE line_item_id = ?`, src.View.ID))
+	sh, err := scanShipment(s.q().QueryRow(ctx, `SELECT `+shipmentCols+` FROM shipments WHERE line_item_id = ?`, src.View.ID))
 	if err = noRows(err); err == errNotFound {
 		return nil
 	} else if err != nil {
@@ -100,7 +101,7 @@ func (s *Store) loadShipment(ctx context.Context, src *domain.PushSource) error 
 
 func (s *Store) loadFileBuild(ctx context.Context, src *domain.PushSource) error {
 	var settings string
-	err := s.q().row(ctx, `SELECT settings FROM file_builds WHERE line_item_id = ?`, src.View.ID).Scan(&settings)
+	err := s.q().QueryRow(ctx, `SELECT settings FROM file_builds WHERE line_item_id = ?`, src.View.ID).Scan(&settings)
 	if err = noRows(err); err == errNotFound {
 		return nil
 	} else if err != nil {
@@ -113,7 +114,7 @@ func (s *Store) loadFileBuild(ctx context.Context, src *domain.PushSource) error
 func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 	var p domain.PricingModel
 	var adj sql.NullString
-	err := s.q().row(ctx, `SELECT id, merchant_id, active, type, adjustment_percent FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, src.MerchantID).
+	err := s.q().QueryRow(ctx, `SELECT id, merchant_id, active, type, adjustment_percent FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, src.MerchantID).
 		Scan(&p.ID, &p.MerchantID, &p.Active, &p.Type, &adj)
 	if err = noRows(err); err == errNotFound {
 		return nil
@@ -130,7 +131,7 @@ func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 // process sharing it, and expires so that a crashed holder cannot keep it.
 func (s *Store) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error) {
 	now := s.now()
-	res, err := s.q().exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
+	res, err := s.q().Exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (line_item_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE push_leases.expires_at <= ?`, lineItemID, holder, micros(now.Add(ttl)), micros(now))
 	if err != nil {
@@ -147,7 +148,7 @@ WHERE push_leases.expires_at <= ?`, lineItemID, holder, micros(now.Add(ttl)), mi
 // AcquirePushLease; ok is false when there is no lease any more (released meanwhile).
 func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expires time.Time, ok bool, err error) {
 	var us int64
-	err = noRows(s.q().row(ctx, `SELECT expires_at FROM push_leases WHERE line_item_id = ?`, lineItemID).Scan(&us))
+	err = noRows(s.q().QueryRow(ctx, `SELECT expires_at FROM push_leases WHERE line_item_id = ?`, lineItemID).Scan(&us))
 	if err == errNotFound {
 		return time.Time{}, false, nil
 	}
@@ -159,7 +160,7 @@ func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expi
 
 // ReleasePushLease gives the lease back, if holder still has it.
 func (s *Store) ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error {
-	_, err := s.q().exec(ctx, `DELETE FROM push_leases WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	_, err := s.q().Exec(ctx, `DELETE FROM push_leases WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 	if err != nil {
 		return fmt.Errorf("store: release push lease %s: %w", lineItemID, err)
 	}
@@ -171,12 +172,11 @@ func (s *Store) AddMerchantNote(ctx context.Context, n domain.MerchantNote) erro
 	return insertNote(ctx, s.q(), n)
 }
 
-func insertNote(ctx context.Context, q querier, n domain.MerchantNote) error {
+func insertNote(ctx context.Context, q runner, n domain.MerchantNote) error {
 	if n.ID == "" {
 		n.ID = domain.NewID()
 	}
-	_, err := q.exec(ctx, `INSERT INTO merchant_notes (id, merchant_id, body, created_at, created_by) VALUES (?, ?, ?, ?, ?)`,
-		n.ID, n.MerchantID, n.Body, micros(n.CreatedAt), n.CreatedBy)
+	_, err := q.Exec(ctx, insertMerchantNote, MerchantNoteArgs(&n)...)
 	if err != nil {
 		return fmt.Errorf("store: merchant note: %w", err)
 	}
@@ -191,12 +191,11 @@ type NoteOf = func(domain.PushRecord) domain.MerchantNote
 // holder's lease: if it cannot be written, the push must not call the gateway. A record an earlier
 // push of the line item left behind is noted (noteOf) in the same transaction.
 func (s *Store) BeginPush(ctx context.Context, r domain.PushRecord, noteOf NoteOf) error {
-	err := s.tx(ctx, func(q querier) error {
+	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		if _, err := notePushRecords(ctx, q, `line_item_id = ?`, []any{r.LineItemID}, noteOf); err != nil {
 			return err
 		}
-		_, err := q.exec(ctx, `INSERT INTO push_records (line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, micros(r.StartedAt), r.Attempts)
+		_, err := q.Exec(ctx, insertPushRecord, pushRecordArgs(&r)...)
 		return err
 	})
 	if err != nil {
@@ -212,7 +211,7 @@ var errRecordTaken = errors.New("the push record was noted by another push: its 
 // CountPushAttempt counts one more request to the gateway on the holder's push record, before it
 // is sent: a request the database could not count must not be sent.
 func (s *Store) CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error {
-	res, err := s.q().exec(ctx, `UPDATE push_records SET attempts = attempts + 1 WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	res, err := s.q().Exec(ctx, `UPDATE push_records SET attempts = attempts + 1 WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 	if err == nil {
 		err = oneRow(res)
 	}
@@ -226,8 +225,8 @@ func (s *Store) CountPushAttempt(ctx context.Context, lineItemID domain.ID, hold
 // false when the record was no longer the holder's (another push noted it once the lease had
 // expired): then nothing is written.
 func (s *Store) FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (noted bool, err error) {
-	err = s.tx(ctx, func(q querier) error {
-		res, err := q.exec(ctx, `DELETE FROM push_records WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	err = s.tx(ctx, func(q *sqltx.Tx) error {
+		res, err := q.Exec(ctx, `DELETE FROM push_records WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 		if err == nil {
 			err = oneRow(res)
 		}
@@ -252,14 +251,14 @@ func (s *Store) NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf N
 	const abandoned = `NOT EXISTS (SELECT 1 FROM push_leases l
 WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.holder AND l.expires_at > ?)`
 	var found int
-	if err := s.q().row(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, micros(now)).Scan(&found); err != nil {
+	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, micros(now)).Scan(&found); err != nil {
 		return 0, fmt.Errorf("store: abandoned push records: %w", err)
 	}
 	if found == 0 {
 		return 0, nil
 	}
 	var n int
-	err := s.tx(ctx, func(q querier) error {
+	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		var err error
 		n, err = notePushRecords(ctx, q, abandoned, []any{micros(now)}, noteOf)
 		return err
@@ -271,21 +270,18 @@ WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.hol
 }
 
 // notePushRecords deletes the push records that where selects and writes each one's note.
-func notePushRecords(ctx context.Context, q querier, where string, args []any, noteOf NoteOf) (int, error) {
-	rows, err := q.query(ctx, `DELETE FROM push_records WHERE `+where+`
-RETURNING line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts`, args...)
+func notePushRecords(ctx context.Context, q *sqltx.Tx, where string, args []any, noteOf NoteOf) (int, error) {
+	rows, err := q.Query(ctx, `DELETE FROM push_records WHERE `+where+` RETURNING `+pushRecordCols, args...)
 	if err != nil {
 		return 0, err
 	}
 	var left []domain.PushRecord
 	for rows.Next() { // read to the end before the next statement: one connection runs one at a time
-		var r domain.PushRecord
-		var started int64
-		if err := rows.Scan(&r.LineItemID, &r.Holder, &r.MerchantID, &r.UserID, &r.TerminalID, &started, &r.Attempts); err != nil {
+		r, err := scanPushRecord(rows)
+		if err != nil {
 			rows.Close()
 			return 0, err
 		}
-		r.StartedAt = fromMicros(started)
 		left = append(left, r)
 	}
 	err = rows.Err()

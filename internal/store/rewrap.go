@@ -7,6 +7,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
+	"backoffice/internal/store/sqltx"
 )
 
 // Rekeyer opens a value under the key it names and seals under the active key; *secrets.Ring is
@@ -50,7 +51,7 @@ type sealedSSN struct {
 // Progress is the data itself: a later run simply finds fewer values to move.
 func (s *Store) RewrapSSNs(ctx context.Context, ring Rekeyer, after domain.ID, limit int) (RewrapBatch, error) {
 	var b RewrapBatch
-	err := s.tx(ctx, func(q querier) error {
+	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		b = RewrapBatch{Last: after}
 		values, err := sealedSSNsAfter(ctx, q, ring.ActiveKeyID(), after, limit)
 		if err != nil {
@@ -68,8 +69,8 @@ func (s *Store) RewrapSSNs(ctx context.Context, ring Rekeyer, after domain.ID, l
 
 // sealedSSNsAfter reads the next values not under the active key. It reads them all before any
 // update, since a connection cannot write while a result set is open on it (PostgreSQL).
-func sealedSSNsAfter(ctx context.Context, q querier, active string, after domain.ID, limit int) ([]sealedSSN, error) {
-	rows, err := q.query(ctx, `SELECT id, ssn_key_id, ssn_sealed FROM principals
+func sealedSSNsAfter(ctx context.Context, q *sqltx.Tx, active string, after domain.ID, limit int) ([]sealedSSN, error) {
+	rows, err := q.Query(ctx, `SELECT id, ssn_key_id, ssn_sealed FROM principals
 WHERE id > ? AND ssn_key_id IS NOT NULL AND ssn_key_id <> ? ORDER BY id LIMIT ?`, after, active, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: rewrap: %w", err)
@@ -88,7 +89,7 @@ WHERE id > ? AND ssn_key_id IS NOT NULL AND ssn_key_id <> ? ORDER BY id LIMIT ?`
 
 // rewrap moves one value to the active key. Only a database error is returned; a value that does
 // not open is recorded as a failure and left as it is.
-func (b *RewrapBatch) rewrap(ctx context.Context, q querier, ring Rekeyer, v sealedSSN) error {
+func (b *RewrapBatch) rewrap(ctx context.Context, q *sqltx.Tx, ring Rekeyer, v sealedSSN) error {
 	b.Last, b.Seen = v.principal, b.Seen+1
 	ssn, err := secrets.OpenSSN(ring, v.principal, v.keyID, v.sealed)
 	if err != nil {
@@ -96,7 +97,7 @@ func (b *RewrapBatch) rewrap(ctx context.Context, q querier, ring Rekeyer, v sea
 		return nil
 	}
 	keyID, sealed := secrets.SealSSN(ring, v.principal, ssn.Reveal())
-	res, err := q.exec(ctx, `UPDATE principals SET ssn_key_id = ?, ssn_sealed = ? WHERE id = ? AND ssn_key_id = ? AND ssn_sealed = ?`,
+	res, err := q.Exec(ctx, `UPDATE principals SET ssn_key_id = ?, ssn_sealed = ? WHERE id = ? AND ssn_key_id = ? AND ssn_sealed = ?`,
 		keyID, sealed, v.principal, v.keyID, v.sealed)
 	if err != nil {
 		return fmt.Errorf("store: rewrap principal %s: %w", v.principal, err)
@@ -119,7 +120,7 @@ type KeyCount struct {
 
 // SSNKeyCounts counts stored SSNs per key id, in key id order.
 func (s *Store) SSNKeyCounts(ctx context.Context) ([]KeyCount, error) {
-	rows, err := s.q().query(ctx, `SELECT ssn_key_id, count(*) FROM principals WHERE ssn_key_id IS NOT NULL GROUP BY ssn_key_id ORDER BY ssn_key_id`)
+	rows, err := s.q().Query(ctx, `SELECT ssn_key_id, count(*) FROM principals WHERE ssn_key_id IS NOT NULL GROUP BY ssn_key_id ORDER BY ssn_key_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: ssn key counts: %w", err)
 	}

@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
-// Row mapping shared by the push loader and the exporter. Each column list matches its scan
-// function; a query selects "<alias>.<col>, …" via cols.
+// Row mapping shared by the service's queries, the import and the export: each record's column
+// list, its values in that order (…Args) and its scan, in one place. A query selects
+// "<alias>.<col>, …" via cols.
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -24,6 +26,12 @@ func scanInventoryUnit(s scanner) (domain.InventoryUnit, error) {
 		&created, &u.CreatedBy, &updated, &u.UpdatedBy)
 	u.ReceivedDate, u.CreatedAt, u.UpdatedAt = fromMicros(received), fromMicros(created), fromMicros(updated)
 	return u, err
+}
+
+// InventoryUnitArgs is the record's values in the order of its columns.
+func InventoryUnitArgs(u *domain.InventoryUnit) []any {
+	return []any{u.ID, u.DeploymentModelID, u.SerialNumber, u.Condition, u.Status,
+		micros(u.ReceivedDate), micros(u.CreatedAt), u.CreatedBy, micros(u.UpdatedAt), u.UpdatedBy}
 }
 
 const equipmentCols = `id, entity_id, entity_type, deployment_model_id, inventory_unit_id, vendor_terminal_id, varsheet_id, status, deployed_date, created_at, created_by, updated_at, updated_by`
@@ -39,6 +47,13 @@ func scanEquipment(s scanner, extra ...any) (domain.Equipment, error) {
 	e.InventoryUnitID, e.VendorTerminalID, e.VarsheetID = idPtr(unit), strPtr(vendor), idPtr(varsheet)
 	e.DeployedDate, e.CreatedAt, e.UpdatedAt = timePtr(deployed), fromMicros(created), fromMicros(updated)
 	return e, err
+}
+
+// EquipmentArgs is the record's values in the order of its columns.
+func EquipmentArgs(e *domain.Equipment) []any {
+	return []any{e.ID, e.EntityID, e.EntityType, e.DeploymentModelID, nullID(e.InventoryUnitID),
+		nullString(e.VendorTerminalID), nullID(e.VarsheetID), e.Status, nullMicros(e.DeployedDate),
+		micros(e.CreatedAt), e.CreatedBy, micros(e.UpdatedAt), e.UpdatedBy}
 }
 
 const varsheetCols = `id, entity_id, entity_type, mid_id, v_number, terminal_id_number, agent, chain, store_number,
@@ -118,6 +133,13 @@ func scanLineItem(s scanner) (domain.LineItem, error) {
 	return li, nil
 }
 
+// LineItemArgs is the record's values in the order of its columns.
+func LineItemArgs(li *domain.LineItem) []any {
+	return []any{li.ID, li.OrderID, li.OrderType, li.DeploymentModelID, connectionTypeArg(li.ConnectionType),
+		li.Status, nullID(li.InventoryUnitID), nullID(li.EquipmentID), nullID(li.VarsheetID),
+		micros(li.CreatedAt), li.CreatedBy, micros(li.UpdatedAt), li.UpdatedBy}
+}
+
 func connectionTypeArg(ct []string) sql.NullString {
 	if ct == nil {
 		return sql.NullString{}
@@ -137,6 +159,44 @@ func scanShipment(s scanner, extra ...any) (domain.Shipment, error) {
 	return sh, err
 }
 
+// ShipmentArgs is the record's values in the order of its columns.
+func ShipmentArgs(sh *domain.Shipment) []any {
+	return []any{sh.ID, sh.Status, nullString(sh.CarrierCode), nullString(sh.TrackingNumber), nullMicros(sh.ShippedDate)}
+}
+
+const pushRecordCols = `line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts`
+
+var insertPushRecord = `INSERT INTO push_records (` + pushRecordCols + `) VALUES ` + sqltx.ValueRows(7, 1)
+
+func pushRecordArgs(r *domain.PushRecord) []any {
+	return []any{r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, micros(r.StartedAt), r.Attempts}
+}
+
+func scanPushRecord(s scanner) (domain.PushRecord, error) {
+	var r domain.PushRecord
+	var started int64
+	err := s.Scan(&r.LineItemID, &r.Holder, &r.MerchantID, &r.UserID, &r.TerminalID, &started, &r.Attempts)
+	r.StartedAt = fromMicros(started)
+	return r, err
+}
+
+const merchantNoteCols = `id, merchant_id, body, created_at, created_by`
+
+var insertMerchantNote = `INSERT INTO merchant_notes (` + merchantNoteCols + `) VALUES ` + sqltx.ValueRows(5, 1)
+
+func scanMerchantNote(s scanner) (domain.MerchantNote, error) {
+	var n domain.MerchantNote
+	var at int64
+	err := s.Scan(&n.ID, &n.MerchantID, &n.Body, &at, &n.CreatedBy)
+	n.CreatedAt = fromMicros(at)
+	return n, err
+}
+
+// MerchantNoteArgs is the record's values in the order of its columns.
+func MerchantNoteArgs(n *domain.MerchantNote) []any {
+	return []any{n.ID, n.MerchantID, n.Body, micros(n.CreatedAt), n.CreatedBy}
+}
+
 // cols prefixes every column of a list with a table alias.
 func cols(alias, list string) string {
 	parts := strings.Split(list, ",")
@@ -148,8 +208,8 @@ func cols(alias, list string) string {
 
 // readAll runs query with args and scans every row. Its errors are the query's, classified; the
 // caller says what it was reading.
-func readAll[T any](ctx context.Context, q querier, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
-	rows, err := q.query(ctx, query, args...)
+func readAll[T any](ctx context.Context, q runner, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

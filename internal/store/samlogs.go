@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"slices"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
+	"backoffice/internal/store/sqltx"
 )
 
 // samPageQuery selects the entity's total and the logs of a page, newest first; the caller adds
@@ -45,7 +46,10 @@ const samTotalQuery = `SELECT below + n AS total FROM sam_log_buckets WHERE enti
 
 // samAfterAll is past the key of every log, (action_date, id): an id of 17 bytes sorts after
 // every id of 16 at the largest date.
-var samAfterAll = samKey{date: math.MaxInt64, id: bytes.Repeat([]byte{0xff}, 17)}
+var samAfterAll = struct {
+	date int64
+	id   []byte
+}{math.MaxInt64, column.AfterEveryUUID}
 
 // samPageArgs are samPageQuery's arguments.
 func samPageArgs(key []byte, offset int64) []any {
@@ -107,7 +111,7 @@ func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	offset := pageOffset(page, size)
 	key := uuidArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
-	rows, err := s.q().query(ctx, samPageQuery+`
+	rows, err := s.q().Query(ctx, samPageQuery+`
 AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...)...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
@@ -130,7 +134,7 @@ AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...
 	}
 	// No page: past the end, an entity without logs, or one the scope may not see.
 	var vis int64
-	err = s.q().row(ctx, `SELECT COALESCE((`+samTotalQuery+`), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
+	err = s.q().QueryRow(ctx, `SELECT COALESCE((`+samTotalQuery+`), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
 		append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
@@ -142,7 +146,7 @@ AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...
 }
 
 // scanSAMLog reads a page's row: the entity's total, then the log's columns.
-func scanSAMLog(rows *rows, entity domain.ID) (l domain.SAMActionLog, total int64, err error) {
+func scanSAMLog(rows *sqltx.Rows, entity domain.ID) (l domain.SAMActionLog, total int64, err error) {
 	var id sql.RawBytes
 	var date int64
 	if err := rows.Scan(&total, &id, &l.Action, &date, &l.SamID); err != nil {

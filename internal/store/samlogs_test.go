@@ -19,6 +19,13 @@ func logs(entity domain.ID, first, n int) []domain.SAMActionLog {
 	return testdb.SAMLogs(entity, first, n)
 }
 func idsInListOrder(ls []domain.SAMActionLog) []domain.ID { return testdb.IDsInListOrder(ls) }
+func bucketLogs(entity domain.ID, first, n int) []domain.SAMActionLog {
+	return testdb.ScrambledSAMLogs(entity, first, n)
+}
+func checkSAMLogs(t *testing.T, st *store.Store, entity domain.ID, want []domain.SAMActionLog) []int64 {
+	t.Helper()
+	return testdb.CheckSAMLogs(t, st, entity, want)
+}
 func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain.ID, int64) {
 	return testdb.WalkSAMPages(t, st, entity, size)
 }

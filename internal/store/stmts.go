@@ -1,115 +1,14 @@
 package store
 
 import (
-	"context"
 	"database/sql"
-	"sync"
+
+	"backoffice/internal/store/sqltx"
 )
 
 // stmtCache keeps one prepared statement per query text the pool runs outside transactions: the
 // per-request reads (credentials, visibility, the SAM log page) would otherwise be parsed and
-// planned on every call, which on SQLite is most of their cost. The texts are the store's own
-// constants, so the cache stays small.
-//
-// On an engine whose connections may not keep a statement from one transaction to the next
-// (keep false: PostgreSQL, see Engine.KeepsStatements) it prepares nothing and hands out each text
-// as an unprepared statement.
-type stmtCache struct {
-	db   *sql.DB
-	keep bool
-	mu   sync.Mutex
-	m    map[string]*sql.Stmt
-}
+// planned on every call, which on SQLite is most of their cost (see sqltx.Stmts).
+type stmtCache = sqltx.Stmts
 
-func newStmtCache(db *sql.DB, keep bool) *stmtCache {
-	return &stmtCache{db: db, keep: keep, m: map[string]*sql.Stmt{}}
-}
-
-// stmt is a statement run many times: prepared (*sql.Stmt), or its text sent each time
-// (unprepared).
-type stmt interface {
-	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, args ...any) *sql.Row
-	Close() error
-}
-
-// unprepared runs its text on x (the pool or a transaction) each time, leaving nothing on the
-// connection: what a statement is where a pooler may give each transaction another connection.
-type unprepared struct {
-	x interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}
-	text string
-}
-
-func (u unprepared) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	return u.x.ExecContext(ctx, u.text, args...)
-}
-
-func (u unprepared) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
-	return u.x.QueryContext(ctx, u.text, args...)
-}
-
-func (u unprepared) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
-	return u.x.QueryRowContext(ctx, u.text, args...)
-}
-
-func (unprepared) Close() error { return nil }
-
-// get returns the statement for text: prepared (prepare), or unprepared where the engine keeps
-// no statements.
-func (c *stmtCache) get(ctx context.Context, text string) (stmt, error) {
-	if !c.keep {
-		return unprepared{x: c.db, text: text}, nil
-	}
-	st, err := c.prepare(ctx, text)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// prepare returns the prepared statement for text, preparing it on first use. Preparing is a round trip
-// (and, with the database lost, a connect attempt), so it happens outside the lock: requests whose
-// statements are cached never wait behind it. A failed prepare is not kept, so a statement that
-// met a lost database is prepared again once it is back.
-func (c *stmtCache) prepare(ctx context.Context, text string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	st, ok := c.m[text]
-	c.mu.Unlock()
-	if ok {
-		return st, nil
-	}
-	st, err := c.db.PrepareContext(ctx, text)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if first, ok := c.m[text]; ok { // prepared meanwhile by another request
-		st.Close()
-		return first, nil
-	}
-	c.m[text] = st
-	return st, nil
-}
-
-// lookup returns the statement for text if one is prepared.
-func (c *stmtCache) lookup(text string) (*sql.Stmt, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.m[text]
-	return st, ok
-}
-
-func (c *stmtCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.m {
-		st.Close()
-	}
-	clear(c.m)
-}
+func newStmtCache(db *sql.DB, keep bool) *stmtCache { return sqltx.NewStmts(db, keep) }

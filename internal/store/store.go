@@ -17,6 +17,7 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
+	"backoffice/internal/store/sqltx"
 )
 
 // Store is a handle on one database.
@@ -173,9 +174,9 @@ func (s *Store) Close() error {
 	s.WaitBackground()
 	s.audits.stop()
 	s.engine.Close()
-	s.stmts.close()
+	s.stmts.Close()
 	if s.changes != nil {
-		s.auditStmts.close()
+		s.auditStmts.Close()
 		s.changes.Close()
 	}
 	return s.db.Close()
@@ -190,40 +191,34 @@ func (s *Store) SetClock(now func() time.Time) { s.now = now }
 // DB exposes the pool for pool statistics.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// querier runs shared SQL on a pool or a transaction, rewriting placeholders for the engine.
+// querier runs shared SQL on the pool, outside any transaction: each query a cached prepared
+// statement (stmts), its placeholders rewritten for the engine, a write holding this process's
+// writers' lock (see Store.writes). A transaction's statements run through *sqltx.Tx instead.
 type querier struct {
-	x interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-		PrepareContext(context.Context, string) (*sql.Stmt, error)
-	}
 	s *Store
-	// stmts, on the pool (never in a transaction), runs each query as a cached prepared statement.
-	stmts *stmtCache
-	// writes, on the pool, is held while a statement writes (see Store.writes).
-	writes *sync.Mutex
-	// prepared, in a transaction, holds the statements of its database that txStmt binds to it.
-	prepared *stmtCache
+}
+
+// runner is what a read or a write of the store needs, on the pool (querier) or in a transaction
+// (*sqltx.Tx), for the few queries run both ways.
+type runner interface {
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) sqltx.Row
 }
 
 // Every error the querier hands back has been through classify, so that a lost database reads as
 // ErrUnavailable wherever the store wraps it.
 
-func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	defer forgetFreshness(ctx)
-	if q.writes != nil {
-		q.writes.Lock()
-		defer q.writes.Unlock()
+	if q.s.writes != nil {
+		q.s.writes.Lock()
+		defer q.s.writes.Unlock()
 	}
-	if q.stmts == nil {
-		res, err := q.x.ExecContext(ctx, q.s.sql(query), args...)
-		return res, q.s.classify(err)
-	}
-	if err := q.s.beforeWrite(); err != nil { // on the pool; a transaction checked when it began
+	if err := q.s.beforeWrite(); err != nil {
 		return nil, err
 	}
-	st, err := q.stmts.get(ctx, q.s.sql(query))
+	st, err := q.s.stmts.Get(ctx, q.s.sql(query))
 	if err != nil {
 		return nil, q.s.classify(err)
 	}
@@ -231,11 +226,10 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 	return res, q.s.classify(err)
 }
 
-// query and row are the reads. On the pool (q.stmts set) a read that met a connection the server
-// had lost is run again (see again); in a transaction it is not, as the transaction is gone with
-// its connection. Writes on the pool go through exec, never through these.
+// Query and QueryRow are the reads. A read that met a connection the server had lost is run
+// again (see again). Writes go through Exec, never through these.
 
-func (q querier) query(ctx context.Context, query string, args ...any) (*rows, error) {
+func (q querier) Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error) {
 	r, err := q.runQuery(ctx, query, args...)
 	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, err); tries-- {
 		r, err = q.runQuery(ctx, query, args...)
@@ -243,30 +237,35 @@ func (q querier) query(ctx context.Context, query string, args ...any) (*rows, e
 	if err != nil {
 		return nil, q.s.classify(err)
 	}
-	return &rows{Rows: r, s: q.s}, nil
+	return sqltx.NewRows(r, errClassifier(q)), nil
 }
 
 func (q querier) runQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if q.stmts == nil {
-		return q.x.QueryContext(ctx, q.s.sql(query), args...)
-	}
-	st, err := q.stmts.get(ctx, q.s.sql(query))
+	st, err := q.s.stmts.Get(ctx, q.s.sql(query))
 	if err != nil {
 		return nil, err
 	}
 	return st.QueryContext(ctx, args...)
 }
 
-func (q querier) row(ctx context.Context, query string, args ...any) row {
-	return row{q: q, ctx: ctx, query: query, args: args}
+// QueryRow is a read of one row, run when it is scanned. A lost connection can show after the
+// row came (the server ended the process before the statement's end), so the whole read is what
+// runs again (see again).
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqltx.Row {
+	return sqltx.NewRow(ctx, q, query, args)
 }
 
-// scanRow runs a row's statement and scans its one row into dest.
-func (q querier) scanRow(ctx context.Context, query string, args, dest []any) error {
-	if q.stmts == nil {
-		return q.x.QueryRowContext(ctx, q.s.sql(query), args...).Scan(dest...)
+// ReadRow runs a row's statement and scans its one row into dest, again on a lost connection.
+func (q querier) ReadRow(ctx context.Context, query string, args, dest []any) error {
+	err := q.scanRow(ctx, query, args, dest)
+	for tries := q.s.pool.lostTries(); tries > 0 && q.again(ctx, err); tries-- {
+		err = q.scanRow(ctx, query, args, dest)
 	}
-	st, err := q.stmts.get(ctx, q.s.sql(query))
+	return q.s.classify(err)
+}
+
+func (q querier) scanRow(ctx context.Context, query string, args, dest []any) error {
+	st, err := q.s.stmts.Get(ctx, q.s.sql(query))
 	if err != nil {
 		return err
 	}
@@ -276,75 +275,39 @@ func (q querier) scanRow(ctx context.Context, query string, args, dest []any) er
 // again tells whether a read on the pool that failed with err is to be run again: it met a
 // connection the server had lost (see Store.lostConnection), and the read changed nothing.
 func (q querier) again(ctx context.Context, err error) bool {
-	return q.stmts != nil && q.s.lostConnection(ctx, err)
+	return q.s.lostConnection(ctx, err)
 }
 
-// prepare prepares query for q's transaction, to be run many times in it; where the engine keeps
-// no statements (see Engine.KeepsStatements) its text is sent each time instead.
-func (q querier) prepare(ctx context.Context, query string) (stmt, error) {
-	if !q.s.engine.KeepsStatements() {
-		return unprepared{x: q.x, text: q.s.sql(query)}, nil
-	}
-	st, err := q.x.PrepareContext(ctx, q.s.sql(query))
-	if err != nil {
-		return nil, q.s.classify(err)
-	}
-	return st, nil
-}
+// errClassifier is the store's classify for the transactions and rows of sqltx.
+type errClassifier struct{ s *Store }
 
-// rows is *sql.Rows whose errors are classified.
-type rows struct {
-	*sql.Rows
-	s *Store
-}
-
-func (r *rows) Scan(dest ...any) error { return r.s.classify(r.Rows.Scan(dest...)) }
-func (r *rows) Err() error             { return r.s.classify(r.Rows.Err()) }
-
-// row is a read of one row, run when it is scanned (callers scan at once), its error classified.
-// A lost connection can show after the row came (the server ended the process before the
-// statement's end), so the whole read is what runs again (see again).
-type row struct {
-	q     querier
-	ctx   context.Context
-	query string
-	args  []any
-}
-
-func (r row) Scan(dest ...any) error {
-	err := r.q.scanRow(r.ctx, r.query, r.args, dest)
-	for tries := r.q.s.pool.lostTries(); tries > 0 && r.q.again(r.ctx, err); tries-- {
-		err = r.q.scanRow(r.ctx, r.query, r.args, dest)
-	}
-	return r.q.s.classify(err)
-}
+func (c errClassifier) Classify(err error) error { return c.s.classify(err) }
 
 // sql is a shared query in the engine's own placeholders.
 func (s *Store) sql(query string) string { return s.engine.Rebind(query) }
 
-func (s *Store) q() querier {
-	return querier{x: s.db, s: s, stmts: s.stmts, writes: s.writes}
-}
+func (s *Store) q() querier { return querier{s: s} }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
-// panic. It is scoped to one operation: never hold it across a network call, never write through
-// s.q() inside it (with queued writers, that waits for itself), and never read through the read
-// cache or record an audit event with RecordAudit inside it (the audit writer, which answers the
-// cache's checks, queues for the same writers' lock).
-func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
+// panic. It is scoped to one operation: never hold it across a network call. fn is given the
+// transaction alone (*sqltx.Tx), which cannot reach the store: no write on the pool (with queued
+// writers, that waits for itself), no read through the read cache, no RecordAudit (the audit
+// writer queues for the same writers' lock). fn must not capture the store either:
+// TestTransactionBodiesCannotReachTheStore fails if it does.
+func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
 	return s.txOn(ctx, s.db, s.stmts, fn)
 }
 
 // txOn is tx on db (the pool, or the audit writer's connection), whose statements stmts keeps.
 // SQLite's writers of this process queue on s.writes whichever connection they use.
-func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *stmtCache, fn func(q querier) error) error {
+func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *sqltx.Stmts, fn func(q *sqltx.Tx) error) error {
 	return s.inTx(ctx, func() (*sql.Tx, error) { return db.BeginTx(ctx, nil) }, stmts, fn)
 }
 
 // inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with
 // this process's writers queued and the engine's write check made first; committed when fn
 // returns nil, rolled back on an error or a panic.
-func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *stmtCache, fn func(q querier) error) (err error) {
+func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *sqltx.Stmts, fn func(q *sqltx.Tx) error) (err error) {
 	if s.writes != nil {
 		s.writes.Lock()
 		defer s.writes.Unlock()
@@ -365,7 +328,7 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(querier{x: tx, s: s, prepared: stmts}); err != nil {
+	if err = fn(sqltx.New(tx, s.engine, errClassifier{s}, stmts, stmts != s.stmts)); err != nil {
 		return err
 	}
 	defer forgetFreshness(ctx)
@@ -395,8 +358,9 @@ func (s *Store) beforeWrite() error {
 
 // snapshot runs fn in a read-only transaction that sees one consistent state of the database and
 // blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
-// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export.
-func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
+// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. Like tx's, fn is
+// given the transaction alone.
+func (s *Store) snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error {
 	tx, err := s.beginTx(ctx, func() (*sql.Tx, error) {
 		return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
 	})
@@ -404,7 +368,7 @@ func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
 	defer tx.Rollback()
-	return fn(querier{x: tx, s: s})
+	return fn(sqltx.New(tx, s.engine, errClassifier{s}, nil, false))
 }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.

@@ -11,6 +11,7 @@ import (
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 )
 
 // Helpers for the tests of SAM action logs (the store's and the dataset's): logs of a partner's
@@ -82,4 +83,35 @@ func WalkSAMPages(t testing.TB, st *store.Store, entity domain.ID, size int64) (
 			ids = append(ids, l.ID)
 		}
 	}
+}
+
+// CheckSAMLogs checks the entity's buckets against its logs (bulkload.Bulk.CheckSAMBuckets), then
+// every page of two sizes against want, and returns the buckets' sizes.
+func CheckSAMLogs(t testing.TB, st *store.Store, entity domain.ID, want []domain.SAMActionLog) []int64 {
+	t.Helper()
+	var buckets []int64
+	err := st.Load(context.Background(), func(b *bulkload.Bulk) (err error) {
+		buckets, err = b.CheckSAMBuckets(entity)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("buckets: %v", err)
+	}
+	for _, size := range []int64{7, 500} {
+		got, total := WalkSAMPages(t, st, entity, size)
+		if total != int64(len(want)) || !slices.Equal(got, IDsInListOrder(want)) {
+			t.Fatalf("pages of %d: %d logs, total %d of %d, order right: %v", size, len(got), total, len(want), slices.Equal(got, IDsInListOrder(want)))
+		}
+	}
+	return buckets
+}
+
+// ScrambledSAMLogs makes n logs of entity, ids from first, with dates in a scrambled order (a few
+// shared, so that ties are broken by id).
+func ScrambledSAMLogs(entity domain.ID, first, n int) []domain.SAMActionLog {
+	out := SAMLogs(entity, first, n)
+	for i := range out {
+		out[i].ActionDate = SAMT0.Add(time.Duration((i*7919)%n/2) * time.Second)
+	}
+	return out
 }

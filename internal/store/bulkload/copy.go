@@ -1,4 +1,4 @@
-package store
+package bulkload
 
 import (
 	"context"
@@ -10,40 +10,13 @@ import (
 // Bulk loading by the engine's own protocol: PostgreSQL's COPY takes rows as a stream, with no
 // statement to parse, plan or bind per batch, several times faster than multi-row INSERTs. It
 // runs on the connection, so an engine that has it (a Copier) gets the import's transaction on a
-// connection held for it (loadTx), and the SAM logs' row batches (rowBatch) go through it.
+// connection held for it (store.Load), and the SAM logs' row batches (rowBatch) go through it.
 
 // Copier is an engine that loads rows in bulk on a connection, inside the transaction open on it:
 // values holds the rows one after the other, len(columns) values each. A row whose key is taken
 // fails the whole copy (and the transaction) with the engine's unique violation.
 type Copier interface {
 	CopyRows(ctx context.Context, conn *sql.Conn, table string, columns []string, values []any) error
-}
-
-// loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
-// on a connection of its own, handed to fn, for the copies to run inside it.
-func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q querier) error) error {
-	if _, ok := s.engine.(Copier); !ok {
-		return s.tx(ctx, func(q querier) error { return fn(nil, q) })
-	}
-	var conn *sql.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	begin := func() (*sql.Tx, error) {
-		if conn != nil { // begun again: the first connection was lost
-			conn.Close()
-			conn = nil
-		}
-		c, err := s.db.Conn(ctx)
-		if err != nil {
-			return nil, err
-		}
-		conn = c
-		return conn.BeginTx(ctx, nil)
-	}
-	return s.inTx(ctx, begin, s.stmts, func(q querier) error { return fn(conn, q) })
 }
 
 // copyBatchRows is how many rows one COPY carries: a few MB of SAM logs.
@@ -59,9 +32,9 @@ type copyRows struct {
 	skipped error
 }
 
-// copier is the COPY of a rowBatch's rows (into is "table (col, …)"), nil when the engine has none.
-func (b *Bulk) copier(into string, width int, skipped error) *copyRows {
-	if b.conn == nil {
+// copyOf is the COPY of a rowBatch's rows (into is "table (col, …)"), nil when the engine has none.
+func (b *Bulk) copyOf(into string, width int, skipped error) *copyRows {
+	if b.copier == nil {
 		return nil
 	}
 	table, cols, _ := strings.Cut(into, " (")
@@ -85,15 +58,14 @@ func (c *copyRows) flush() error {
 	if len(c.values) == 0 {
 		return nil
 	}
-	s := c.b.q.s
-	err := s.engine.(Copier).CopyRows(c.b.ctx, c.b.conn, c.table, c.columns, c.values)
+	err := c.b.copier.CopyRows(c.b.ctx, c.b.conn, c.table, c.columns, c.values)
 	clear(c.values) // the rows' values are the caller's: keep none alive
 	c.values = c.values[:0]
 	switch {
-	case err != nil && s.engine.IsUniqueViolation(err):
+	case err != nil && c.b.engine.IsUniqueViolation(err):
 		return c.skipped
 	case err != nil:
-		return fmt.Errorf("store: import %s: %w", c.table, s.classify(err))
+		return fmt.Errorf("store: import %s: %w", c.table, c.b.q.Classify(err))
 	}
 	return nil
 }

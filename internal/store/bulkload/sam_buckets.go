@@ -1,13 +1,16 @@
-package store
+package bulkload
 
 import (
 	"bytes"
 	"cmp"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 )
 
 // The buckets of SAM action logs (sam_log_buckets, migration 0006) count each entity's logs in
@@ -33,6 +36,10 @@ const (
 	samBucketMin    = samBucketTarget / 4
 )
 
+// The sizes of buckets, for tests: the target a cut makes, the most one holds, and under which
+// one joins the next when both fit in the most.
+const SAMBucketTarget, SAMBucketMax, SAMBucketMin = samBucketTarget, samBucketMax, samBucketMin
+
 // samKey is where a log sorts in its entity, oldest first: action date (microseconds), then id.
 type samKey struct {
 	date int64
@@ -49,6 +56,9 @@ func (a samKey) compare(b samKey) int {
 // samBeforeAll is the first bucket's start, before the key of every log: the smallest date and an
 // empty id. The id is an empty slice, not nil, which a driver would bind as NULL.
 var samBeforeAll = samKey{date: math.MinInt64, id: []byte{}}
+
+// samAfterAll is past the key of every log.
+var samAfterAll = samKey{date: math.MaxInt64, id: column.AfterEveryUUID}
 
 // samBucket is one row of sam_log_buckets as an import changes it.
 type samBucket struct {
@@ -69,12 +79,12 @@ type samBuckets struct {
 // loadSAMBuckets reads the entity's buckets from the one that holds from onwards, or, for an
 // entity with none, gives it its first bucket, empty.
 func (b *Bulk) loadSAMBuckets(entity domain.ID, from samKey) (*samBuckets, error) {
-	bs := &samBuckets{entity: uuidArg(entity)}
+	bs := &samBuckets{entity: column.UUIDArg(entity)}
 	first := samBeforeAll
-	err := noRows(b.q.row(b.ctx, `SELECT start_date, start_id FROM sam_log_buckets
+	err := b.q.QueryRow(b.ctx, `SELECT start_date, start_id FROM sam_log_buckets
 WHERE entity_id = ? AND (start_date, start_id) <= (?, ?) ORDER BY start_date DESC, start_id DESC LIMIT 1`,
-		bs.entity, from.date, from.id).Scan(&first.date, &first.id))
-	if err == errNotFound {
+		bs.entity, from.date, from.id).Scan(&first.date, &first.id)
+	if errors.Is(err, sql.ErrNoRows) {
 		bs.list = []*samBucket{{start: samBeforeAll}}
 		return bs, nil
 	}
@@ -84,7 +94,7 @@ WHERE entity_id = ? AND (start_date, start_id) <= (?, ?) ORDER BY start_date DES
 	if first.id == nil {
 		first.id = []byte{} // SQLite reads an empty blob back as nil
 	}
-	rows, err := b.q.query(b.ctx, `SELECT start_date, start_id, n, below FROM sam_log_buckets
+	rows, err := b.q.Query(b.ctx, `SELECT start_date, start_id, n, below FROM sam_log_buckets
 WHERE entity_id = ? AND (start_date, start_id) >= (?, ?) ORDER BY start_date, start_id`, bs.entity, first.date, first.id)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: SAM log buckets of %s: %w", entity, err)
@@ -166,7 +176,7 @@ func (b *Bulk) mergeStoredKeys(bs *samBuckets, j int, mine []samKey) ([]samKey, 
 	}
 	stored := make([]samKey, 0, bk.n)
 	if bk.n > 0 {
-		rows, err := b.q.query(b.ctx, `SELECT action_date, id FROM sam_action_logs
+		rows, err := b.q.Query(b.ctx, `SELECT action_date, id FROM sam_action_logs
 WHERE entity_id = ? AND (action_date, id) >= (?, ?) AND (action_date, id) < (?, ?) ORDER BY action_date, id`,
 			bs.entity, bk.start.date, bk.start.id, end.date, end.id)
 		if err != nil {
@@ -280,7 +290,7 @@ func (bs *samBuckets) write(b *Bulk) error {
 		first, last := run[0], run[len(run)-1]
 		run = run[:0]
 		if d := first.below - first.was[1]; d != 0 {
-			if _, err := b.q.exec(b.ctx, `UPDATE sam_log_buckets SET below = below + ?
+			if _, err := b.q.Exec(b.ctx, `UPDATE sam_log_buckets SET below = below + ?
 WHERE entity_id = ? AND (start_date, start_id) >= (?, ?) AND (start_date, start_id) <= (?, ?)`,
 				d, bs.entity, first.start.date, first.start.id, last.start.date, last.start.id); err != nil {
 				return fmt.Errorf("store: import: SAM log buckets: %w", err)
@@ -322,7 +332,7 @@ type samBucketRows struct {
 func (r *samBucketRows) add(bk *samBucket) error {
 	switch {
 	case bk.gone && bk.stored:
-		if _, err := r.b.q.exec(r.b.ctx, `DELETE FROM sam_log_buckets WHERE entity_id = ? AND start_date = ? AND start_id = ?`,
+		if _, err := r.b.q.Exec(r.b.ctx, `DELETE FROM sam_log_buckets WHERE entity_id = ? AND start_date = ? AND start_id = ?`,
 			r.entity, bk.start.date, bk.start.id); err != nil {
 			return fmt.Errorf("store: import: SAM log buckets: %w", err)
 		}
@@ -340,11 +350,78 @@ func (r *samBucketRows) flush() error {
 		return nil
 	}
 	values := "(?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?, ?)", len(r.args)/5-1)
-	_, err := r.b.q.exec(r.b.ctx, `INSERT INTO sam_log_buckets (entity_id, start_date, start_id, n, below) VALUES `+values+`
+	_, err := r.b.q.Exec(r.b.ctx, `INSERT INTO sam_log_buckets (entity_id, start_date, start_id, n, below) VALUES `+values+`
 ON CONFLICT (entity_id, start_date, start_id) DO UPDATE SET n = excluded.n, below = excluded.below`, r.args...)
 	r.args = r.args[:0]
 	if err != nil {
 		return fmt.Errorf("store: import: SAM log buckets: %w", err)
 	}
 	return nil
+}
+
+// CheckSAMBuckets, inside an import, checks the entity's buckets of SAM log counts against its logs, and returns how
+// many there are, for tests and a maintainer's checks: the first starts before every log, each holds n logs (the logs from its start
+// to the next one's), no more than samBucketMax; below is the count of the logs before it; no
+// bucket but the first is empty. It returns the buckets' sizes, oldest first.
+func (b *Bulk) CheckSAMBuckets(entity domain.ID) ([]int64, error) {
+	key := column.UUIDArg(entity)
+	rows, err := b.q.Query(b.ctx, `SELECT start_date, start_id, n, below FROM sam_log_buckets WHERE entity_id = ? ORDER BY start_date, start_id`, key)
+	if err != nil {
+		return nil, err
+	}
+	var list []samBucket
+	for rows.Next() {
+		var bk samBucket
+		if err := rows.Scan(&bk.start.date, &bk.start.id, &bk.n, &bk.below); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		list = append(list, bk)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var total int64
+	if err := b.q.QueryRow(b.ctx, `SELECT count(*) FROM sam_action_logs WHERE entity_id = ?`, key).Scan(&total); err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		if total != 0 {
+			return nil, fmt.Errorf("%d logs and no bucket", total)
+		}
+		return nil, nil
+	}
+	if list[0].start.date != samBeforeAll.date || len(list[0].start.id) != 0 {
+		return nil, fmt.Errorf("the first bucket starts at %v", list[0].start)
+	}
+	var below int64
+	sizes := make([]int64, len(list))
+	for j, bk := range list {
+		sizes[j] = bk.n
+		end := samAfterAll
+		if j+1 < len(list) {
+			end = list[j+1].start
+		}
+		var n int64
+		if err := b.q.QueryRow(b.ctx, `SELECT count(*) FROM sam_action_logs WHERE entity_id = ? AND (action_date, id) >= (?, ?) AND (action_date, id) < (?, ?)`,
+			key, bk.start.date, append([]byte{}, bk.start.id...), end.date, end.id).Scan(&n); err != nil {
+			return nil, err
+		}
+		switch {
+		case n != bk.n:
+			return nil, fmt.Errorf("bucket %d holds %d logs, counts %d", j, n, bk.n)
+		case bk.below != below:
+			return nil, fmt.Errorf("bucket %d: below %d, want %d", j, bk.below, below)
+		case n > samBucketMax:
+			return nil, fmt.Errorf("bucket %d holds %d logs, more than %d", j, n, samBucketMax)
+		case n == 0 && j > 0:
+			return nil, fmt.Errorf("bucket %d is empty", j)
+		}
+		below += n
+	}
+	if below != total {
+		return nil, fmt.Errorf("the buckets count %d logs of %d", below, total)
+	}
+	return sizes, nil
 }

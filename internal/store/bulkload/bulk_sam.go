@@ -1,4 +1,4 @@
-package store
+package bulkload
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
+	"backoffice/internal/store/sqltx"
 )
 
 // SAM action logs come by the million, so their import differs from the other records'. Rows go
@@ -47,7 +49,7 @@ func planSAMLogs(logs []domain.SAMActionLog) (*samPlan, error) {
 			k = len(p.entities)
 			byEntity[e] = k
 			p.entities, p.order = append(p.entities, e), append(p.order, nil)
-			p.entityArgs = append(p.entityArgs, uuidArg(e))
+			p.entityArgs = append(p.entityArgs, column.UUIDArg(e))
 		}
 		p.entityOf[i] = k
 		p.order[k] = append(p.order[k], i)
@@ -85,7 +87,7 @@ func (p *samPlan) byID() []int {
 func (p *samPlan) keys(logs []domain.SAMActionLog, k int) []samKey {
 	keys := make([]samKey, len(p.order[k]))
 	for r, i := range p.order[k] {
-		keys[r] = samKey{micros(logs[i].ActionDate), p.ids[i][:]}
+		keys[r] = samKey{column.Micros(logs[i].ActionDate), p.ids[i][:]}
 	}
 	return keys
 }
@@ -126,7 +128,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 		entity := plan.entityArgs[k]
 		for _, i := range idx {
 			l := &logs[i]
-			args = append(args, entity, micros(l.ActionDate), plan.ids[i][:], l.Action, l.SamID)
+			args = append(args, entity, column.Micros(l.ActionDate), plan.ids[i][:], l.Action, l.SamID)
 			if len(args) == cap(args) {
 				if err := rows.run(args); err != nil {
 					return err
@@ -148,7 +150,7 @@ func (b *Bulk) AddSAMLogs(logs []domain.SAMActionLog) error {
 	defer keys.close()
 	args = make([]any, 0, 3*samIDBatchRows)
 	for _, i := range plan.byID() {
-		if args = append(args, plan.ids[i][:], plan.entityArgs[plan.entityOf[i]], micros(logs[i].ActionDate)); len(args) == cap(args) {
+		if args = append(args, plan.ids[i][:], plan.entityArgs[plan.entityOf[i]], column.Micros(logs[i].ActionDate)); len(args) == cap(args) {
 			if err := keys.run(args); err != nil {
 				return err
 			}
@@ -177,7 +179,7 @@ func oldestFirst(logs []domain.SAMActionLog, ids [][16]byte, idx []int) []int {
 	}
 	keys := make([]key, len(idx))
 	for k, i := range idx {
-		keys[k] = key{micros(logs[i].ActionDate), ids[i], i}
+		keys[k] = key{column.Micros(logs[i].ActionDate), ids[i], i}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.us, b.us); c != 0 {
@@ -206,7 +208,7 @@ type rowBatch struct {
 	b           *Bulk
 	into        string // table (columns)
 	width, rows int    // values per row, rows per full batch
-	full        stmt
+	full        sqltx.Stmt
 	// skipped is the error when rows were skipped for a taken key.
 	skipped error
 	// progress, if set, is told how many rows each batch put in.
@@ -218,8 +220,8 @@ type rowBatch struct {
 // newRowBatch prepares the full batch when total rows fill one at least.
 func (b *Bulk) newRowBatch(into string, width, rows, total int, skipped error) (*rowBatch, error) {
 	rb := &rowBatch{b: b, into: into, width: width, rows: rows, skipped: skipped}
-	if rb.copy = b.copier(into, width, skipped); rb.copy == nil && total >= rows {
-		st, err := b.q.prepare(b.ctx, rb.insertOf(rows))
+	if rb.copy = b.copyOf(into, width, skipped); rb.copy == nil && total >= rows {
+		st, err := b.q.Prepare(b.ctx, rb.insertOf(rows))
 		if err != nil {
 			return nil, fmt.Errorf("store: import: prepare: %w", err)
 		}
@@ -230,14 +232,8 @@ func (b *Bulk) newRowBatch(into string, width, rows, total int, skipped error) (
 
 // insertOf is an insert of n rows that skips a row whose key is taken.
 func (b *rowBatch) insertOf(n int) string {
-	head, tail := b.b.q.s.engine.InsertOrSkip()
-	return head + " " + b.into + " VALUES " + valueRows(b.width, n) + tail
-}
-
-// valueRows is the VALUES list of n rows of width placeholders: (?, ?), (?, ?), …
-func valueRows(width, n int) string {
-	row := "(" + strings.Repeat("?, ", width-1) + "?)"
-	return strings.Repeat(row+", ", n-1) + row
+	head, tail := b.b.engine.InsertOrSkip()
+	return head + " " + b.into + " VALUES " + sqltx.ValueRows(b.width, n) + tail
 }
 
 func (b *rowBatch) close() {
@@ -267,7 +263,7 @@ func (b *rowBatch) run(args []any) error {
 	if n == b.rows && b.full != nil {
 		res, err = b.full.ExecContext(b.b.ctx, args...)
 	} else {
-		res, err = b.b.q.exec(b.b.ctx, b.insertOf(n), args...)
+		res, err = b.b.q.Exec(b.b.ctx, b.insertOf(n), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("store: import SAM action logs: %w", err)
@@ -288,25 +284,26 @@ func (b *rowBatch) run(args []any) error {
 // samIDChunk is how many ids StoredSAMLogIDs looks up per query.
 const samIDChunk = 256
 
-// StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it. An id that is no
-// uuid is not stored.
-func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
-	return storedSAMLogIDs(ctx, s.q(), ids)
+// Reader runs a read: the store's pool, or a transaction.
+type Reader interface {
+	Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error)
 }
 
-// StoredSAMLogIDs is Store.StoredSAMLogIDs inside the import's transaction.
+// StoredSAMLogIDs is the package's StoredSAMLogIDs inside the import's transaction.
 func (b *Bulk) StoredSAMLogIDs(ids []domain.ID) ([]bool, error) {
-	return storedSAMLogIDs(b.ctx, b.q, ids)
+	return StoredSAMLogIDs(b.ctx, b.q, ids)
 }
 
-func storedSAMLogIDs(ctx context.Context, q querier, ids []domain.ID) ([]bool, error) {
+// StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it, read by q. An
+// id that is no uuid is not stored.
+func StoredSAMLogIDs(ctx context.Context, q Reader, ids []domain.ID) ([]bool, error) {
 	query := `SELECT id FROM sam_action_log_ids WHERE id IN (?` + strings.Repeat(", ?", samIDChunk-1) + `)`
 	out := make([]bool, len(ids))
 	args := make([]any, samIDChunk)
 	for start := 0; start < len(ids); start += samIDChunk {
 		end := min(start+samIDChunk, len(ids))
 		for k := range args {
-			args[k] = uuidArg(ids[min(start+k, end-1)]) // the last chunk repeats its last id
+			args[k] = column.UUIDArg(ids[min(start+k, end-1)]) // the last chunk repeats its last id
 		}
 		stored, err := storedSAMIDs(ctx, q, query, args)
 		if err != nil {
@@ -320,8 +317,8 @@ func storedSAMLogIDs(ctx context.Context, q querier, ids []domain.ID) ([]bool, e
 	return out, nil
 }
 
-func storedSAMIDs(ctx context.Context, q querier, query string, args []any) (map[[16]byte]bool, error) {
-	rows, err := q.query(ctx, query, args...)
+func storedSAMIDs(ctx context.Context, q Reader, query string, args []any) (map[[16]byte]bool, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: SAM log ids: %w", err)
 	}
@@ -354,13 +351,13 @@ func (sn *Snapshot) SAMActionLogs() ([]domain.SAMActionLog, error) {
 			return err
 		}
 		var err error
-		if l.ID, err = idOfUUID(id); err != nil {
+		if l.ID, err = column.IDOfUUID(id); err != nil {
 			return err
 		}
-		if l.EntityID, err = idOfUUID(entity); err != nil {
+		if l.EntityID, err = column.IDOfUUID(entity); err != nil {
 			return err
 		}
-		l.ActionDate = fromMicros(date)
+		l.ActionDate = column.FromMicros(date)
 		logs = append(logs, l)
 		return nil
 	})
@@ -442,7 +439,7 @@ func (b *Bulk) removeSAMLogs(ids []domain.ID, gone samRemoved) (int, error) {
 		}
 	}
 	for _, l := range found {
-		e, err := idOfUUID(l.entity)
+		e, err := column.IDOfUUID(l.entity)
 		if err != nil {
 			return 0, fmt.Errorf("store: import: remove SAM logs: %w", err)
 		}
@@ -461,9 +458,9 @@ type samLogPlace struct {
 func (b *Bulk) whereSAMLogs(ids []domain.ID) ([]samLogPlace, error) {
 	args := make([]any, len(ids))
 	for k, id := range ids {
-		args[k] = uuidArg(id)
+		args[k] = column.UUIDArg(id)
 	}
-	rows, err := b.q.query(b.ctx, `SELECT id, entity_id, action_date FROM sam_action_log_ids WHERE id IN (?`+
+	rows, err := b.q.Query(b.ctx, `SELECT id, entity_id, action_date FROM sam_action_log_ids WHERE id IN (?`+
 		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: remove SAM logs: %w", err)
@@ -486,7 +483,7 @@ func (b *Bulk) whereSAMLogs(ids []domain.ID) ([]samLogPlace, error) {
 // deleteAll runs a DELETE that must remove want rows: the two tables of SAM logs disagreeing is a
 // fault of the store, not of the file.
 func (b *Bulk) deleteAll(query string, args []any, want int) error {
-	res, err := b.q.exec(b.ctx, query, args...)
+	res, err := b.q.Exec(b.ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("store: import: remove SAM logs: %w", err)
 	}

@@ -1,12 +1,15 @@
-package store
+package bulkload
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
+	"backoffice/internal/store/sqltx"
 )
 
 // Primitives of an import that replaces and deletes records (import --upsert). Like the rest of
@@ -24,7 +27,7 @@ var ErrRowConflict = errors.New("store: import: a row conflicts with another on 
 type Upserter struct {
 	ctx   context.Context
 	b     *Bulk
-	stmt  stmt
+	stmt  sqltx.Stmt
 	table string
 }
 
@@ -38,7 +41,7 @@ func (b *Bulk) Upserter(table, columns string) (*Upserter, error) {
 	}
 	query := `INSERT INTO ` + table + ` (` + columns + `) VALUES (?` + strings.Repeat(", ?", len(cols)-1) +
 		`) ON CONFLICT (id) DO UPDATE SET ` + strings.Join(set, ", ")
-	stmt, err := b.q.prepare(b.ctx, query)
+	stmt, err := b.q.Prepare(b.ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("store: import: prepare %s: %w", table, err)
 	}
@@ -52,7 +55,7 @@ func (u *Upserter) Close() { u.stmt.Close() }
 // constraint fails with ErrRowConflict.
 func (u *Upserter) Upsert(args ...any) error {
 	_, err := u.stmt.ExecContext(u.ctx, args...)
-	if err != nil && u.b.q.s.engine.IsUniqueViolation(err) {
+	if err != nil && u.b.engine.IsUniqueViolation(err) {
 		return ErrRowConflict
 	}
 	if err != nil {
@@ -63,7 +66,7 @@ func (u *Upserter) Upsert(args ...any) error {
 
 // Delete removes the row of table whose id is id, reporting whether there was one.
 func (b *Bulk) Delete(table string, id domain.ID) (bool, error) {
-	res, err := b.q.exec(b.ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
+	res, err := b.q.Exec(b.ctx, `DELETE FROM `+table+` WHERE id = ?`, id)
 	if err != nil {
 		return false, fmt.Errorf("store: import: delete from %s: %w", table, err)
 	}
@@ -77,7 +80,7 @@ func (b *Bulk) Delete(table string, id domain.ID) (bool, error) {
 // DeleteWhere removes every row of table whose column is id (the rows that belong to a record:
 // a lead's selected card plans).
 func (b *Bulk) DeleteWhere(table, column string, id domain.ID) error {
-	if _, err := b.q.exec(b.ctx, `DELETE FROM `+table+` WHERE `+column+` = ?`, id); err != nil {
+	if _, err := b.q.Exec(b.ctx, `DELETE FROM `+table+` WHERE `+column+` = ?`, id); err != nil {
 		return fmt.Errorf("store: import: delete from %s: %w", table, err)
 	}
 	return nil
@@ -91,8 +94,8 @@ func (b *Bulk) Referrer(table, idColumn, column string, id domain.ID) (domain.ID
 
 func (b *Bulk) firstID(query, table string, id domain.ID) (domain.ID, bool, error) {
 	var ref string
-	err := noRows(b.q.row(b.ctx, query, id).Scan(&ref))
-	if err == errNotFound {
+	err := b.q.QueryRow(b.ctx, query, id).Scan(&ref)
+	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
@@ -104,14 +107,14 @@ func (b *Bulk) firstID(query, table string, id domain.ID) (domain.ID, bool, erro
 // SAMLogOf is the id of a SAM action log of the entity, if it has one.
 func (b *Bulk) SAMLogOf(entity domain.ID) (domain.ID, bool, error) {
 	var raw []byte
-	err := noRows(b.q.row(b.ctx, `SELECT id FROM sam_action_logs WHERE entity_id = ? LIMIT 1`, uuidArg(entity)).Scan(&raw))
-	if err == errNotFound {
+	err := b.q.QueryRow(b.ctx, `SELECT id FROM sam_action_logs WHERE entity_id = ? LIMIT 1`, column.UUIDArg(entity)).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("store: import: SAM logs of %s: %w", entity, err)
 	}
-	id, err := idOfUUID(raw)
+	id, err := column.IDOfUUID(raw)
 	return id, err == nil, err
 }
 
@@ -123,8 +126,8 @@ func (b *Bulk) ActivePricingModel(merchant domain.ID) (domain.ID, bool, error) {
 // ActivatePricingModel sets the pricing model active. The caller has checked that its merchant has no other
 // active model: the partial unique index would refuse it anyway.
 func (b *Bulk) ActivatePricingModel(id domain.ID) error {
-	_, err := b.q.exec(b.ctx, `UPDATE pricing_models SET active = TRUE WHERE id = ?`, id)
-	if err != nil && b.q.s.engine.IsUniqueViolation(err) {
+	_, err := b.q.Exec(b.ctx, `UPDATE pricing_models SET active = TRUE WHERE id = ?`, id)
+	if err != nil && b.engine.IsUniqueViolation(err) {
 		return ErrRowConflict
 	}
 	if err != nil {
@@ -132,8 +135,3 @@ func (b *Bulk) ActivatePricingModel(id domain.ID) error {
 	}
 	return nil
 }
-
-// PurgeDeleted has the engine drop the copies of deleted bytes it still keeps (SQLite's WAL), as
-// the document delete does: after an import deleted or replaced principals (sealed SSNs) or
-// documents. It returns at once.
-func (s *Store) PurgeDeleted(ctx context.Context) { s.purgeDeleted(ctx) }

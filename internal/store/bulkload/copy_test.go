@@ -1,4 +1,4 @@
-package store_test
+package bulkload_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 	"backoffice/internal/testdb"
 )
 
@@ -18,12 +19,12 @@ import (
 func TestCopyInsideTheImport(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		ids := make([][16]byte, 2*store.SAMLogIDBatch)
+		ids := make([][16]byte, 2*bulkload.SAMLogIDBatch)
 		for i := range ids {
 			ids[i], _ = testdb.SAMID(i).Bytes()
 		}
 		var copied bool
-		err := st.Load(ctx, func(b *store.Bulk) error {
+		err := st.Load(ctx, func(b *bulkload.Bulk) error {
 			var err error
 			copied, err = b.AddSAMLogIDs(ids)
 			return err
@@ -40,16 +41,16 @@ func TestCopyInsideTheImport(t *testing.T) {
 		}
 
 		// Again with one id taken, and new ones: ErrSAMLogTaken, and none of the new ones kept.
-		again := make([][16]byte, store.SAMLogIDBatch)
+		again := make([][16]byte, bulkload.SAMLogIDBatch)
 		for i := range again {
 			again[i], _ = testdb.SAMID(10000 + i).Bytes()
 		}
 		again[100] = ids[7]
-		err = st.Load(ctx, func(b *store.Bulk) error {
+		err = st.Load(ctx, func(b *bulkload.Bulk) error {
 			_, err := b.AddSAMLogIDs(again)
 			return err
 		})
-		if !errors.Is(err, store.ErrSAMLogTaken) {
+		if !errors.Is(err, bulkload.ErrSAMLogTaken) {
 			t.Fatalf("a taken id: %v, want ErrSAMLogTaken", err)
 		}
 		if stored, err := st.StoredSAMLogIDs(ctx, []domain.ID{testdb.SAMID(10000)}); err != nil || stored[0] {
@@ -62,7 +63,7 @@ func TestCopyInsideTheImport(t *testing.T) {
 // hundred documents' contents are not one statement.
 func TestBatcherBoundsItsBytes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		err := st.Load(context.Background(), func(b *store.Bulk) error {
+		err := st.Load(context.Background(), func(b *bulkload.Bulk) error {
 			in := b.Batcher("partners", "id, name")
 			defer in.Close()
 			queued := []int{}

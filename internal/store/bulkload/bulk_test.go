@@ -1,10 +1,11 @@
-package store_test
+package bulkload_test
 
 import (
 	"errors"
 	"testing"
 
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 	"backoffice/internal/testdb"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestBulkLoad(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		errStop := errors.New("stop")
-		err := st.Load(ctx, func(b *store.Bulk) error {
+		err := st.Load(ctx, func(b *bulkload.Bulk) error {
 			ins, err := b.Inserter("partners", "id, name")
 			if err != nil {
 				return err
@@ -36,7 +37,7 @@ func TestBulkLoad(t *testing.T) {
 		if empty, err := st.IsEmpty(ctx); err != nil || !empty {
 			t.Errorf("after a failed load: empty = %v, %v; want nothing kept", empty, err)
 		}
-		err = st.Load(ctx, func(b *store.Bulk) error {
+		err = st.Load(ctx, func(b *bulkload.Bulk) error {
 			ins, err := b.Inserter("partners", "id, name")
 			if err != nil {
 				return err

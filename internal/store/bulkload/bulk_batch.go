@@ -1,8 +1,10 @@
-package store
+package bulkload
 
 import (
 	"fmt"
 	"strings"
+
+	"backoffice/internal/store/sqltx"
 )
 
 // Batcher inserts rows into one table insertBatchRows at a time, in one statement each, skipping a
@@ -17,7 +19,7 @@ type Batcher struct {
 	width         int
 	args          []any
 	onSkip        []func() error
-	full          stmt // the statement of a full batch, prepared on first use
+	full          sqltx.Stmt // the statement of a full batch, prepared on first use
 	returnsColumn string
 	// bytes is about how many bytes of values are queued: a batch of documents' contents goes
 	// before it reaches insertBatchBytes, however few rows it holds.
@@ -95,12 +97,12 @@ func (in *Batcher) Flush() error {
 }
 
 // run runs the insert of n rows, returning the first column of the rows that went in.
-func (in *Batcher) run(n int, args []any) (*rows, error) {
+func (in *Batcher) run(n int, args []any) (*sqltx.Rows, error) {
 	if n < insertBatchRows {
-		return in.b.q.query(in.b.ctx, in.insertOf(n), args...)
+		return in.b.q.Query(in.b.ctx, in.insertOf(n), args...)
 	}
 	if in.full == nil {
-		st, err := in.b.q.prepare(in.b.ctx, in.insertOf(n))
+		st, err := in.b.q.Prepare(in.b.ctx, in.insertOf(n))
 		if err != nil {
 			return nil, err
 		}
@@ -108,13 +110,13 @@ func (in *Batcher) run(n int, args []any) (*rows, error) {
 	}
 	r, err := in.full.QueryContext(in.b.ctx, args...)
 	if err != nil {
-		return nil, in.b.q.s.classify(err)
+		return nil, in.b.q.Classify(err)
 	}
-	return &rows{Rows: r, s: in.b.q.s}, nil
+	return in.b.q.ClassifiedRows(r), nil
 }
 
 func (in *Batcher) insertOf(n int) string {
-	return in.head + valueRows(in.width, n) + " ON CONFLICT DO NOTHING RETURNING " + in.returnsColumn
+	return in.head + sqltx.ValueRows(in.width, n) + " ON CONFLICT DO NOTHING RETURNING " + in.returnsColumn
 }
 
 // Close releases the prepared statement; rows still queued are dropped (call Flush first).

@@ -1,4 +1,4 @@
-package store_test
+package bulkload_test
 
 import (
 	"context"
@@ -10,41 +10,20 @@ import (
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
 	"backoffice/internal/testdb"
 )
 
-// bucketLogs makes n logs of entity, ids from first, with dates in a scrambled order (a few
-// shared, so that ties are broken by id).
-func bucketLogs(entity domain.ID, first, n int) []domain.SAMActionLog {
-	out := logs(entity, first, n)
-	for i := range out {
-		out[i].ActionDate = testdb.SAMT0.Add(time.Duration((i*7919)%n/2) * time.Second)
-	}
-	return out
-}
-
-// checkSAMLogs checks the entity's buckets against its logs, then every page of two sizes
-// against want, and returns the buckets' sizes.
 func checkSAMLogs(t *testing.T, st *store.Store, entity domain.ID, want []domain.SAMActionLog) []int64 {
 	t.Helper()
-	buckets, err := store.SAMBuckets(context.Background(), st, entity)
-	if err != nil {
-		t.Fatalf("buckets: %v", err)
-	}
-	for _, size := range []int64{7, 500} {
-		got, total := walk(t, st, entity, size)
-		if total != int64(len(want)) || !slices.Equal(got, idsInListOrder(want)) {
-			t.Fatalf("pages of %d: %d logs, total %d of %d, order right: %v", size, len(got), total, len(want), slices.Equal(got, idsInListOrder(want)))
-		}
-	}
-	return buckets
+	return testdb.CheckSAMLogs(t, st, entity, want)
 }
 
 // addInChunks adds logs in one import, chunk by chunk: many calls of AddSAMLogs, as a streaming
 // import makes.
 func addInChunks(t *testing.T, st *store.Store, logs []domain.SAMActionLog, chunk int) {
 	t.Helper()
-	err := st.Load(context.Background(), func(b *store.Bulk) error {
+	err := st.Load(context.Background(), func(b *bulkload.Bulk) error {
 		for start := 0; start < len(logs); start += chunk {
 			if err := b.AddSAMLogs(logs[start:min(start+chunk, len(logs))]); err != nil {
 				return err
@@ -61,7 +40,7 @@ func addInChunks(t *testing.T, st *store.Store, logs []domain.SAMActionLog, chun
 // writes them, oldest first, or shuffled): every page is exact and the buckets hold what they
 // count, none bigger than the most a bucket may hold.
 func TestSAMLogsInChunksAnyOrder(t *testing.T) {
-	n := 5*store.SAMBucketTarget + 321
+	n := 5*bulkload.SAMBucketTarget + 321
 	for _, c := range []struct {
 		name  string
 		order func([]domain.SAMActionLog)
@@ -82,7 +61,7 @@ func TestSAMLogsInChunksAnyOrder(t *testing.T) {
 				slices.SortFunc(file, func(a, b domain.SAMActionLog) int { return a.ActionDate.Compare(b.ActionDate) })
 				c.order(file)
 				addInChunks(t, st, file, 777)
-				if b := checkSAMLogs(t, st, l1, all); len(b) < n/store.SAMBucketMax {
+				if b := checkSAMLogs(t, st, l1, all); len(b) < n/bulkload.SAMBucketMax {
 					t.Errorf("%d buckets for %d logs", len(b), n)
 				}
 			})
@@ -96,10 +75,9 @@ func TestSAMLogsInChunksAnyOrder(t *testing.T) {
 // entity.
 func TestSAMLogsLateAndRemoved(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		ctx := context.Background()
 		testdb.Import(t, st, samBase())
 		l1, l2 := samBase().Leads[0].ID, samBase().Leads[1].ID
-		stored := bucketLogs(l1, 0, 4*store.SAMBucketTarget)
+		stored := bucketLogs(l1, 0, 4*bulkload.SAMBucketTarget)
 		other := bucketLogs(l2, 100_000, 1500)
 		addInChunks(t, st, append(slices.Clone(stored), other...), 100_000)
 		before := checkSAMLogs(t, st, l1, stored)
@@ -116,7 +94,7 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 
 		// Thousands of late logs into one stretch: its bucket splits.
 		var burst []domain.SAMActionLog
-		for k := range 3 * store.SAMBucketTarget {
+		for k := range 3 * bulkload.SAMBucketTarget {
 			l := logs(l1, 60_000+k, 1)[0]
 			l.ActionDate = testdb.SAMT0.Add(time.Duration(1000+k%200) * time.Second)
 			burst = append(burst, l)
@@ -135,7 +113,7 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 
 		sizes := checkSAMLogs(t, st, l1, kept)
 		for j := range len(sizes) - 1 {
-			if sizes[j] < store.SAMBucketMin && sizes[j]+sizes[j+1] <= store.SAMBucketMax {
+			if sizes[j] < bulkload.SAMBucketMin && sizes[j]+sizes[j+1] <= bulkload.SAMBucketMax {
 				t.Errorf("buckets of %v logs: %d and %d were not joined", sizes, j, j+1)
 			}
 		}
@@ -144,7 +122,7 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 		// An emptied entity has no logs and a total of 0, and takes logs again.
 		remove(t, st, kept)
 		checkSAMLogs(t, st, l1, nil)
-		got, total, err := store.ListSAMActionLogs(ctx, st, l1, 1, 10)
+		got, total, err := listSAMActionLogs(st, l1, 1, 10)
 		if err != nil || len(got) != 0 || total != 0 {
 			t.Fatalf("emptied entity: %d logs, total %d, %v", len(got), total, err)
 		}
@@ -161,7 +139,7 @@ func remove(t *testing.T, st *store.Store, ls []domain.SAMActionLog) {
 	for i := range ls {
 		ids[i] = ls[i].ID
 	}
-	err := st.Load(context.Background(), func(b *store.Bulk) error {
+	err := st.Load(context.Background(), func(b *bulkload.Bulk) error {
 		n, err := b.RemoveSAMLogs(ids)
 		if err == nil && n != len(ids) {
 			t.Errorf("removed %d logs of %d", n, len(ids))
@@ -180,7 +158,7 @@ func TestUpsertSAMLogsAcrossBuckets(t *testing.T) {
 		ctx := context.Background()
 		testdb.Import(t, st, samBase())
 		l1 := samBase().Leads[0].ID
-		stored := bucketLogs(l1, 0, 3*store.SAMBucketTarget)
+		stored := bucketLogs(l1, 0, 3*bulkload.SAMBucketTarget)
 		testdb.Import(t, st, &dataset.Dataset{SAMActionLogs: stored})
 
 		var file []domain.SAMActionLog
@@ -206,7 +184,7 @@ func TestUpsertSAMLogsAcrossBuckets(t *testing.T) {
 			t.Errorf("counts %+v", c)
 		}
 		checkSAMLogs(t, st, l1, all)
-		page, _, err := store.ListSAMActionLogs(ctx, st, l1, 1, int64(len(all)))
+		page, _, err := listSAMActionLogs(st, l1, 1, int64(len(all)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +225,7 @@ func BenchmarkAddSAMLogsInChunks(b *testing.B) {
 				st := testdb.Open(b, "sqlite")
 				testdb.Import(b, st, fixture())
 				b.StartTimer()
-				err := st.Load(context.Background(), func(bk *store.Bulk) error {
+				err := st.Load(context.Background(), func(bk *bulkload.Bulk) error {
 					for start := 0; start < n; start += chunk {
 						if err := bk.AddSAMLogs(file[start : start+chunk]); err != nil {
 							return err

@@ -1,0 +1,167 @@
+// Package bulkload is the SQL of moving records in bulk: the dataset file's import (inserts,
+// batches, upserts, deletes, PostgreSQL's COPY, the SAM logs and their buckets) and the export's
+// reads. It knows tables and rows, never the file: which records go where, and what a problem is
+// called in the file, is the caller's (internal/dataset). Table and column names come from the
+// caller's own constants, never from input.
+//
+// It runs inside a transaction the store opens (store.Load, store.Dump) and is given only that
+// transaction (*sqltx.Tx), the engine's few differences it needs (Engine, Copier), and the audit
+// chain (Chain): it cannot reach the store's pool, cache or audit writer.
+package bulkload
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
+)
+
+// Engine is what an import needs of the database engine.
+type Engine interface {
+	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
+	// table, tail after the values.
+	InsertOrSkip() (head, tail string)
+	// IsUniqueViolation tells a unique or primary-key violation by its error code.
+	IsUniqueViolation(err error) bool
+}
+
+// Chain is the store's audit chain, as an import writes to it (see store.auditChain).
+type Chain interface {
+	// Append adds events at the end of the chain, numbered and linked as any event written now.
+	Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error
+	// Adopt makes the events inserted with their place in the chain (an export's) this
+	// database's chain, which must then verify.
+	Adopt(ctx context.Context, q *sqltx.Tx) error
+}
+
+// Bulk is an import's transaction.
+type Bulk struct {
+	ctx    context.Context
+	q      *sqltx.Tx
+	engine Engine
+	chain  Chain
+	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
+	// million logs are one call.
+	Progress func(rows int)
+	// conn holds the transaction when the engine copies rows in bulk (copy.go), and copier is
+	// that engine; failed is a copy that failed after its caller had returned.
+	conn   *sql.Conn
+	copier Copier
+	failed error
+}
+
+// Run runs fn on the import whose transaction q is: a failed copy that fn's calls left behind
+// fails it too. conn is the connection q runs on when engine is a Copier (nil otherwise).
+func Run(ctx context.Context, q *sqltx.Tx, engine Engine, chain Chain, conn *sql.Conn, fn func(b *Bulk) error) error {
+	b := &Bulk{ctx: ctx, q: q, engine: engine, chain: chain, conn: conn}
+	if conn != nil {
+		b.copier, _ = engine.(Copier)
+	}
+	err := fn(b)
+	if b.failed != nil {
+		return b.failed
+	}
+	return err
+}
+
+// Exists reports whether table holds a row whose id is id.
+func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
+	var n int
+	if err := b.q.QueryRow(b.ctx, `SELECT count(*) FROM `+table+` WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: import: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Inserter inserts rows into one table, skipping a row that a unique constraint refuses rather
+// than failing on it: a failed statement aborts a PostgreSQL transaction, and the query that tells
+// a duplicate id from another conflict could not run after it.
+type Inserter struct {
+	ctx   context.Context
+	stmt  sqltx.Stmt
+	table string
+}
+
+// Inserter prepares the insert of rows of columns (a comma-separated list) into table.
+func (b *Bulk) Inserter(table, columns string) (*Inserter, error) {
+	n := strings.Count(columns, ",") + 1
+	query := `INSERT INTO ` + table + ` (` + columns + `) VALUES (?` + strings.Repeat(", ?", n-1) + `) ON CONFLICT DO NOTHING`
+	stmt, err := b.q.Prepare(b.ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("store: import: prepare %s: %w", table, err)
+	}
+	return &Inserter{ctx: b.ctx, stmt: stmt, table: table}, nil
+}
+
+// Insert inserts one row, its values in the columns' order, and reports whether it went in.
+func (in *Inserter) Insert(args ...any) (bool, error) {
+	res, err := in.stmt.ExecContext(in.ctx, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: import %s: %w", in.table, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: import %s: %w", in.table, err)
+	}
+	return n > 0, nil
+}
+
+// Close releases the prepared insert.
+func (in *Inserter) Close() { in.stmt.Close() }
+
+// Snapshot is a read-only view of the whole database at one moment (an export).
+type Snapshot struct {
+	ctx context.Context
+	q   *sqltx.Tx
+}
+
+// NewSnapshot is the export's view through q, a read-only transaction that sees one state.
+func NewSnapshot(ctx context.Context, q *sqltx.Tx) *Snapshot { return &Snapshot{ctx: ctx, q: q} }
+
+// Scanner reads one row's columns.
+type Scanner = sqltx.Scanner
+
+// ReadAll reads every row of table, columns (a comma-separated list) ordered by orderBy, handing
+// each row to scan.
+func (sn *Snapshot) ReadAll(table, columns, orderBy string, scan func(Scanner) error) error {
+	rows, err := sn.q.Query(sn.ctx, `SELECT `+columns+` FROM `+table+` ORDER BY `+orderBy)
+	if err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	return nil
+}
+
+// AuditTrailLength is the newest audit event's sequence number: 0 when there is none.
+func (b *Bulk) AuditTrailLength() (int64, error) {
+	var n int64
+	if err := b.q.QueryRow(b.ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit_events`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: import: %w", err)
+	}
+	return n, nil
+}
+
+// AppendAudit adds events at the end of the audit chain, numbered and linked as any event written
+// now.
+func (b *Bulk) AppendAudit(events []domain.AuditEvent) error {
+	return b.chain.Append(b.ctx, b.q, events)
+}
+
+// AdoptAuditChain makes the audit events just inserted with their place in the chain (an export's,
+// into a database that had none) this database's chain: the genesis names the file's events
+// before its first link as the ones from before the chain, and the whole chain must then verify
+// under the ring, or the import fails naming the first bad event.
+func (b *Bulk) AdoptAuditChain() error {
+	return b.chain.Adopt(b.ctx, b.q)
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store/bulkload"
+	"backoffice/internal/store/sqltx"
+)
+
+// The store's side of moving records in bulk (package bulkload holds their SQL): the import's
+// transaction, the export's snapshot, and the audit chain as an import writes to it.
+
+// Load runs fn in one transaction, committed when fn returns nil: all of it, or nothing. It
+// holds the engine's import lock (two imports counting logs into one entity's SAM log buckets at
+// once would lose counts) and runs under the engine's bulk-load settings.
+func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error {
+	engine, chain := s.engine, s.chain()
+	return s.loadTx(ctx, func(conn *sql.Conn, q *sqltx.Tx) error {
+		end, err := engine.BeginImport(ctx, q.SQL())
+		if err != nil {
+			return fmt.Errorf("store: import: %w", q.Classify(err))
+		}
+		defer end()
+		return bulkload.Run(ctx, q, engine, chain, conn, fn)
+	})
+}
+
+// loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
+// on a connection of its own, handed to fn, for the copies to run inside it.
+func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q *sqltx.Tx) error) error {
+	if _, ok := s.engine.(bulkload.Copier); !ok {
+		return s.tx(ctx, func(q *sqltx.Tx) error { return fn(nil, q) })
+	}
+	var conn *sql.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	begin := func() (*sql.Tx, error) {
+		if conn != nil { // begun again: the first connection was lost
+			conn.Close()
+			conn = nil
+		}
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn = c
+		return conn.BeginTx(ctx, nil)
+	}
+	return s.inTx(ctx, begin, s.stmts, func(q *sqltx.Tx) error { return fn(conn, q) })
+}
+
+// Dump runs fn on one consistent snapshot of the database, without blocking writers.
+func (s *Store) Dump(ctx context.Context, fn func(sn *bulkload.Snapshot) error) error {
+	return s.snapshot(ctx, func(q *sqltx.Tx) error { return fn(bulkload.NewSnapshot(ctx, q)) })
+}
+
+// StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it (see
+// bulkload.StoredSAMLogIDs): after an import that failed with bulkload.ErrSAMLogTaken, which.
+func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
+	return bulkload.StoredSAMLogIDs(ctx, s.q(), ids)
+}
+
+// PurgeDeleted has the engine drop the copies of deleted bytes it still keeps (SQLite's WAL), as
+// the document delete does: after an import deleted or replaced principals (sealed SSNs) or
+// documents. It returns at once.
+func (s *Store) PurgeDeleted(ctx context.Context) { s.purgeDeleted(ctx) }
+
+// IsEmpty reports whether the database holds no partners, the root of every other record.
+func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
+	var n int
+	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM partners`).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: %w", err)
+	}
+	return n == 0, nil
+}
+
+// Adopt makes the audit events an import inserted with their place in the chain this database's
+// chain (see bulkload.Bulk.AdoptAuditChain).
+func (c auditChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
+	if c.signer == nil {
+		return ErrNoChainSigner
+	}
+	var last int64
+	err := q.QueryRow(ctx, `SELECT COALESCE(MIN(seq) - 1, (SELECT MAX(seq) FROM audit_events), 0) FROM audit_events WHERE hash IS NOT NULL`).Scan(&last)
+	if err != nil {
+		return fmt.Errorf("store: import: %w", err)
+	}
+	if err := setGenesis(ctx, q, c.signer, last); err != nil {
+		return err
+	}
+	g, err := readGenesis(ctx, q)
+	if err != nil {
+		return err
+	}
+	anchored, err := anchoredSeqs(ctx, q, "")
+	if err != nil {
+		return err
+	}
+	w := NewChainWalk(c.signer, &g, anchored, nil)
+	if err := eachAuditEvent(ctx, q, w.Step); err != nil {
+		return fmt.Errorf("store: import: %w", err)
+	}
+	rep := w.Finish()
+	if rep.Break != nil {
+		return rep.Break
+	}
+	if rep.Unchecked != nil {
+		return rep.Unchecked
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+// Package sqltx is one transaction of the store and nothing more: the store's shared SQL run in
+// it with the engine's placeholders, every error classified, statements prepared for it or bound
+// from a cache of prepared statements.
+//
+// It lives below the store, which it cannot import, so a function given only a *Tx (the body of
+// a transaction) cannot reach the store around it: not its read cache, not a write on its pool
+// (which, with this process's writers queued, would wait for the transaction itself), not the
+// audit writer. The compiler says so. A body could still capture the store from the code around
+// it; a test of the store (TestTransactionBodiesCannotReachTheStore) says so.
+package sqltx
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+)
+
+// Dialect is what a transaction needs of the engine.
+type Dialect interface {
+	// Rebind rewrites the shared "?" placeholders into the engine's own.
+	Rebind(query string) string
+	// KeepsStatements tells an engine whose connections keep a prepared statement from one
+	// transaction to the next (SQLite); elsewhere a statement is its text, sent each time.
+	KeepsStatements() bool
+}
+
+// Classifier marks the errors of a database that cannot answer now as unavailable, and passes
+// anything else through (the store's classify).
+type Classifier interface {
+	Classify(err error) error
+}
+
+// Tx is a transaction in progress: what the body of a transaction is given.
+type Tx struct {
+	tx      *sql.Tx
+	dialect Dialect
+	errs    Classifier
+	// stmts holds the prepared statements of tx's database that Cached binds to tx (nil in a
+	// read-only snapshot, which prepares nothing).
+	stmts *Stmts
+	// held says that stmts' database is the one connection tx holds (the audit writer's):
+	// preparing on it would wait for tx's end.
+	held bool
+}
+
+// New is the transaction tx, its statements cached in stmts (nil: none), held telling that
+// stmts' database is the connection tx holds.
+func New(tx *sql.Tx, d Dialect, errs Classifier, stmts *Stmts, held bool) *Tx {
+	return &Tx{tx: tx, dialect: d, errs: errs, stmts: stmts, held: held}
+}
+
+// SQL is the database/sql transaction, for an engine's own steps in it (an import's lock and
+// settings, a migration's lock).
+func (t *Tx) SQL() *sql.Tx { return t.tx }
+
+// Classify is the store's classification of err (see Classifier), for errors of statements run
+// through Prepare or Cached, which hand back the driver's.
+func (t *Tx) Classify(err error) error { return t.errs.Classify(err) }
+
+// Exec runs a statement that returns no rows.
+func (t *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := t.tx.ExecContext(ctx, t.dialect.Rebind(query), args...)
+	return res, t.errs.Classify(err)
+}
+
+// Query runs a statement that returns rows. A statement in a transaction is never run again:
+// the transaction is gone with its connection.
+func (t *Tx) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
+	r, err := t.tx.QueryContext(ctx, t.dialect.Rebind(query), args...)
+	if err != nil {
+		return nil, t.errs.Classify(err)
+	}
+	return NewRows(r, t.errs), nil
+}
+
+// QueryRow is a read of one row, run when it is scanned.
+func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return NewRow(ctx, t, query, args)
+}
+
+// ReadRow runs query and scans its one row into dest, its error classified.
+func (t *Tx) ReadRow(ctx context.Context, query string, args, dest []any) error {
+	return t.errs.Classify(t.tx.QueryRowContext(ctx, t.dialect.Rebind(query), args...).Scan(dest...))
+}
+
+// Prepare prepares query for this transaction, to be run many times in it; where the engine keeps
+// no statements its text is sent each time instead.
+func (t *Tx) Prepare(ctx context.Context, query string) (Stmt, error) {
+	if !t.dialect.KeepsStatements() {
+		return unprepared{x: t.tx, text: t.dialect.Rebind(query)}, nil
+	}
+	st, err := t.tx.PrepareContext(ctx, t.dialect.Rebind(query))
+	if err != nil {
+		return nil, t.errs.Classify(err)
+	}
+	return st, nil
+}
+
+// Cached is the cached prepared statement of query, bound to this transaction (the text alone,
+// run in it, where the engine keeps no statements). Close it when done.
+func (t *Tx) Cached(ctx context.Context, query string) (Stmt, error) {
+	if t.stmts == nil {
+		return nil, errors.New("store: a transaction's statement asked for outside a write transaction")
+	}
+	text := t.dialect.Rebind(query)
+	if !t.stmts.keep {
+		return unprepared{x: t.tx, text: text}, nil
+	}
+	if st, ok := t.stmts.Lookup(text); ok {
+		return t.tx.StmtContext(ctx, st), nil
+	}
+	if t.held {
+		// The audit writer's connection is its one connection, held by tx: preparing on it
+		// would wait for tx's end. Its statements are prepared before its transactions begin;
+		// anything else is prepared in tx, for tx alone.
+		st, err := t.tx.PrepareContext(ctx, text)
+		if err != nil {
+			return nil, t.errs.Classify(err)
+		}
+		return st, nil
+	}
+	st, err := t.stmts.Prepare(ctx, text)
+	if err != nil {
+		return nil, t.errs.Classify(err)
+	}
+	return t.tx.StmtContext(ctx, st), nil
+}
+
+// Rows is *sql.Rows whose errors are classified.
+type Rows struct {
+	*sql.Rows
+	errs Classifier
+}
+
+// NewRows wraps r, its errors classified by errs.
+func NewRows(r *sql.Rows, errs Classifier) *Rows { return &Rows{Rows: r, errs: errs} }
+
+func (r *Rows) Scan(dest ...any) error { return r.errs.Classify(r.Rows.Scan(dest...)) }
+func (r *Rows) Err() error             { return r.errs.Classify(r.Rows.Err()) }
+
+// RowReader runs a read of one row and scans it: a transaction, or the store's pool (which runs
+// the read again on a lost connection).
+type RowReader interface {
+	ReadRow(ctx context.Context, query string, args, dest []any) error
+}
+
+// Row is a read of one row, run when it is scanned (callers scan at once), its error classified.
+type Row struct {
+	r     RowReader
+	ctx   context.Context
+	query string
+	args  []any
+}
+
+// NewRow is the read of query's one row by r.
+func NewRow(ctx context.Context, r RowReader, query string, args []any) Row {
+	return Row{r: r, ctx: ctx, query: query, args: args}
+}
+
+func (r Row) Scan(dest ...any) error { return r.r.ReadRow(r.ctx, r.query, r.args, dest) }
+
+// ClassifiedRows is r, read from a statement of this transaction, its errors classified.
+func (t *Tx) ClassifiedRows(r *sql.Rows) *Rows { return NewRows(r, t.errs) }
+
+// Scanner reads one row's columns: *sql.Row, *sql.Rows, Row, *Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// ValueRows is the VALUES list of n rows of width placeholders: (?, ?), (?, ?), …
+func ValueRows(width, n int) string {
+	row := "(" + strings.Repeat("?, ", width-1) + "?)"
+	return strings.Repeat(row+", ", n-1) + row
+}
