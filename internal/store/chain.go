@@ -199,16 +199,6 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error
 	if st, ok := q.prepared.lookup(text); ok {
 		return tx.StmtContext(ctx, st), nil
 	}
-	if q.prepared != s.stmts {
-		// The audit writer's connection is its one connection, held by tx: preparing on it
-		// would wait for tx's end. Its statements are prepared before its transactions begin
-		// (prepareAudit); anything else is prepared in tx, for tx alone.
-		st, err := tx.PrepareContext(ctx, text)
-		if err != nil {
-			return nil, s.classify(err)
-		}
-		return st, nil
-	}
 	st, err := q.prepared.prepare(ctx, text)
 	if err != nil {
 		return nil, s.classify(err)
@@ -216,14 +206,12 @@ func (s *Store) txStmt(ctx context.Context, q querier, text string) (stmt, error
 	return tx.StmtContext(ctx, st), nil
 }
 
-// prepareAudit prepares the audit writer's statements on its connection, outside any
-// transaction (see txStmt).
+// prepareAudit prepares the audit writer's statements on the pool, outside any transaction: a
+// statement first prepared inside one needs a second connection, which a pool of one never has
+// while the transaction holds its connection (txStmt).
 func (s *Store) prepareAudit(ctx context.Context) error {
-	if s.auditStmts == s.stmts {
-		return nil
-	}
 	for _, text := range append([]string{chainHead}, auditInsertRows...) {
-		if _, err := s.auditStmts.get(ctx, s.sql(text)); err != nil {
+		if _, err := s.stmts.get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
 	}
