@@ -290,8 +290,10 @@ func (s *Store) q() querier {
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call, never write through
-// s.q() inside it (with queued writers, that waits for itself), and never record an audit event
-// with RecordAudit inside it (the audit writer queues for the same writers' lock).
+// s.q() inside it (with queued writers, that waits for itself), never read through the read cache
+// inside it (that read runs outside the transaction, on another connection of the pool), and never
+// record an audit event with RecordAudit inside it (the audit writer queues for the same writers'
+// lock).
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
 	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, s.stmts, fn)
 }
