@@ -458,3 +458,50 @@ func TestLastUseIsStampedOncePerInterval(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL a transaction that changes a cached table holds the cache generation's row lock
+// to its end. A credential's revocation takes it, then the audit chain's head; an import takes it
+// first of all, so that one that appends audit events and then deletes a lead (deletes of records
+// others may refer to come last) never holds the chain's head while waiting for it: the
+// revocation's turn at the chain is not held up, and both commit.
+func TestImportAndRevocationTakeLocksInOneOrder(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t, "postgres")
+	st := testdb.OpenURL(t, url)
+	testdb.Import(t, st, fixture())
+	plain, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	revocation, err := plain.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer revocation.Rollback()
+	if _, err := revocation.ExecContext(ctx, "UPDATE api_keys SET revoked_at = 1 WHERE id = '"+string(id(111))+"'"); err != nil {
+		t.Fatal(err)
+	}
+	imported := make(chan error, 1)
+	go func() {
+		ds := &dataset.Dataset{
+			AuditEvents: []domain.AuditEvent{{ID: id(9100), At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: string(principalA), Outcome: domain.OutcomeGranted}},
+			Deletes:     map[string][]domain.ID{"leads": {leadNotSet}},
+		}
+		_, err := dataset.ImportWith(ctx, st, ds, nil, dataset.Options{Upsert: true})
+		imported <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the import gets as far as the locks let it
+	headCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var seq int64
+	if err := revocation.QueryRowContext(headCtx, "SELECT seq FROM audit_chain_head()").Scan(&seq); err != nil {
+		t.Fatalf("the revocation's turn at the audit chain: %v", err)
+	}
+	if err := revocation.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-imported; err != nil {
+		t.Errorf("the import beside the revocation: %v", err)
+	}
+}
