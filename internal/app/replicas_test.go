@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -178,8 +179,8 @@ func replicaVars(dbURL, gatewayURL string) map[string]string {
 
 // TestTwoReplicasShareOneDatabase runs two `serve` processes on one PostgreSQL database, reached
 // directly and through PgBouncer in transaction mode: the same push sent to both at once runs once
-// (200) and is refused on the other (409 push_in_progress), and a document deleted through one is
-// gone through the other.
+// (200) and is refused on the other (409 push_in_progress), a document deleted through one is
+// gone through the other, and a key revoked in the database is refused by both at once.
 func TestTwoReplicasShareOneDatabase(t *testing.T) {
 	for _, engine := range testdb.PostgresEngines() {
 		t.Run(engine, func(t *testing.T) { twoReplicasShareOneDatabase(t, engine) })
@@ -224,6 +225,30 @@ func twoReplicasShareOneDatabase(t *testing.T, engine string) {
 	}
 	if a := call(t, http.MethodDelete, replicas[1].base+doc); a != (answer{404, "not_found"}) {
 		t.Errorf("delete through the second replica: %+v, want 404 not_found", a)
+	}
+
+	// Both replicas cache the key; revoked with plain SQL (as psql would), it is refused by each
+	// on its next request.
+	acceptance := "/v1/crm/leads/" + string(demoLead) + "/service-acceptance"
+	for _, r := range replicas {
+		for range 2 {
+			if a := call(t, http.MethodGet, r.base+acceptance); a.status != http.StatusOK {
+				t.Fatalf("acceptance before the revocation: %+v", a)
+			}
+		}
+	}
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE api_keys SET revoked_at = 1`); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		if a := call(t, http.MethodGet, r.base+acceptance); a.status != http.StatusUnauthorized {
+			t.Errorf("replica %d after the key was revoked: %+v, want 401", i, a)
+		}
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // A request's reads may be answered from a cache that is checked against the database before
-// each use (on SQLite, one statement). ShareFreshness lets the reads of one request share that
+// each use (one small read). ShareFreshness lets the reads of one request share that
 // check: the first read makes it, the others reuse its outcome, so every read of the request sees
 // the database as it was when the request's first read began, or later, as if uncached. A write
 // made with the context forgets the check, so a read after the request's own write checks again.

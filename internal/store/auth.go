@@ -23,7 +23,7 @@ FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
 // domain.CredentialSession) whose secret hashes to hash, with its user. A credential is found only
 // as its own kind. Whether it may be used is auth's rule; nothing here caches it, so a revocation
 // or expiry holds from the next request on, on every replica sharing the database: the read cache
-// keeps a credential only while no connection anywhere has committed since it was read.
+// keeps a credential only while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
 	return cached(ctx, s.cache, cacheKey{read: "credential", a: kind, b: string(hash)},
 		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)
@@ -57,7 +57,15 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 // NoteAPIKeyUse stamps an API key's last use in the background: bookkeeping must neither delay nor
 // fail the request it describes. At most one stamp per key is in flight in this process, and the
 // UPDATE's own condition keeps replicas from stamping the same interval twice.
+//
+// A stamp moves no cache generation (last_used_at is no column the triggers watch), so a cached
+// credential keeps the last use it was read with, and the caller asks again on every request once
+// that is older than every. This process remembers when it stamped each key instead and stamps
+// it at most once per every.
 func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
+	if last, ok := s.stamped.Load(id); ok && last.(time.Time).After(at.Add(-every)) {
+		return
+	}
 	if _, busy := s.stamping.LoadOrStore(id, true); busy {
 		return
 	}
@@ -67,8 +75,11 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 		defer cancel()
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
 		// later tries again.
-		_, _ = s.q().Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
+		_, err := s.q().Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
 			micros(at), id, micros(at.Add(-every)))
+		if err == nil {
+			s.stamped.Store(id, at)
+		}
 	})
 }
 

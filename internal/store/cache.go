@@ -14,18 +14,39 @@ import (
 // cache.
 const cacheEntries = 4096
 
-// versioner reads a number that changes whenever any connection but its own commits
-// (sqlite.ChangeCounter).
+// versioner reads a number that moves whenever a commit changed what the cached reads read
+// (generation).
 type versioner interface {
 	Version(ctx context.Context) (int64, error)
 }
 
+// generation is the read cache's check: cache_generation.n, which the triggers of migration
+// 0010 (SQLite) and 0011 (PostgreSQL) move in the same transaction as any change to a table or
+// column a cached read reads, whoever makes it. It is an ordinary read on the pool, made on the
+// caller's goroutine: outside any transaction (autocommit), so on PostgreSQL it sees every commit
+// made before it began, whatever a snapshot elsewhere holds. Audit commits touch no cached table
+// and leave it as it was.
+type generation struct{ s *Store }
+
+// Version fails as unavailable, before reading, when the engine says a read would come from a
+// database nobody writes any more (SQLite: the file opened was removed or replaced, and its n
+// would never move again): the read cache then refuses the read (see cached).
+func (g generation) Version(ctx context.Context) (int64, error) {
+	if err := g.s.beforeWrite(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := g.s.q().QueryRow(ctx, `SELECT n FROM cache_generation WHERE id = 1`).Scan(&n)
+	return n, err
+}
+
 // readCache keeps the answers of the per-request reads (credentials, service acceptance, sealed
-// SSNs, SAM log pages) for as long as the database has not changed. Every entry was read after
+// SSNs, SAM log pages) for as long as what they read has not changed. Every entry was read after
 // the version it is filed under was; a lookup reads the version afresh and empties the cache when
-// it moved. So a commit by anyone (a revocation, an import, a rewrap, a delete; in this process or
-// another) is seen by the next read that starts after it, as without a cache. Entries hold what
-// the database said, never a decision: scope and expiry are checked on every call.
+// it moved. So a commit by anyone that changes a cached table (a revocation, an import, a rewrap;
+// in this process, another, or another replica) is seen by the next read that starts after it, as
+// without a cache. Entries hold what the database said, never a decision: scope and expiry are
+// checked on every call.
 type readCache struct {
 	changes versioner
 	mu      sync.Mutex
@@ -96,11 +117,10 @@ func (c *readCache) put(key cacheKey, v any, version int64) {
 	c.entries[key] = v
 }
 
-// cached answers from c when it can, otherwise with load, filing load's answer; a nil c (an
-// engine that tells no changes: PostgreSQL) always loads; a check that finds the database
-// unavailable fails the read, which would be answered from a file no longer in use. Errors are
-// never filed. copyOf gives
-// each caller its own copy of what it may modify.
+// cached answers from c when it can, otherwise with load, filing load's answer; a nil c (turned
+// off for a benchmark) always loads; a check that finds the database unavailable fails the read,
+// which would be answered from a file no longer in use. Errors are never filed. copyOf gives each
+// caller its own copy of what it may modify.
 func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() (T, error), copyOf func(T) T) (T, error) {
 	if c == nil {
 		return load()

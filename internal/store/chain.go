@@ -198,14 +198,12 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 	return nil
 }
 
-// prepareAudit prepares the audit writer's statements on its connection, outside any
-// transaction (see sqltx.Tx.Cached).
+// prepareAudit prepares the audit writer's statements on the pool, outside any transaction (see
+// sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
+// of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	if s.auditStmts == s.stmts {
-		return nil
-	}
 	for _, text := range append([]string{chainHead}, auditInsertRows...) {
-		if _, err := s.auditStmts.Get(ctx, s.sql(text)); err != nil {
+		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -53,11 +52,10 @@ func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 	}
 }
 
-// While another process holds the write lock (an import, say), a pending audit group must not
-// hold up the read cache's checks: every request makes one, on the connection the group is
-// written on, through the same goroutine. The group waits outside the connection, the checks go
-// on being answered, and the group is written once the lock is free.
-func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
+// While another process holds the write lock (an import, say), the audit writer waits for it
+// like any writer; the read cache's checks and the cached reads go on being answered meanwhile:
+// they never pass through the audit writer. The group is written once the lock is free.
+func TestChecksGoOnWhileTheAuditWriterWaitsForTheLock(t *testing.T) {
 	ctx := context.Background()
 	a, url := openSQLite(t)
 	release := holdWriteLock(t, url)
@@ -71,7 +69,10 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	defer cancel()
 	for range 3 {
 		if _, err := a.cache.changes.Version(vctx); err != nil {
-			t.Fatalf("the data version could not be read while an audit group waited for the lock: %v", err)
+			t.Fatalf("the cache generation could not be read while an audit group waited for the lock: %v", err)
+		}
+		if _, err := a.Credential(domain.ShareFreshness(vctx), domain.CredentialAPIKey, []byte("no such key")); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("a cached read while an audit group waited for the lock: %v", err)
 		}
 	}
 	select {
@@ -86,6 +87,50 @@ func TestAuditGroupWaitingForTheLockLeavesVersionsReadable(t *testing.T) {
 	var n int
 	if err := a.db.QueryRowContext(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d audit events (%v), want 1", n, err)
+	}
+}
+
+// blockingSigner links like testSigner, but holds the audit writer inside its transaction (the
+// links are made there, after the chain's head is read) until release is closed.
+type blockingSigner struct {
+	testSigner
+	inside  chan struct{}
+	release chan struct{}
+}
+
+func (b blockingSigner) ChainMAC(keyID string, message []byte) ([]byte, error) {
+	select {
+	case b.inside <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.testSigner.ChainMAC(keyID, message)
+}
+
+// A check of the read cache and a cached read complete while the audit writer is stopped in the
+// middle of its commit, holding this process's writers' lock and SQLite's write lock: no read or
+// check waits for it.
+func TestChecksNeverWaitForTheAuditWriter(t *testing.T) {
+	ctx := context.Background()
+	a, _ := openSQLite(t)
+	sig := blockingSigner{inside: make(chan struct{}, 1), release: make(chan struct{})}
+	a.SetChainSigner(sig)
+	recorded := make(chan error, 1)
+	go func() {
+		recorded <- a.RecordAudit(ctx, domain.AuditEvent{At: time.Now(), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted})
+	}()
+	<-sig.inside
+	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := a.cache.changes.Version(vctx); err != nil {
+		t.Errorf("a check while the audit writer was mid-commit: %v", err)
+	}
+	if _, err := a.PrincipalSSN(domain.ShareFreshness(vctx), domain.Scope{}, "lead", "principal"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("a cached read while the audit writer was mid-commit: %v", err)
+	}
+	close(sig.release)
+	if err := <-recorded; err != nil {
+		t.Fatalf("the audit event: %v", err)
 	}
 }
 
@@ -123,18 +168,16 @@ func holdWriteLock(t *testing.T, url string) (release func()) {
 }
 
 // A SQLite database that takes no write (here full: SQLite's max_page_count caps it as a full
-// disk would) reads as unavailable (503), not as our own fault (500), on the audit writer's
-// connection and on the pool's; once it has room again, writes go on.
+// disk would) reads as unavailable (503), not as our own fault (500), to the audit writer and to
+// a write on the pool; once it has room again, writes go on.
 func TestSQLiteFullIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openSQLite(t)
 	st.db.SetMaxOpenConns(1) // one connection each, so the cap below holds for every write
 	capPages := func(n string) {
 		t.Helper()
-		for _, db := range []*sql.DB{st.db, st.changes.DB()} {
-			if _, err := db.ExecContext(ctx, "PRAGMA max_page_count = "+n); err != nil {
-				t.Fatal(err)
-			}
+		if _, err := st.db.ExecContext(ctx, "PRAGMA max_page_count = "+n); err != nil {
+			t.Fatal(err)
 		}
 	}
 	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
@@ -206,14 +249,14 @@ func TestWritableNeedsRoomForAnInsert(t *testing.T) {
 	if _, err := st.db.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
-	before, err := st.changes.Version(ctx)
+	before, err := st.cache.changes.Version(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Writable(ctx); err != nil {
 		t.Errorf("write probe once there is room again: %v", err)
 	}
-	if after, err := st.changes.Version(ctx); err != nil || after != before {
-		t.Errorf("the write probe changed the data version (%d to %d, %v): it emptied the read cache", before, after, err)
+	if after, err := st.cache.changes.Version(ctx); err != nil || after != before {
+		t.Errorf("the write probe moved the cache generation (%d to %d, %v): it emptied the read cache", before, after, err)
 	}
 }

@@ -37,21 +37,11 @@ type Store struct {
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
 	stamping   sync.Map
-	// cache keeps the per-request reads while the database is unchanged (nil on an engine that
-	// tells no changes); changes is what tells them, closed with the store.
-	cache   *readCache
-	changes *sqlite.ChangeCounter
-	// auditStmts holds the statements of the connection the audit writer commits its groups on
-	// (auditStmts.db): the pool, or, beside a read cache, the change counter's own connection. SQLite's data_version
-	// does not count a connection's own commits, and no cached read reads the audit trail, so the
-	// disclosures' audit commits leave the cache valid; every other commit still empties it.
-	auditStmts *stmtCache
-}
-
-// changeCounting is an engine that tells when the database changed (SQLite): only there does the
-// store keep a read cache. PostgreSQL reads are not cached.
-type changeCounting interface {
-	ChangeCounter(ctx context.Context) (*sqlite.ChangeCounter, error)
+	// cache keeps the per-request reads while what they read is unchanged (see readCache and
+	// generation); nil only in benchmarks of the reads themselves.
+	cache *readCache
+	// stamped holds, per API key, when this process last stamped its use (see NoteAPIKeyUse).
+	stamped sync.Map
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
@@ -96,8 +86,9 @@ type Engine interface {
 	// PurgeDeleted has copies of deleted bytes the engine still keeps dropped, best effort; it
 	// returns at once (SQLite's checkpoint runs in the background, never on a request).
 	PurgeDeleted(ctx context.Context, db *sql.DB)
-	// BeforeWrite fails when a write would be lost (SQLite: the file opened is no longer at its
-	// path); the store answers that as unavailable.
+	// BeforeWrite fails when a write would be lost, or a read would come from a database nobody
+	// writes any more (SQLite: the file opened is no longer at its path); the store answers that
+	// as unavailable. It is made before every write and every check of the read cache.
 	BeforeWrite() error
 	// Close stops what the engine runs in the background.
 	Close()
@@ -126,33 +117,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if e.SingleWriter() {
 		s.writes = &sync.Mutex{}
 	}
-	if cc, ok := e.(changeCounting); ok {
-		if s.changes, err = cc.ChangeCounter(ctx); err != nil {
-			e.Close()
-			db.Close()
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		s.cache = newReadCache(writerChecks{s})
-	}
-	s.auditStmts = s.stmts
-	if s.changes != nil {
-		s.auditStmts = newStmtCache(s.changes.DB(), e.KeepsStatements())
-	}
+	s.cache = newReadCache(generation{s})
 	return s, nil
-}
-
-// writerChecks reads the change counter through the audit writer's goroutine, which owns its
-// connection (see auditWriter).
-type writerChecks struct{ s *Store }
-
-// A check that finds the file unwritable (removed or replaced, say) fails as unavailable: the
-// read cache then refuses the read (see cached).
-func (c writerChecks) Version(ctx context.Context) (int64, error) {
-	v, err := c.s.audits.version(ctx, c.s)
-	if err != nil && c.s.engine.IsUnwritable(err) {
-		err = &unavailableError{err: err}
-	}
-	return v, err
 }
 
 // Engine names the engine: "sqlite" or "postgres".
@@ -175,10 +141,6 @@ func (s *Store) Close() error {
 	s.audits.stop()
 	s.engine.Close()
 	s.stmts.Close()
-	if s.changes != nil {
-		s.auditStmts.Close()
-		s.changes.Close()
-	}
 	return s.db.Close()
 }
 
@@ -291,17 +253,12 @@ func (s *Store) q() querier { return querier{s: s} }
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call. fn is given the
 // transaction alone (*sqltx.Tx), which cannot reach the store: no write on the pool (with queued
-// writers, that waits for itself), no read through the read cache, no RecordAudit (the audit
-// writer queues for the same writers' lock). fn must not capture the store either:
+// writers, that waits for itself), no read through the read cache (that read runs outside the
+// transaction, on another connection of the pool), no RecordAudit (the audit writer queues for the
+// same writers' lock). fn must not capture the store either:
 // TestTransactionBodiesCannotReachTheStore fails if it does.
 func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
-	return s.txOn(ctx, s.db, s.stmts, fn)
-}
-
-// txOn is tx on db (the pool, or the audit writer's connection), whose statements stmts keeps.
-// SQLite's writers of this process queue on s.writes whichever connection they use.
-func (s *Store) txOn(ctx context.Context, db *sql.DB, stmts *sqltx.Stmts, fn func(q *sqltx.Tx) error) error {
-	return s.inTx(ctx, func() (*sql.Tx, error) { return db.BeginTx(ctx, nil) }, stmts, fn)
+	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, s.stmts, fn)
 }
 
 // inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with

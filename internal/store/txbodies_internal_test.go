@@ -13,10 +13,10 @@ import (
 
 // txRunners are the store's functions that run a body in a transaction: the body is given the
 // transaction alone (*sqltx.Tx), and must not capture the store.
-var txRunners = map[string]bool{"tx": true, "txOn": true, "inTx": true, "snapshot": true, "loadTx": true}
+var txRunners = map[string]bool{"tx": true, "inTx": true, "snapshot": true, "loadTx": true}
 
 // TestTransactionBodiesCannotReachTheStore holds the rule the types cannot: a function given to
-// tx (and txOn, inTx, snapshot, loadTx) gets a *sqltx.Tx, which cannot reach the store's read
+// tx (and inTx, snapshot, loadTx) gets a *sqltx.Tx, which cannot reach the store's read
 // cache, its pool or RecordAudit, but a closure could still capture the store from the code
 // around it, and a write on the pool or an audit through the writer there waits for the
 // transaction itself. So no body may name a *Store: what it needs of the store (the engine, the
@@ -56,7 +56,7 @@ func c(ctx context.Context, st *Store) error {
 }
 func (s *Store) d(ctx context.Context) error {
 	other := s
-	return s.txOn(ctx, s.db, s.stmts, func(q *sqltx.Tx) error { return other.write(ctx) })
+	return s.inTx(ctx, nil, s.stmts, func(q *sqltx.Tx) error { return other.write(ctx) })
 }
 func (s *Store) e(ctx context.Context) error {
 	return s.tx(ctx, s.body)

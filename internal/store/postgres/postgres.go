@@ -195,9 +195,18 @@ func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 // BeginImport takes a transaction-level advisory lock, held until the import commits or rolls
 // back whatever happens to the process: two imports counting logs into the same entity's SAM log
 // buckets at once would lose counts.
+//
+// It then moves the read cache's generation itself (migration 0011), which takes its row lock
+// before anything else: an import changes cached tables and may append to the audit chain, and
+// every other writer that does both (a credential's issue or revocation) changes its table before
+// it takes the chain's head. Were the import to take the chain first (a file of audit events and
+// deletes of leads, which come after them), it and a revocation could each wait for the other.
 func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
 		return nil, fmt.Errorf("postgres: import lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = n + 1 WHERE id = 1`); err != nil {
+		return nil, fmt.Errorf("postgres: import: cache generation: %w", err)
 	}
 	return func() {}, nil
 }

@@ -14,10 +14,6 @@ import (
 // busyTimeout is how long a writer waits for another process's write lock (ms).
 const busyTimeout = 10000
 
-// BusyTimeout is busyTimeout as a duration: how long the store's own retries of a write that met
-// another process's lock may go on (the audit writer's, whose connection does not wait in SQLite).
-const BusyTimeout = busyTimeout * time.Millisecond
-
 // createFile makes an empty database file readable by its owner only: it holds documents,
 // names and credential hashes. SQLite gives its -wal and -shm files the mode of the database
 // file, and takes an empty file for an empty database.

@@ -48,10 +48,7 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 		db.Close()
 		return nil, Engine{}, openError(path, err)
 	}
-	// The change counter's connection also commits the audit trail (ChangeCounter.DB). It never
-	// waits for another process's write lock: requests read the data version on it, and would
-	// wait too. The store retries the audit write instead (BusyTimeout).
-	return db, Engine{file: file, purger: newWALPurger(db), counterDSN: dataSource(path, 0)}, nil
+	return db, Engine{file: file, purger: newWALPurger(db)}, nil
 }
 
 // openError names the file and, where SQLite could not write to it (on a full disk it cannot grow
@@ -76,9 +73,8 @@ func dataSource(path string, busy int) string {
 
 // Engine is SQLite's side of the store: the file it opened, and the purger of deleted bytes.
 type Engine struct {
-	file       *dbFile
-	purger     *walPurger
-	counterDSN string // the change counter's connection, outside the pool
+	file   *dbFile
+	purger *walPurger
 }
 
 func (Engine) Name() string { return "sqlite" }
@@ -179,7 +175,9 @@ func (Engine) SingleWriter() bool { return true }
 func (e Engine) PurgeDeleted(context.Context, *sql.DB) { e.purger.kick() }
 
 // BeforeWrite fails once the path no longer names the file that was opened (removed or
-// replaced): SQLite would go on writing into the old file, and every such write would be lost.
+// replaced): SQLite would go on writing into the old file, and every such write would be lost;
+// and every read would come from a file nobody else writes, whose cache generation never moves
+// again (the store makes this check before each check of its read cache too).
 func (e Engine) BeforeWrite() error { return e.file.check() }
 
 // Close stops the purger, with a last checkpoint if one was due.
