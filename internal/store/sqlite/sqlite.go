@@ -23,7 +23,9 @@ var migrations embed.FS
 // when there is none (empty and 0600: serve and import), otherwise a missing file is an error
 // naming it. WAL lets readers run beside the one writer; the busy timeout makes writers of other
 // processes queue instead of failing; secure_delete overwrites deleted content (a deleted
-// merchant document must not linger in free pages); immediate transactions take the write lock
+// merchant document must not linger in free pages); synchronous=FULL syncs the WAL on every commit,
+// so what a commit acknowledged (an audit event before the SSN it records leaves, a push record
+// before the gateway call) survives a power loss, not only a crash; immediate transactions take the write lock
 // up front, so two writers never deadlock upgrading a read lock. mode=rw: no connection ever
 // creates the file, so a file removed under a running server is not replaced by an empty one.
 func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error) {
@@ -63,7 +65,7 @@ func openError(path string, err error) error {
 // dataSource names the database file with the connection settings above and a busy timeout (ms).
 func dataSource(path string, busy int) string {
 	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busy), "secure_delete(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busy), "secure_delete(1)", "synchronous(FULL)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
