@@ -368,6 +368,46 @@ func TestCacheSeesPlainSQLOnEachCachedTable(t *testing.T) {
 	})
 }
 
+// A database restored from a copy taken earlier, then changed along another history, never shows
+// the generation the cache filed its answers under: the triggers set a new random number rather
+// than count up, which would reach the cached number again after as many changes.
+func TestCacheSeesARestoredCopyChangedAgain(t *testing.T) {
+	engineStores(t, func(t *testing.T, st *store.Store, plain *sql.DB) {
+		ctx := context.Background()
+		program := func() string {
+			t.Helper()
+			sa, err := st.ServiceAcceptance(ctx, domain.Scope{}, leadA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return *sa.AmexProgram
+		}
+		exec := func(q string) {
+			t.Helper()
+			if _, err := plain.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var copied int64 // the copy's generation, as a backup taken now would hold it
+		if err := plain.QueryRowContext(ctx, "SELECT n FROM cache_generation").Scan(&copied); err != nil {
+			t.Fatal(err)
+		}
+		original := program()
+		exec("UPDATE leads SET sa_amex_program = 'one' WHERE id = '" + string(leadA) + "'")
+		if got := program(); got != "one" { // filed under the generation after one change
+			t.Fatalf("after the change the program is %q, want one", got)
+		}
+		// The copy comes back with no request in between (its data, then its generation), and the
+		// restored database makes one change of its own.
+		exec("UPDATE leads SET sa_amex_program = '" + original + "' WHERE id = '" + string(leadA) + "'")
+		exec(fmt.Sprintf("UPDATE cache_generation SET n = %d", copied))
+		exec("UPDATE leads SET sa_amex_program = 'two' WHERE id = '" + string(leadA) + "'")
+		if got := program(); got != "two" {
+			t.Errorf("the restored database's program is two; the cache answered %q", got)
+		}
+	})
+}
+
 // The audit trail, a key's last use and the other tables no cached read reads move no cache
 // generation: many audit commits (decrypts under load), a stamp and a document deletion leave
 // the cache as it was.

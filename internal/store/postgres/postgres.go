@@ -205,7 +205,7 @@ func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err err
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
 		return nil, fmt.Errorf("postgres: import lock: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = n + 1 WHERE id = 1`); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
 		return nil, fmt.Errorf("postgres: import: cache generation: %w", err)
 	}
 	return func() {}, nil
