@@ -94,22 +94,30 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects [
 			rep.Break = &ChainBreak{Reason: fmt.Sprintf("%d events have no sequence number: inserted outside the chain", unnumbered)}
 			return nil
 		}
-		g, err := readGenesis(ctx, q)
-		if err != nil {
-			return err
-		}
-		anchored, err := anchoredSeqs(ctx, q, "")
-		if err != nil {
-			return err
-		}
-		w := NewChainWalk(sig, &g, anchored, expects)
-		if err := eachAuditEvent(ctx, q, w.Step); err != nil {
+		var err error
+		if rep, err = walkChain(ctx, q, sig, expects); err != nil {
 			return fmt.Errorf("store: verify audit chain: %w", err)
 		}
-		rep = w.Finish()
 		return nil
 	})
 	return rep, err
+}
+
+// walkChain checks the whole trail in q from its genesis, against the anchors and expects.
+func walkChain(ctx context.Context, q *sqltx.Tx, sig ChainSigner, expects []ChainExpect) (ChainReport, error) {
+	g, err := readGenesis(ctx, q)
+	if err != nil {
+		return ChainReport{}, err
+	}
+	anchored, err := anchoredSeqs(ctx, q, "")
+	if err != nil {
+		return ChainReport{}, err
+	}
+	w := NewChainWalk(sig, &g, anchored, expects)
+	if err := eachAuditEvent(ctx, q, w.Step); err != nil {
+		return ChainReport{}, err
+	}
+	return w.Finish(), nil
 }
 
 // eachAuditEvent reads the whole trail in sequence order, in q, until fn returns false.

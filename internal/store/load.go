@@ -94,19 +94,10 @@ func (c auditChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
 	if err := setGenesis(ctx, q, c.signer, last); err != nil {
 		return err
 	}
-	g, err := readGenesis(ctx, q)
+	rep, err := walkChain(ctx, q, c.signer, nil)
 	if err != nil {
-		return err
-	}
-	anchored, err := anchoredSeqs(ctx, q, "")
-	if err != nil {
-		return err
-	}
-	w := NewChainWalk(c.signer, &g, anchored, nil)
-	if err := eachAuditEvent(ctx, q, w.Step); err != nil {
 		return fmt.Errorf("store: import: %w", err)
 	}
-	rep := w.Finish()
 	if rep.Break != nil {
 		return rep.Break
 	}
