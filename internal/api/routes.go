@@ -148,19 +148,45 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.cors.preflight(w, r, rt.mux) {
 		return
 	}
-	if _, p := rt.mux.Handler(r); p != "" {
-		rt.mux.ServeHTTP(w, r)
-		return
+	// The route is matched once, by the mux. When none matches, the mux decides between 404 and
+	// 405 (and computes Allow) and writes its own plain-text answer: muxWriter keeps that from the
+	// client, and it is answered in our shape.
+	mw := &muxWriter{ResponseWriter: w, r: r}
+	rt.mux.ServeHTTP(mw, r)
+	switch {
+	case mw.own == nil:
+	case mw.own.status == http.StatusMethodNotAllowed:
+		methodNotAllowed(w, r, mw.own.header.Get("Allow"))
+	default:
+		writeErrorBody(w, http.StatusNotFound, "not_found", "no such route")
 	}
-	// Let the mux decide between 404 and 405 (and compute Allow), then answer in our shape.
-	probe := &headerProbe{header: http.Header{}}
-	rt.mux.ServeHTTP(probe, r)
-	if probe.status == http.StatusMethodNotAllowed {
-		methodNotAllowed(w, r, probe.header.Get("Allow"))
-		return
-	}
-	writeErrorBody(w, http.StatusNotFound, "not_found", "no such route")
 }
+
+// muxWriter passes on what a route's handler writes, and keeps in own what the mux writes itself
+// when no route matched. The mux sets the request's Pattern before it calls any handler and leaves
+// it empty exactly when it answers itself (404, 405): the paths it would redirect with no pattern,
+// the unclean ones, the router has already answered.
+type muxWriter struct {
+	http.ResponseWriter
+	r   *http.Request
+	own *headerProbe
+}
+
+// target is where a write goes: the client, or own when it is the mux's own answer.
+func (w *muxWriter) target() http.ResponseWriter {
+	if w.r.Pattern != "" {
+		return w.ResponseWriter
+	}
+	if w.own == nil {
+		w.own = &headerProbe{header: http.Header{}}
+	}
+	return w.own
+}
+
+func (w *muxWriter) Header() http.Header         { return w.target().Header() }
+func (w *muxWriter) WriteHeader(status int)      { w.target().WriteHeader(status) }
+func (w *muxWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
+func (w *muxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
