@@ -24,7 +24,7 @@ type SAMLogStore interface {
 }
 
 func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		entity, err := pathID(r, "entityId")
 		if err != nil {
 			return err
@@ -33,7 +33,6 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermReadSAMActionLogs); err != nil {
 			return err
 		}
@@ -78,12 +77,11 @@ type AcceptanceStore interface {
 }
 
 func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		lead, err := pathID(r, "leadId")
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermReadServiceAcceptance); err != nil {
 			return err
 		}
@@ -110,8 +108,7 @@ const decryptAction = "principal.decrypt"
 // handleDecrypt answers the one operation that discloses an SSN. Every authenticated attempt is
 // audited, and a granted one only after its audit event is stored: no disclosure goes unrecorded.
 func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m Observer) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		actor := actorFrom(r.Context())
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		ssn, err := decrypt(r, st, ring, actor)
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
 			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
@@ -205,8 +202,7 @@ type DocumentStore interface {
 const deleteDocumentAction = "merchant_document.delete"
 
 func handleDeleteDocument(st DocumentStore, now func() time.Time) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		actor := actorFrom(r.Context())
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: deleteDocumentAction,
 			TargetID: auditTarget(r.PathValue("documentId")), Detail: "merchant " + auditTarget(r.PathValue("merchantId"))}
 		merchant, document, err := documentParams(r, actor)
@@ -248,7 +244,7 @@ type Pusher interface {
 }
 
 func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		order, err := pathID(r, "orderId")
 		if err != nil {
 			return err
@@ -261,7 +257,6 @@ func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermPushDeviceParameters); err != nil {
 			return err
 		}

@@ -21,10 +21,7 @@ import (
 
 type ctxKey int
 
-const (
-	loggerKey ctxKey = iota
-	actorKey
-)
+const loggerKey ctxKey = 0
 
 // loggerFrom is the service's logger, as observe put it in the request's context. Log with its
 // *Context methods and that context: the line then carries the request's id (and trace id).
@@ -33,11 +30,6 @@ func loggerFrom(ctx context.Context) *slog.Logger {
 		return l
 	}
 	return reqlog.Wrap(slog.Default())
-}
-
-func actorFrom(ctx context.Context) domain.Actor {
-	a, _ := ctx.Value(actorKey).(domain.Actor)
-	return a
 }
 
 func newRequestID() string {
@@ -199,8 +191,9 @@ func headerSize(r *http.Request) int {
 	return n
 }
 
-// handlerFunc is a handler that returns its error instead of writing it.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+// handlerFunc is a handler that returns its error instead of writing it. actor is who the
+// request's credential speaks for.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error
 
 // authenticated checks the Authorization header and the caller's limits before the handler
 // runs, and renders the handler's error. In order: a credential over its rate is refused (before
@@ -211,7 +204,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The credential's read and the operation's share one check of the read cache.
-		r = r.WithContext(domain.ShareFreshness(r.Context()))
+		ctx := domain.ShareFreshness(r.Context())
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
 		var key string
 		if g.credentials != nil && attempt.Valid() {
@@ -221,7 +214,8 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 				return
 			}
 		}
-		actor, err := a.Verify(r.Context(), attempt)
+		actor, err := a.Verify(ctx, attempt)
+		r = r.WithContext(ctx)
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
 				if d := g.failures.Allow(g.clientAddr(r)); !d.Allowed {
@@ -240,8 +234,7 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 			}
 			setRateHeaders(w.Header(), g.credentialPolicy, d)
 		}
-		r = r.WithContext(context.WithValue(r.Context(), actorKey, actor))
-		if err := h(w, r); err != nil {
+		if err := h(w, r, actor); err != nil {
 			writeError(w, r, err)
 		}
 	})
