@@ -33,17 +33,17 @@ type errorBody struct {
 
 // writeError renders err. Anything that is not an application error is our own fault: it is
 // logged with the request id and answered with a generic 500 that reveals nothing.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	if clientGone(r, err) {
 		// Nobody reads this answer: the caller closed the connection (or gave up) while the
 		// request waited. Not a failure of ours, so not logged as one; 499 as nginx logs it.
-		loggerFrom(r.Context()).InfoContext(r.Context(), "client went away", slog.Int("status", statusClientClosedRequest))
+		log.InfoContext(r.Context(), "client went away", slog.Int("status", statusClientClosedRequest))
 		w.WriteHeader(statusClientClosedRequest)
 		return
 	}
 	e, ok := appError(err)
 	if !ok || e.Kind == domain.KindInternal {
-		loggerFrom(r.Context()).ErrorContext(r.Context(), "request failed", slog.Int("status", http.StatusInternalServerError),
+		log.ErrorContext(r.Context(), "request failed", slog.Int("status", http.StatusInternalServerError),
 			slog.String("code", "internal"), slog.String("cause", err.Error()))
 		writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
 		return
@@ -56,7 +56,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if status >= 500 && e.Kind != domain.KindBadGateway {
 			level, msg = slog.LevelError, "request failed"
 		}
-		loggerFrom(r.Context()).LogAttrs(r.Context(), level, msg, slog.Int("status", status),
+		log.LogAttrs(r.Context(), level, msg, slog.Int("status", status),
 			slog.String("code", e.Code), slog.String("cause", e.Err.Error()))
 	}
 	if e.Kind == domain.KindUnauthenticated {
