@@ -132,6 +132,8 @@ func limitRequest(maxHeader int, maxBody int64, next http.Handler) http.Handler 
 			return
 		}
 		switch {
+		case r.Body == nil || r.Body == http.NoBody:
+			// Nothing to read (the server's body of a request without one): nothing to bound.
 		case r.ContentLength > maxBody:
 			payloadTooLarge(w, maxBody)
 			return
