@@ -70,8 +70,7 @@ func ParseAuditFilter(q url.Values) (domain.AuditFilter, error) {
 // handleListAuditEvents answers GET /v1/audit-events. Only staff may read the trail (it names
 // every partner's objects), and every authenticated attempt to read it is itself recorded.
 func handleListAuditEvents(st AuditStore, now func() time.Time) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		actor := actorFrom(r.Context())
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		page, f, err := auditListParams(r, actor)
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: readAuditAction, TargetID: auditTrailTarget,
 			Outcome: outcomeOf(err), Detail: auditTarget(r.URL.RawQuery)}

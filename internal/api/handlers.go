@@ -24,7 +24,7 @@ type SAMLogStore interface {
 }
 
 func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		entity, err := pathID(r, "entityId")
 		if err != nil {
 			return err
@@ -33,7 +33,6 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermReadSAMActionLogs); err != nil {
 			return err
 		}
@@ -78,12 +77,11 @@ type AcceptanceStore interface {
 }
 
 func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		lead, err := pathID(r, "leadId")
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermReadServiceAcceptance); err != nil {
 			return err
 		}
@@ -109,10 +107,9 @@ const decryptAction = "principal.decrypt"
 
 // handleDecrypt answers the one operation that discloses an SSN. Every authenticated attempt is
 // audited, and a granted one only after its audit event is stored: no disclosure goes unrecorded.
-func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m Observer) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		actor := actorFrom(r.Context())
-		ssn, err := decrypt(r, st, ring, actor)
+func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m Observer, log *slog.Logger) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
+		ssn, err := decrypt(log, r, st, ring, actor)
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
 			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
 		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
@@ -131,7 +128,7 @@ func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m
 	}
 }
 
-func decrypt(r *http.Request, st DecryptStore, ring secrets.Opener, actor domain.Actor) (domain.SSN, error) {
+func decrypt(log *slog.Logger, r *http.Request, st DecryptStore, ring secrets.Opener, actor domain.Actor) (domain.SSN, error) {
 	lead, err := pathID(r, "leadId")
 	if err != nil {
 		return domain.SSN{}, err
@@ -159,7 +156,7 @@ func decrypt(r *http.Request, st DecryptStore, ring secrets.Opener, actor domain
 	ssn, err := secrets.OpenSSN(ring, principal, sealed.KeyID, sealed.Sealed)
 	if err != nil {
 		// The key id is safe to log; it names a key, never reveals it.
-		loggerFrom(r.Context()).ErrorContext(r.Context(), "ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
+		log.ErrorContext(r.Context(), "ssn does not open", slog.String("principal", principal.String()), slog.String("key_id", sealed.KeyID))
 		return domain.SSN{}, fmt.Errorf("principal %s: %w", principal, err)
 	}
 	return ssn, nil
@@ -205,8 +202,7 @@ type DocumentStore interface {
 const deleteDocumentAction = "merchant_document.delete"
 
 func handleDeleteDocument(st DocumentStore, now func() time.Time) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		actor := actorFrom(r.Context())
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: deleteDocumentAction,
 			TargetID: auditTarget(r.PathValue("documentId")), Detail: "merchant " + auditTarget(r.PathValue("merchantId"))}
 		merchant, document, err := documentParams(r, actor)
@@ -247,8 +243,8 @@ type Pusher interface {
 	Remaining(until time.Time) time.Duration
 }
 
-func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
+func handlePush(p Pusher, keys PushKeyStore, now func() time.Time, log *slog.Logger) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		order, err := pathID(r, "orderId")
 		if err != nil {
 			return err
@@ -261,12 +257,11 @@ func handlePush(p Pusher, keys PushKeyStore, now func() time.Time) handlerFunc {
 		if err != nil {
 			return err
 		}
-		actor := actorFrom(r.Context())
 		if err := require(actor, domain.PermPushDeviceParameters); err != nil {
 			return err
 		}
 		if key != "" {
-			return pushOnce(w, r, p, keys, now, actor, order, item, key)
+			return pushOnce(log, w, r, p, keys, now, actor, order, item, key)
 		}
 		return runPush(w, r, p, actor, order, item, "")
 	}

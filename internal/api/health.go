@@ -24,7 +24,7 @@ func handleHealthz(w http.ResponseWriter, _ *http.Request) {
 // handleReadyz answers 200 when requests can be served: the database answers, every migration
 // this binary knows is applied, and the database takes an insert (a database file removed,
 // read-only or on a full disk answers reads but loses or refuses writes). Otherwise 503 not_ready; the cause goes to the log only.
-func handleReadyz(h Health) http.HandlerFunc {
+func handleReadyz(h Health, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
 			if detail, err := notReady(r.Context(), h); detail != "" {
@@ -32,7 +32,7 @@ func handleReadyz(h Health) http.HandlerFunc {
 				if err != nil {
 					attrs = append(attrs, slog.String("error", err.Error()))
 				}
-				loggerFrom(r.Context()).WarnContext(r.Context(), "not ready", attrs...)
+				log.WarnContext(r.Context(), "not ready", attrs...)
 				writeErrorBody(w, http.StatusServiceUnavailable, "not_ready", detail)
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -52,7 +53,7 @@ func idempotencyKey(r *http.Request) (string, error) {
 
 // pushOnce runs a push under the caller's key: the kept answer of an earlier request with it, or
 // this request's own, kept for the next.
-func pushOnce(w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStore, now func() time.Time, actor domain.Actor, order, item domain.ID, key string) error {
+func pushOnce(log *slog.Logger, w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStore, now func() time.Time, actor domain.Actor, order, item domain.ID, key string) error {
 	hash := sha256.Sum256([]byte(key))
 	claim, err := keys.ClaimPushKey(r.Context(), actor.UserID, hash[:], item, now(), p.Lease())
 	if err != nil {
@@ -73,7 +74,7 @@ func pushOnce(w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStor
 	rec := &recording{header: http.Header{}}
 	err = runPush(rec, r, p, actor, order, item, key)
 	if err != nil {
-		writeError(rec, r, err)
+		writeError(log, rec, r, err)
 	}
 	// The answer is settled even if the caller went away: the next repeat must find it.
 	settle := context.WithoutCancel(r.Context())
@@ -83,7 +84,7 @@ func pushOnce(w http.ResponseWriter, r *http.Request, p Pusher, keys PushKeyStor
 		err = keys.ReleasePushKey(settle, actor.UserID, hash[:])
 	}
 	if err != nil {
-		loggerFrom(r.Context()).ErrorContext(settle, "idempotency key not settled; a repeat may run the push again", "error", err.Error())
+		log.ErrorContext(settle, "idempotency key not settled; a repeat may run the push again", "error", err.Error())
 	}
 	for k, v := range rec.header {
 		w.Header()[k] = v

@@ -100,14 +100,22 @@ func addrKey(a netip.Addr) string {
 	return a.String()
 }
 
+// The RateLimit fields' names in the header map, canonical as Header.Set stores them. The map is
+// written directly: Set would canonicalize these names (not canonical as the draft spells them)
+// into a new string on every request.
+var (
+	rateLimitKey       = http.CanonicalHeaderKey("RateLimit")
+	rateLimitPolicyKey = http.CanonicalHeaderKey("RateLimit-Policy")
+)
+
 // rateLimited answers 429 rate_limited with when to come back. The RateLimit field's window is
 // the same wait: no request will succeed within it (draft-ietf-httpapi-ratelimit-headers: a
 // Retry-After must not end before the effective window does).
 func rateLimited(w http.ResponseWriter, p policy, d ratelimit.Decision, detail string) {
 	h := w.Header()
 	secs := max(wholeSeconds(d.RetryAfter), 1)
-	h.Set("RateLimit-Policy", p.field)
-	h.Set("RateLimit", rateLimitField(p.name, 0, secs))
+	h[rateLimitPolicyKey] = []string{p.field}
+	h[rateLimitKey] = []string{rateLimitField(p.name, 0, secs)}
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	writeErrorBody(w, http.StatusTooManyRequests, "rate_limited", detail+"; retry after "+h.Get("Retry-After")+" s")
 }
@@ -117,8 +125,8 @@ func rateLimited(w http.ResponseWriter, p policy, d ratelimit.Decision, detail s
 // w seconds) and RateLimit "credential";r=57;t=1 (r requests can be made now; in t seconds,
 // unspent, the whole quota is back).
 func setRateHeaders(h http.Header, p policy, d ratelimit.Decision) {
-	h.Set("RateLimit-Policy", p.field)
-	h.Set("RateLimit", rateLimitField(p.name, d.Remaining, wholeSeconds(d.Full)))
+	h[rateLimitPolicyKey] = []string{p.field}
+	h[rateLimitKey] = []string{rateLimitField(p.name, d.Remaining, wholeSeconds(d.Full))}
 }
 
 func rateLimitField(name string, remaining int, reset int64) string {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -18,27 +17,6 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/reqlog"
 )
-
-type ctxKey int
-
-const (
-	loggerKey ctxKey = iota
-	actorKey
-)
-
-// loggerFrom is the service's logger, as observe put it in the request's context. Log with its
-// *Context methods and that context: the line then carries the request's id (and trace id).
-func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
-		return l
-	}
-	return reqlog.Wrap(slog.Default())
-}
-
-func actorFrom(ctx context.Context) domain.Actor {
-	a, _ := ctx.Value(actorKey).(domain.Actor)
-	return a
-}
 
 func newRequestID() string {
 	var b [8]byte
@@ -73,15 +51,16 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // observe gives each request an id in its context, which every line logged with that context
 // carries (reqlog), logs one line per request with the route pattern (never the raw path: it
 // holds ids) and the outcome, and hands the same to the metrics. It never logs headers or
-// bodies. Probes and scrapes log at debug level only.
+// bodies. Probes and scrapes log at debug level only. log is the service's logger, made by
+// reqlog.Wrap, as every logger of this package is: log with its *Context methods and the
+// request's context, and the line carries the request's id (and trace id).
 func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handler) http.Handler {
-	log = reqlog.Wrap(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := newRequestID()
 		w.Header()["X-Request-Id"] = []string{id}
 		ctx, span := startRequestSpan(tracer, r)
-		r = r.WithContext(context.WithValue(reqlog.WithID(ctx, id), loggerKey, log))
+		r = r.WithContext(reqlog.WithID(ctx, id))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
@@ -125,7 +104,7 @@ func knownMethod(m string) string {
 }
 
 // recoverPanics turns a panic into a 500 with the error body; the panic value goes to the log.
-func recoverPanics(next http.Handler) http.Handler {
+func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			p := recover()
@@ -135,7 +114,7 @@ func recoverPanics(next http.Handler) http.Handler {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			loggerFrom(r.Context()).ErrorContext(r.Context(), "panic", slog.Any("panic", p))
+			log.ErrorContext(r.Context(), "panic", slog.Any("panic", p))
 			writeErrorBody(w, http.StatusInternalServerError, "internal", "the service failed to handle this request; it has been logged")
 		}()
 		next.ServeHTTP(w, r)
@@ -153,6 +132,8 @@ func limitRequest(maxHeader int, maxBody int64, next http.Handler) http.Handler 
 			return
 		}
 		switch {
+		case r.Body == nil || r.Body == http.NoBody:
+			// Nothing to read (the server's body of a request without one): nothing to bound.
 		case r.ContentLength > maxBody:
 			payloadTooLarge(w, maxBody)
 			return
@@ -199,8 +180,9 @@ func headerSize(r *http.Request) int {
 	return n
 }
 
-// handlerFunc is a handler that returns its error instead of writing it.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+// handlerFunc is a handler that returns its error instead of writing it. actor is who the
+// request's credential speaks for.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error
 
 // authenticated checks the Authorization header and the caller's limits before the handler
 // runs, and renders the handler's error. In order: a credential over its rate is refused (before
@@ -208,10 +190,10 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // is served whatever its address's failures (a NAT or an office shares one address with whoever
 // guesses behind it); a failed authentication spends a token of its address, and once the address
 // has none left its failures are answered 429 instead of 401.
-func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler {
+func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The credential's read and the operation's share one check of the read cache.
-		r = r.WithContext(domain.ShareFreshness(r.Context()))
+		ctx := domain.ShareFreshness(r.Context())
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
 		var key string
 		if g.credentials != nil && attempt.Valid() {
@@ -221,7 +203,8 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 				return
 			}
 		}
-		actor, err := a.Verify(r.Context(), attempt)
+		actor, err := a.Verify(ctx, attempt)
+		r = r.WithContext(ctx)
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
 				if d := g.failures.Allow(g.clientAddr(r)); !d.Allowed {
@@ -229,7 +212,7 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 					return
 				}
 			}
-			writeError(w, r, err)
+			writeError(log, w, r, err)
 			return
 		}
 		if g.credentials != nil {
@@ -240,9 +223,8 @@ func authenticated(a *auth.Authenticator, g *guard, h handlerFunc) http.Handler 
 			}
 			setRateHeaders(w.Header(), g.credentialPolicy, d)
 		}
-		r = r.WithContext(context.WithValue(r.Context(), actorKey, actor))
-		if err := h(w, r); err != nil {
-			writeError(w, r, err)
+		if err := h(w, r, actor); err != nil {
+			writeError(log, w, r, err)
 		}
 	})
 }

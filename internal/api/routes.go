@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"backoffice/internal/auth"
+	"backoffice/internal/reqlog"
 	"backoffice/internal/secrets"
 )
 
@@ -89,25 +90,29 @@ func New(d Deps) http.Handler {
 	if d.Health == nil {
 		d.Health, _ = d.Store.(Health)
 	}
+	// Every line this package logs carries the request's id (and trace id): from the context the
+	// line is logged with.
+	log := reqlog.Wrap(d.Logger)
 	a := auth.New(d.Store, d.Now)
 	g := newGuard(d.Limits)
+	withAuth := func(h handlerFunc) http.Handler { return authenticated(a, g, log, h) }
 	mux := http.NewServeMux()
 	// The operations a page of another origin may call, when CORS is configured.
 	c := newCORS(d.CORSOrigins)
-	c.route(mux, "POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", authenticated(a, g, handlePush(d.Pusher, d.Store, d.Now)))
-	c.route(mux, "GET /v1/crm/sam-action-logs/{entityId}", authenticated(a, g, handleListSAMActionLogs(d.Store)))
-	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", authenticated(a, g, handleServiceAcceptance(d.Store)))
+	c.route(mux, "POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", withAuth(handlePush(d.Pusher, d.Store, d.Now, log)))
+	c.route(mux, "GET /v1/crm/sam-action-logs/{entityId}", withAuth(handleListSAMActionLogs(d.Store)))
+	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", withAuth(handleServiceAcceptance(d.Store)))
 	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
 	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
-	c.route(mux, "GET "+decryptRoute, onlyGET(authenticated(a, g, handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics))))
+	c.route(mux, "GET "+decryptRoute, onlyGET(withAuth(handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics, log))))
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
-	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", authenticated(a, g, handleDeleteDocument(d.Store, d.Now)))
-	c.route(mux, "GET /v1/audit-events", authenticated(a, g, handleListAuditEvents(d.Store, d.Now)))
+	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", withAuth(handleDeleteDocument(d.Store, d.Now)))
+	c.route(mux, "GET /v1/audit-events", withAuth(handleListAuditEvents(d.Store, d.Now)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /docs", serveDocs("redoc/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /docs/redoc.standalone.js", serveDocs("redoc/redoc.standalone.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /healthz", handleHealthz)
-	mux.Handle("GET /readyz", handleReadyz(d.Health))
+	mux.Handle("GET /readyz", handleReadyz(d.Health, log))
 	if d.Extra != nil {
 		d.Extra(mux)
 	}
@@ -116,7 +121,7 @@ func New(d Deps) http.Handler {
 	if d.Tracer != nil {
 		tracer = d.Tracer.Tracer(tracerName)
 	}
-	return observe(d.Logger, d.Metrics, tracer, recoverPanics(limitRequest(maxHeaderBytes, maxBodyBytes, r)))
+	return observe(log, d.Metrics, tracer, recoverPanics(log, limitRequest(maxHeaderBytes, maxBodyBytes, r)))
 }
 
 // Health is what readiness checks: the database answers, its schema is current, and it takes a
@@ -148,19 +153,45 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.cors.preflight(w, r, rt.mux) {
 		return
 	}
-	if _, p := rt.mux.Handler(r); p != "" {
-		rt.mux.ServeHTTP(w, r)
-		return
+	// The route is matched once, by the mux. When none matches, the mux decides between 404 and
+	// 405 (and computes Allow) and writes its own plain-text answer: muxWriter keeps that from the
+	// client, and it is answered in our shape.
+	mw := &muxWriter{ResponseWriter: w, r: r}
+	rt.mux.ServeHTTP(mw, r)
+	switch {
+	case mw.own == nil:
+	case mw.own.status == http.StatusMethodNotAllowed:
+		methodNotAllowed(w, r, mw.own.header.Get("Allow"))
+	default:
+		writeErrorBody(w, http.StatusNotFound, "not_found", "no such route")
 	}
-	// Let the mux decide between 404 and 405 (and compute Allow), then answer in our shape.
-	probe := &headerProbe{header: http.Header{}}
-	rt.mux.ServeHTTP(probe, r)
-	if probe.status == http.StatusMethodNotAllowed {
-		methodNotAllowed(w, r, probe.header.Get("Allow"))
-		return
-	}
-	writeErrorBody(w, http.StatusNotFound, "not_found", "no such route")
 }
+
+// muxWriter passes on what a route's handler writes, and keeps in own what the mux writes itself
+// when no route matched. The mux sets the request's Pattern before it calls any handler and leaves
+// it empty exactly when it answers itself (404, 405): the paths it would redirect with no pattern,
+// the unclean ones, the router has already answered.
+type muxWriter struct {
+	http.ResponseWriter
+	r   *http.Request
+	own *headerProbe
+}
+
+// target is where a write goes: the client, or own when it is the mux's own answer.
+func (w *muxWriter) target() http.ResponseWriter {
+	if w.r.Pattern != "" {
+		return w.ResponseWriter
+	}
+	if w.own == nil {
+		w.own = &headerProbe{header: http.Header{}}
+	}
+	return w.own
+}
+
+func (w *muxWriter) Header() http.Header         { return w.target().Header() }
+func (w *muxWriter) WriteHeader(status int)      { w.target().WriteHeader(status) }
+func (w *muxWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
+func (w *muxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)

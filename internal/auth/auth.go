@@ -33,10 +33,10 @@ func ParseHeader(h string) (Credential, error) {
 	if secret == "" || strings.ContainsAny(secret, " \t\r\n") {
 		return Credential{}, ErrMalformed
 	}
-	switch strings.ToLower(scheme) {
-	case "bearer":
+	switch {
+	case strings.EqualFold(scheme, "bearer"):
 		return Credential{Kind: domain.CredentialSession, Secret: secret}, nil
-	case "api-key":
+	case strings.EqualFold(scheme, "api-key"):
 		return Credential{Kind: domain.CredentialAPIKey, Secret: secret}, nil
 	}
 	return Credential{}, ErrMalformed
