@@ -117,7 +117,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if e.SingleWriter() {
 		s.writes = &sync.Mutex{}
 	}
-	s.cache = newReadCache(generation{s})
+	s.cache = newReadCache(newCheckRounds(generation{s}))
 	return s, nil
 }
 
