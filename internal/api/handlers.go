@@ -23,7 +23,7 @@ type SAMLogStore interface {
 	ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error)
 }
 
-func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
+func handleListSAMActionLogs(st SAMLogStore, bodies *samPageBodies) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		entity, err := pathID(r, "entityId")
 		if err != nil {
@@ -43,7 +43,11 @@ func handleListSAMActionLogs(st SAMLogStore) handlerFunc {
 		if !visible {
 			return domain.NotFound("entity " + entity.String())
 		}
-		writeJSON(w, http.StatusOK, List[samLogJSON]{Meta: newMeta(page, total), Data: samLogsJSON(logs)})
+		body, err := bodies.body(entity, newMeta(page, total), logs)
+		if err != nil {
+			return err
+		}
+		writeBody(w, http.StatusOK, body)
 		return nil
 	}
 }
