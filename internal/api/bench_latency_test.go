@@ -1,36 +1,21 @@
 package api_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
-
-	"backoffice/internal/api"
-	"backoffice/internal/dataset"
-	"backoffice/internal/push"
-	"backoffice/internal/testdb"
 )
 
 // BenchmarkDecryptLatency decrypts one request at a time and reports the latency's percentiles:
-// each waits for its own audit commit, so its tail is the commit's (the WAL's sync, SQLite's
-// checkpoints), which an average hides.
+// each waits for its own audit commit, so its tail is the commit's (the WAL's sync and the
+// disk's slow spells), which an average hides.
 //
 //	GOMAXPROCS=1 go test ./internal/api -run '^$' -bench DecryptLatency -benchtime 5000x
 func BenchmarkDecryptLatency(b *testing.B) {
-	st := testdb.Open(b, "sqlite")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(b)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
-		Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
+	st, ring := fixtureStore(b, "sqlite")
+	h := benchHandler(st, st, ring, nil)
 	req := httptest.NewRequest(http.MethodGet, decryptPath(leadA, principalA, "ssn"), nil)
 	req.Header.Set("Authorization", "Api-Key "+staffKey)
 	took := make([]time.Duration, 0, b.N)

@@ -1,48 +1,20 @@
 package api_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
-
-	"backoffice/internal/api"
-	"backoffice/internal/dataset"
-	"backoffice/internal/push"
-	"backoffice/internal/testdb"
 )
 
 // BenchmarkOperationsPostgres is BenchmarkOperations's read operations on PostgreSQL (skipped
 // without BACKOFFICE_TEST_POSTGRES_URL): the service's own cost per request plus the database's,
 // both on this machine, each request checking the read cache's generation.
 func BenchmarkOperationsPostgres(b *testing.B) {
-	st := testdb.Open(b, "postgres")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(b)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
-		Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
+	st, ring := fixtureStore(b, "postgres")
+	h := benchHandler(st, st, ring, nil)
 	for _, c := range []struct{ name, path string }{
 		{"acceptance", "/v1/crm/leads/" + leadA.String() + "/service-acceptance"},
 		{"decrypt", decryptPath(leadA, principalA, "ssn")},
 		{"sam_page_1", samPath(leadA.String()) + "?page=1&size=20"},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodGet, c.path, nil)
-			req.Header.Set("Authorization", "Api-Key "+staffKey)
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("%d %s", rec.Code, rec.Body)
-				}
-			}
-		})
+		b.Run(c.name, func(b *testing.B) { serveLoop(b, h, c.path) })
 	}
 }

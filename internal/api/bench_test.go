@@ -16,22 +16,16 @@ import (
 	"backoffice/internal/metrics"
 	"backoffice/internal/push"
 	"backoffice/internal/secrets"
+	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
 // BenchmarkOperations serves each read operation through the real router, middleware, metrics
 // and a SQLite store (the fixture), without the network: the service's own cost per request.
 func BenchmarkOperations(b *testing.B) {
-	st := testdb.Open(b, "sqlite")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(b)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	st, ring := fixtureStore(b, "sqlite")
 	// With metrics, as serve runs by default: the access line and the metrics are per-request work.
-	h := api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
-		Metrics: metrics.New(nil), Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
+	h := benchHandler(st, st, ring, metrics.New(nil))
 	for _, c := range []struct{ name, path string }{
 		{"acceptance", "/v1/crm/leads/" + leadA.String() + "/service-acceptance"},
 		{"decrypt", decryptPath(leadA, principalA, "ssn")},
@@ -48,16 +42,8 @@ func BenchmarkOperations(b *testing.B) {
 // authentication's hashing and rate limit, the handler, the answer's encoding, the access line
 // and the metrics), the part the store's speed does not change.
 func BenchmarkRequestPath(b *testing.B) {
-	st := testdb.Open(b, "sqlite")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(b)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		b.Fatal(err)
-	}
-	frozen := freeze(b, st)
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := api.New(api.Deps{Store: frozen, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
-		Metrics: metrics.New(nil), Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
+	st, ring := fixtureStore(b, "sqlite")
+	h := benchHandler(freeze(b, st), st, ring, metrics.New(nil))
 	for _, c := range []struct{ name, path string }{
 		{"acceptance", "/v1/crm/leads/" + leadA.String() + "/service-acceptance"},
 		{"decrypt", decryptPath(leadA, principalA, "ssn")},
@@ -65,6 +51,25 @@ func BenchmarkRequestPath(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { serveLoop(b, h, c.path) })
 	}
+}
+
+// fixtureStore is a store on engine holding the fixture, its clock at fixtureNow, and its key ring.
+func fixtureStore(tb testing.TB, engine string) (*store.Store, *secrets.Ring) {
+	st := testdb.Open(tb, engine)
+	st.SetClock(func() time.Time { return fixtureNow })
+	ring := testdb.Ring(tb)
+	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
+		tb.Fatal(err)
+	}
+	return st, ring
+}
+
+// benchHandler is the service over st, with the rate limits out of the way and the access line
+// written to nowhere; pushes record in pushes. A nil m observes nothing.
+func benchHandler(st api.Store, pushes *store.Store, ring *secrets.Ring, m api.Observer) http.Handler {
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: pushes, Logger: log}), Logger: log,
+		Metrics: m, Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
 }
 
 // serveLoop answers GET path as the staff key until the benchmark has its measure.
@@ -149,15 +154,8 @@ func processCPU(b *testing.B) time.Duration {
 //
 //	go test ./internal/api -run '^$' -bench DecryptParallel -count 5
 func BenchmarkDecryptParallel(b *testing.B) {
-	st := testdb.Open(b, "sqlite")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(b)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
-		Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
+	st, ring := fixtureStore(b, "sqlite")
+	h := benchHandler(st, st, ring, nil)
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
 		req := httptest.NewRequest(http.MethodGet, decryptPath(leadA, principalA, "ssn"), nil)

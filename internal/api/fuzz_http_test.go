@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,20 +11,13 @@ import (
 	"time"
 
 	"backoffice/internal/api"
-	"backoffice/internal/dataset"
 	"backoffice/internal/push"
-	"backoffice/internal/testdb"
 )
 
 // FuzzHandler sends arbitrary paths, queries and Authorization headers through the real router,
 // middleware and store: no answer is a 5xx, and every error answer is the error body.
 func FuzzHandler(f *testing.F) {
-	st := testdb.Open(f, "sqlite")
-	st.SetClock(func() time.Time { return fixtureNow })
-	ring := testdb.Ring(f)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		f.Fatal(err)
-	}
+	st, ring := fixtureStore(f, "sqlite")
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	h := api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: st, Logger: log}), Logger: log,
 		Now: func() time.Time { return fixtureNow }})
