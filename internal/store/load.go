@@ -52,7 +52,7 @@ func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q *sqltx.Tx)
 		conn = c
 		return conn.BeginTx(ctx, nil)
 	}
-	return s.inTx(ctx, begin, s.stmts, func(q *sqltx.Tx) error { return fn(conn, q) })
+	return s.inTx(ctx, begin, func(q *sqltx.Tx) error { return fn(conn, q) })
 }
 
 // Dump runs fn on one consistent snapshot of the database, without blocking writers.

@@ -258,13 +258,13 @@ func (s *Store) q() querier { return querier{s: s} }
 // same writers' lock). fn must not capture the store either:
 // TestTransactionBodiesCannotReachTheStore fails if it does.
 func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
-	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, s.stmts, fn)
+	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, fn)
 }
 
 // inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with
 // this process's writers queued and the engine's write check made first; committed when fn
 // returns nil, rolled back on an error or a panic.
-func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *sqltx.Stmts, fn func(q *sqltx.Tx) error) (err error) {
+func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func(q *sqltx.Tx) error) (err error) {
 	if s.writes != nil {
 		s.writes.Lock()
 		defer s.writes.Unlock()
@@ -285,7 +285,7 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), stmts *
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(sqltx.New(tx, s.engine, errClassifier{s}, stmts, stmts != s.stmts)); err != nil {
+	if err = fn(sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)); err != nil {
 		return err
 	}
 	defer forgetFreshness(ctx)
@@ -325,7 +325,7 @@ func (s *Store) snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error 
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
 	defer tx.Rollback()
-	return fn(sqltx.New(tx, s.engine, errClassifier{s}, nil, false))
+	return fn(sqltx.New(tx, s.engine, errClassifier{s}, nil))
 }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.

@@ -56,7 +56,7 @@ func c(ctx context.Context, st *Store) error {
 }
 func (s *Store) d(ctx context.Context) error {
 	other := s
-	return s.inTx(ctx, nil, s.stmts, func(q *sqltx.Tx) error { return other.write(ctx) })
+	return s.inTx(ctx, nil, func(q *sqltx.Tx) error { return other.write(ctx) })
 }
 func (s *Store) e(ctx context.Context) error {
 	return s.tx(ctx, s.body)

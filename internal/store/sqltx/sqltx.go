@@ -36,18 +36,14 @@ type Tx struct {
 	tx      *sql.Tx
 	dialect Dialect
 	errs    Classifier
-	// stmts holds the prepared statements of tx's database that Cached binds to tx (nil in a
+	// stmts holds the prepared statements of the pool that Cached binds to tx (nil in a
 	// read-only snapshot, which prepares nothing).
 	stmts *Stmts
-	// held says that stmts' database is the one connection tx holds (the audit writer's):
-	// preparing on it would wait for tx's end.
-	held bool
 }
 
-// New is the transaction tx, its statements cached in stmts (nil: none), held telling that
-// stmts' database is the connection tx holds.
-func New(tx *sql.Tx, d Dialect, errs Classifier, stmts *Stmts, held bool) *Tx {
-	return &Tx{tx: tx, dialect: d, errs: errs, stmts: stmts, held: held}
+// New is the transaction tx, its statements cached in stmts (nil: none).
+func New(tx *sql.Tx, d Dialect, errs Classifier, stmts *Stmts) *Tx {
+	return &Tx{tx: tx, dialect: d, errs: errs, stmts: stmts}
 }
 
 // SQL is the database/sql transaction, for an engine's own steps in it (an import's lock and
@@ -109,16 +105,6 @@ func (t *Tx) Cached(ctx context.Context, query string) (Stmt, error) {
 	}
 	if st, ok := t.stmts.Lookup(text); ok {
 		return t.tx.StmtContext(ctx, st), nil
-	}
-	if t.held {
-		// The audit writer's connection is its one connection, held by tx: preparing on it
-		// would wait for tx's end. Its statements are prepared before its transactions begin;
-		// anything else is prepared in tx, for tx alone.
-		st, err := t.tx.PrepareContext(ctx, text)
-		if err != nil {
-			return nil, t.errs.Classify(err)
-		}
-		return st, nil
 	}
 	st, err := t.stmts.Prepare(ctx, text)
 	if err != nil {
