@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -15,19 +13,6 @@ func BenchmarkReadsParallel(b *testing.B) {
 		{"acceptance", "/v1/crm/leads/" + leadA.String() + "/service-acceptance"},
 		{"sam_page_1", samPath(leadA.String()) + "?page=1&size=20"},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.SetParallelism(16)
-			b.RunParallel(func(pb *testing.PB) {
-				req := httptest.NewRequest(http.MethodGet, c.path, nil)
-				req.Header.Set("Authorization", "Api-Key "+staffKey)
-				for pb.Next() {
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, req)
-					if rec.Code != http.StatusOK {
-						b.Fatalf("%d %s", rec.Code, rec.Body)
-					}
-				}
-			})
-		})
+		b.Run(c.name, func(b *testing.B) { serveParallel(b, h, c.path) })
 	}
 }

@@ -156,9 +156,14 @@ func processCPU(b *testing.B) time.Duration {
 func BenchmarkDecryptParallel(b *testing.B) {
 	st, ring := fixtureStore(b, "sqlite")
 	h := benchHandler(st, st, ring, nil)
+	serveParallel(b, h, decryptPath(leadA, principalA, "ssn"))
+}
+
+// serveParallel answers GET path as the staff key from 16 goroutines per core at once.
+func serveParallel(b *testing.B, h http.Handler, path string) {
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
-		req := httptest.NewRequest(http.MethodGet, decryptPath(leadA, principalA, "ssn"), nil)
+		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Authorization", "Api-Key "+staffKey)
 		for pb.Next() {
 			rec := httptest.NewRecorder()

@@ -8,6 +8,7 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
+	"backoffice/internal/store/column"
 )
 
 // kinds lists every kind of record the file holds, once, in the order of the file's keys: its
@@ -36,13 +37,13 @@ func kinds() []kind {
 			refs:    []ref[domain.User]{{"partnerId", func(r *domain.User) *domain.ID { return r.PartnerID }, []string{"partners"}}},
 			columns: "id, partner_id, email, permissions",
 			args: func(r *domain.User) []any {
-				return []any{r.ID, store.NullID(r.PartnerID), r.Email, domain.FormatPermissions(r.Permissions)}
+				return []any{r.ID, column.NullID(r.PartnerID), r.Email, domain.FormatPermissions(r.Permissions)}
 			},
 			scan: func(sc store.Scanner) (r domain.User, err error) {
 				var partner sql.NullString
 				var perms string
 				err = sc.Scan(&r.ID, &partner, &r.Email, &perms)
-				r.PartnerID, r.Permissions = store.IDPtr(partner), domain.ParsePermissions(perms)
+				r.PartnerID, r.Permissions = column.IDPtr(partner), domain.ParsePermissions(perms)
 				if r.Permissions == nil {
 					r.Permissions = []domain.Permission{}
 				}
@@ -58,7 +59,7 @@ func kinds() []kind {
 			refs:    []ref[domain.APIKey]{{"userId", func(r *domain.APIKey) *domain.ID { return &r.UserID }, []string{"users"}}},
 			columns: "id, user_id, key_hash, expires_at",
 			args: func(r *domain.APIKey) []any {
-				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), store.NullMicros(r.ExpiresAt)}
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), column.NullMicros(r.ExpiresAt)}
 			},
 		}.kind(),
 		spec[domain.Session]{
@@ -69,7 +70,7 @@ func kinds() []kind {
 			refs:    []ref[domain.Session]{{"userId", func(r *domain.Session) *domain.ID { return &r.UserID }, []string{"users"}}},
 			columns: "id, user_id, token_hash, expires_at",
 			args: func(r *domain.Session) []any {
-				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), store.Micros(r.ExpiresAt)}
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), column.Micros(r.ExpiresAt)}
 			},
 		}.kind(),
 		spec[domain.CardPlan]{
@@ -120,12 +121,12 @@ func kinds() []kind {
 			},
 			columns: "id, partner_id, lead_id, name",
 			args: func(r *domain.Merchant) []any {
-				return []any{r.ID, r.PartnerID, store.NullID(r.LeadID), r.Name}
+				return []any{r.ID, r.PartnerID, column.NullID(r.LeadID), r.Name}
 			},
 			scan: func(sc store.Scanner) (r domain.Merchant, err error) {
 				var lead sql.NullString
 				err = sc.Scan(&r.ID, &r.PartnerID, &lead, &r.Name)
-				r.LeadID = store.IDPtr(lead)
+				r.LeadID = column.IDPtr(lead)
 				return r, err
 			},
 		}.kind(),
@@ -164,7 +165,7 @@ func kinds() []kind {
 			scan: func(sc store.Scanner) (r domain.PricingModel, err error) {
 				var adj sql.NullString
 				err = sc.Scan(&r.ID, &r.MerchantID, &r.Active, &r.Type, &adj)
-				r.AdjustmentPercent = store.StrPtr(adj)
+				r.AdjustmentPercent = column.StrPtr(adj)
 				return r, err
 			},
 		}.kind(),
@@ -328,8 +329,8 @@ func leadArgs(r *domain.Lead) []any {
 		configured = sql.NullBool{Bool: sa.Configured, Valid: true}
 		fcs, amex, esa, ebt = sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode
 	}
-	return []any{r.ID, r.PartnerID, r.BusinessName, store.NullID(r.MidID), configured,
-		store.NullString(fcs), store.NullString(amex), store.NullString(esa), store.NullString(ebt)}
+	return []any{r.ID, r.PartnerID, r.BusinessName, column.NullID(r.MidID), configured,
+		column.NullString(fcs), column.NullString(amex), column.NullString(esa), column.NullString(ebt)}
 }
 
 // importLeadCardPlans stores each lead's selected card plans, once every lead is in.
@@ -369,15 +370,15 @@ func exportLeads(x *exporter) ([]domain.Lead, error) {
 		var mid, fcs, amex, esa, ebt sql.NullString
 		var configured sql.NullBool
 		err = sc.Scan(&l.ID, &l.PartnerID, &l.BusinessName, &mid, &configured, &fcs, &amex, &esa, &ebt)
-		l.MidID = store.IDPtr(mid)
+		l.MidID = column.IDPtr(mid)
 		if configured.Valid {
 			plans := selected[l.ID]
 			if plans == nil {
 				plans = []domain.ID{}
 			}
 			l.ServiceAcceptance = &domain.StoredAcceptance{Configured: configured.Bool, SelectedCardPlanIDs: plans,
-				EBTFcsNumber: store.StrPtr(fcs), AmexProgram: store.StrPtr(amex), AmexEsaNumber: store.StrPtr(esa),
-				EBTBenefitMode: store.StrPtr(ebt)}
+				EBTFcsNumber: column.StrPtr(fcs), AmexProgram: column.StrPtr(amex), AmexEsaNumber: column.StrPtr(esa),
+				EBTBenefitMode: column.StrPtr(ebt)}
 		}
 		return l, err
 	})
@@ -428,7 +429,7 @@ func pricingModelRow(im *importer, path string, r *domain.PricingModel) ([]any, 
 	if r.Type == "standard" {
 		adj = nil
 	}
-	return []any{r.ID, r.MerchantID, false, r.Type, store.NullString(adj)}, nil
+	return []any{r.ID, r.MerchantID, false, r.Type, column.NullString(adj)}, nil
 }
 
 // activatePricingModels activates the file's active models, refusing one whose merchant keeps

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -30,10 +31,10 @@ func auditWhere(f domain.AuditFilter) (string, []any) {
 		add("outcome = ?", f.Outcome)
 	}
 	if f.From != nil {
-		add("at >= ?", micros(*f.From))
+		add("at >= ?", column.Micros(*f.From))
 	}
 	if f.To != nil {
-		add("at < ?", micros(*f.To))
+		add("at < ?", column.Micros(*f.To))
 	}
 	if len(conds) == 0 {
 		return "", nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 )
 
 // The audit event as stored: the one place its columns are named, in their order, with the
@@ -33,7 +34,7 @@ func appendAuditRow(args []any, e *domain.AuditEvent, hash []byte) []any {
 	if hash != nil {
 		keyID = sql.NullString{String: e.ChainKeyID, Valid: true}
 	}
-	return append(args, e.ID, micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, keyID, hash)
+	return append(args, e.ID, column.Micros(e.At), e.ActorUserID, e.Action, e.TargetID, e.Outcome, e.Detail, e.Seq, keyID, hash)
 }
 
 // AuditArgs is an event's row as stored, its place in the chain included (an export's): the link
@@ -110,7 +111,7 @@ func scanAuditRow(r scanner) (auditStored, error) {
 	var a auditStored
 	var at int64
 	err := r.Scan(&a.e.ID, &at, &a.e.ActorUserID, &a.e.Action, &a.e.TargetID, &a.e.Outcome, &a.e.Detail, &a.seq, &a.keyID, &a.hash)
-	a.e.At = fromMicros(at)
+	a.e.At = column.FromMicros(at)
 	a.e.Seq, a.e.ChainKeyID, a.e.Hash = a.seq.Int64, a.keyID.String, hexHash(a.hash)
 	return a, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 )
 
 // Each kind's lookup, in plain sight. Sessions record no last use; CAST keeps the column list
@@ -50,7 +51,7 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 	}
 	c.Actor.PartnerID = domain.ID(partner.String)
 	c.Actor.Permissions = domain.ParsePermissions(perms)
-	c.ExpiresAt, c.RevokedAt, c.LastUsedAt = timePtr(expires), timePtr(revoked), timePtr(lastUsed)
+	c.ExpiresAt, c.RevokedAt, c.LastUsedAt = column.TimePtr(expires), column.TimePtr(revoked), column.TimePtr(lastUsed)
 	return c, nil
 }
 
@@ -76,7 +77,7 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
 		// later tries again.
 		_, err := s.q().Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
-			micros(at), id, micros(at.Add(-every)))
+			column.Micros(at), id, column.Micros(at.Add(-every)))
 		if err == nil {
 			s.stamped.Store(id, at)
 		}

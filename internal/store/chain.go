@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -57,7 +58,7 @@ func appendEvent(b []byte, label string, prev []byte, e domain.AuditEvent) []byt
 	for _, f := range []string{e.ChainKeyID, string(e.ID)} {
 		b = appendText(b, f)
 	}
-	b = binary.BigEndian.AppendUint64(b, uint64(micros(e.At)))
+	b = binary.BigEndian.AppendUint64(b, uint64(column.Micros(e.At)))
 	for _, f := range []string{string(e.ActorUserID), e.Action, e.TargetID, e.Outcome, e.Detail} {
 		b = appendText(b, f)
 	}

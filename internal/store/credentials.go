@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.Audi
 			return err
 		}
 		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, micros(k.CreatedAt), nullMicros(k.ExpiresAt))
+			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, column.Micros(k.CreatedAt), column.NullMicros(k.ExpiresAt))
 		if err != nil {
 			return insertCredentialError(engine, "api key", err)
 		}
@@ -83,7 +84,7 @@ func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.Au
 			return err
 		}
 		_, err := q.Exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-			n.ID, n.UserID, n.Hash, micros(n.CreatedAt), micros(n.ExpiresAt))
+			n.ID, n.UserID, n.Hash, column.Micros(n.CreatedAt), column.Micros(n.ExpiresAt))
 		if err != nil {
 			return insertCredentialError(engine, "session", err)
 		}
@@ -147,8 +148,8 @@ func scanAPIKeyInfo(r scanner) (APIKeyInfo, error) {
 	var prefix sql.NullString
 	var created, expires, lastUsed, revoked sql.NullInt64
 	err := r.Scan(&k.ID, &k.UserID, &k.Name, &prefix, &created, &expires, &lastUsed, &revoked)
-	k.Prefix = strPtr(prefix)
-	k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = timePtr(created), timePtr(expires), timePtr(lastUsed), timePtr(revoked)
+	k.Prefix = column.StrPtr(prefix)
+	k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = column.TimePtr(created), column.TimePtr(expires), column.TimePtr(lastUsed), column.TimePtr(revoked)
 	return k, err
 }
 
@@ -176,7 +177,7 @@ func (s *Store) ListSessions(ctx context.Context, user domain.ID) ([]SessionInfo
 		var created, revoked sql.NullInt64
 		var expires int64
 		err := r.Scan(&si.ID, &si.UserID, &created, &expires, &revoked)
-		si.CreatedAt, si.ExpiresAt, si.RevokedAt = timePtr(created), fromMicros(expires), timePtr(revoked)
+		si.CreatedAt, si.ExpiresAt, si.RevokedAt = column.TimePtr(created), column.FromMicros(expires), column.TimePtr(revoked)
 		return si, err
 	}, args...)
 	if err != nil {
@@ -214,7 +215,7 @@ func (s *Store) RevokeSession(ctx context.Context, id domain.ID, at time.Time, e
 func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.Time, event domain.AuditEvent) error {
 	chain := s.chain()
 	return s.tx(ctx, func(q *sqltx.Tx) error {
-		res, err := q.Exec(ctx, r.revoke, micros(at), id)
+		res, err := q.Exec(ctx, r.revoke, column.Micros(at), id)
 		if err != nil {
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
 		}

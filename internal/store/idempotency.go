@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 )
 
 // ClaimPushKey claims a user's idempotency key for a push of a line item at now. A key that is
@@ -16,10 +17,10 @@ import (
 //
 // Replicas racing for the same key get one KeyNew between them: the INSERT skips a taken key.
 func (s *Store) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte, lineItem domain.ID, now time.Time, runningFor time.Duration) (domain.KeyClaim, error) {
-	if _, err := s.q().Exec(ctx, `DELETE FROM push_idempotency WHERE expires_at <= ?`, micros(now)); err != nil {
+	if _, err := s.q().Exec(ctx, `DELETE FROM push_idempotency WHERE expires_at <= ?`, column.Micros(now)); err != nil {
 		return domain.KeyClaim{}, fmt.Errorf("store: expire idempotency keys: %w", err)
 	}
-	until := micros(now.Add(runningFor))
+	until := column.Micros(now.Add(runningFor))
 	head, tail := s.engine.InsertOrSkip()
 	res, err := s.q().Exec(ctx, head+` push_idempotency (user_id, key_hash, line_item_id, expires_at) VALUES (?, ?, ?, ?)`+tail,
 		user, keyHash, lineItem, until)
@@ -50,14 +51,14 @@ func (s *Store) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte
 	case status.Valid:
 		return domain.KeyClaim{State: domain.KeyDone, Status: int(status.Int64), Body: body}, nil
 	default:
-		return domain.KeyClaim{State: domain.KeyRunning, RunningUntil: fromMicros(expires)}, nil
+		return domain.KeyClaim{State: domain.KeyRunning, RunningUntil: column.FromMicros(expires)}, nil
 	}
 }
 
 // FinishPushKey keeps a claimed key's answer until keepUntil.
 func (s *Store) FinishPushKey(ctx context.Context, user domain.ID, keyHash []byte, status int, body []byte, keepUntil time.Time) error {
 	_, err := s.q().Exec(ctx, `UPDATE push_idempotency SET status = ?, body = ?, expires_at = ? WHERE user_id = ? AND key_hash = ?`,
-		status, body, micros(keepUntil), user, keyHash)
+		status, body, column.Micros(keepUntil), user, keyHash)
 	if err != nil {
 		return fmt.Errorf("store: keep idempotent answer: %w", err)
 	}

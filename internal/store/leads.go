@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 )
 
 // ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,
@@ -74,9 +75,9 @@ ORDER BY c.sort_order, c.id`, leadID)
 	if !found {
 		return ownedAcceptance{}, errNotFound
 	}
-	sa.MidID = idPtr(mid)
+	sa.MidID = column.IDPtr(mid)
 	sa.Configured = configured.Valid && configured.Bool
-	sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode = strPtr(fcs), strPtr(amex), strPtr(esa), strPtr(ebt)
+	sa.EBTFcsNumber, sa.AmexProgram, sa.AmexEsaNumber, sa.EBTBenefitMode = column.StrPtr(fcs), column.StrPtr(amex), column.StrPtr(esa), column.StrPtr(ebt)
 	return ownedAcceptance{sa, domain.ID(partner)}, nil
 }
 

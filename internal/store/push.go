@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -70,7 +71,7 @@ LEFT JOIN inventory_units iu ON iu.id = e.inventory_unit_id WHERE e.id = ?`, *id
 	if err != nil {
 		return fmt.Errorf("store: equipment %s: %w", *id, err)
 	}
-	v.Equipment, v.ModelName, v.EquipmentType, v.SerialNumber = e, strPtr(model), strPtr(typ), strPtr(serial)
+	v.Equipment, v.ModelName, v.EquipmentType, v.SerialNumber = e, column.StrPtr(model), column.StrPtr(typ), column.StrPtr(serial)
 	src.View.Equipment = &v
 	return nil
 }
@@ -121,7 +122,7 @@ func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 	} else if err != nil {
 		return fmt.Errorf("store: pricing of merchant %s: %w", src.MerchantID, err)
 	}
-	p.AdjustmentPercent = strPtr(adj)
+	p.AdjustmentPercent = column.StrPtr(adj)
 	src.Pricing = &p
 	return nil
 }
@@ -133,7 +134,7 @@ func (s *Store) AcquirePushLease(ctx context.Context, lineItemID domain.ID, hold
 	now := s.now()
 	res, err := s.q().Exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (line_item_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-WHERE push_leases.expires_at <= ?`, lineItemID, holder, micros(now.Add(ttl)), micros(now))
+WHERE push_leases.expires_at <= ?`, lineItemID, holder, column.Micros(now.Add(ttl)), column.Micros(now))
 	if err != nil {
 		return false, fmt.Errorf("store: push lease %s: %w", lineItemID, err)
 	}
@@ -155,7 +156,7 @@ func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expi
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("store: push lease %s: %w", lineItemID, err)
 	}
-	return fromMicros(us), true, nil
+	return column.FromMicros(us), true, nil
 }
 
 // ReleasePushLease gives the lease back, if holder still has it.
@@ -251,7 +252,7 @@ func (s *Store) NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf N
 	const abandoned = `NOT EXISTS (SELECT 1 FROM push_leases l
 WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.holder AND l.expires_at > ?)`
 	var found int
-	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, micros(now)).Scan(&found); err != nil {
+	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, column.Micros(now)).Scan(&found); err != nil {
 		return 0, fmt.Errorf("store: abandoned push records: %w", err)
 	}
 	if found == 0 {
@@ -260,7 +261,7 @@ WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.hol
 	var n int
 	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		var err error
-		n, err = notePushRecords(ctx, q, abandoned, []any{micros(now)}, noteOf)
+		n, err = notePushRecords(ctx, q, abandoned, []any{column.Micros(now)}, noteOf)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -24,14 +25,14 @@ func scanInventoryUnit(s scanner) (domain.InventoryUnit, error) {
 	var received, created, updated int64
 	err := s.Scan(&u.ID, &u.DeploymentModelID, &u.SerialNumber, &u.Condition, &u.Status, &received,
 		&created, &u.CreatedBy, &updated, &u.UpdatedBy)
-	u.ReceivedDate, u.CreatedAt, u.UpdatedAt = fromMicros(received), fromMicros(created), fromMicros(updated)
+	u.ReceivedDate, u.CreatedAt, u.UpdatedAt = column.FromMicros(received), column.FromMicros(created), column.FromMicros(updated)
 	return u, err
 }
 
 // InventoryUnitArgs is the record's values in the order of its columns.
 func InventoryUnitArgs(u *domain.InventoryUnit) []any {
 	return []any{u.ID, u.DeploymentModelID, u.SerialNumber, u.Condition, u.Status,
-		micros(u.ReceivedDate), micros(u.CreatedAt), u.CreatedBy, micros(u.UpdatedAt), u.UpdatedBy}
+		column.Micros(u.ReceivedDate), column.Micros(u.CreatedAt), u.CreatedBy, column.Micros(u.UpdatedAt), u.UpdatedBy}
 }
 
 const equipmentCols = `id, entity_id, entity_type, deployment_model_id, inventory_unit_id, vendor_terminal_id, varsheet_id, status, deployed_date, created_at, created_by, updated_at, updated_by`
@@ -44,16 +45,16 @@ func scanEquipment(s scanner, extra ...any) (domain.Equipment, error) {
 	dest := []any{&e.ID, &e.EntityID, &e.EntityType, &e.DeploymentModelID, &unit, &vendor, &varsheet, &e.Status,
 		&deployed, &created, &e.CreatedBy, &updated, &e.UpdatedBy}
 	err := s.Scan(append(dest, extra...)...)
-	e.InventoryUnitID, e.VendorTerminalID, e.VarsheetID = idPtr(unit), strPtr(vendor), idPtr(varsheet)
-	e.DeployedDate, e.CreatedAt, e.UpdatedAt = timePtr(deployed), fromMicros(created), fromMicros(updated)
+	e.InventoryUnitID, e.VendorTerminalID, e.VarsheetID = column.IDPtr(unit), column.StrPtr(vendor), column.IDPtr(varsheet)
+	e.DeployedDate, e.CreatedAt, e.UpdatedAt = column.TimePtr(deployed), column.FromMicros(created), column.FromMicros(updated)
 	return e, err
 }
 
 // EquipmentArgs is the record's values in the order of its columns.
 func EquipmentArgs(e *domain.Equipment) []any {
-	return []any{e.ID, e.EntityID, e.EntityType, e.DeploymentModelID, nullID(e.InventoryUnitID),
-		nullString(e.VendorTerminalID), nullID(e.VarsheetID), e.Status, nullMicros(e.DeployedDate),
-		micros(e.CreatedAt), e.CreatedBy, micros(e.UpdatedAt), e.UpdatedBy}
+	return []any{e.ID, e.EntityID, e.EntityType, e.DeploymentModelID, column.NullID(e.InventoryUnitID),
+		column.NullString(e.VendorTerminalID), column.NullID(e.VarsheetID), e.Status, column.NullMicros(e.DeployedDate),
+		column.Micros(e.CreatedAt), e.CreatedBy, column.Micros(e.UpdatedAt), e.UpdatedBy}
 }
 
 const varsheetCols = `id, entity_id, entity_type, mid_id, v_number, terminal_id_number, agent, chain, store_number,
@@ -75,12 +76,12 @@ func scanVarsheet(s scanner) (domain.Varsheet, error) {
 		return v, err
 	}
 	for i, dst := range varsheetStrings(&v) {
-		*dst = strPtr(strs[i])
+		*dst = column.StrPtr(strs[i])
 	}
 	for i, dst := range varsheetBools(&v) {
-		*dst = boolPtr(bools[i])
+		*dst = column.BoolPtr(bools[i])
 	}
-	v.CreatedAt, v.UpdatedAt = fromMicros(created), fromMicros(updated)
+	v.CreatedAt, v.UpdatedAt = column.FromMicros(created), column.FromMicros(updated)
 	return v, nil
 }
 
@@ -101,15 +102,15 @@ func varsheetArgs(v *domain.Varsheet) []any {
 	args := []any{v.ID, v.EntityID, v.EntityType, v.MidID, v.VNumber}
 	strs := varsheetStrings(v)
 	for _, p := range strs[:9] {
-		args = append(args, nullString(*p))
+		args = append(args, column.NullString(*p))
 	}
 	for _, p := range varsheetBools(v) {
-		args = append(args, nullBool(*p))
+		args = append(args, column.NullBool(*p))
 	}
 	for _, p := range strs[9:] {
-		args = append(args, nullString(*p))
+		args = append(args, column.NullString(*p))
 	}
-	return append(args, micros(v.CreatedAt), v.CreatedBy, micros(v.UpdatedAt), v.UpdatedBy)
+	return append(args, column.Micros(v.CreatedAt), v.CreatedBy, column.Micros(v.UpdatedAt), v.UpdatedBy)
 }
 
 const lineItemCols = `id, order_id, order_type, deployment_model_id, connection_type, status, inventory_unit_id, equipment_id, varsheet_id, created_at, created_by, updated_at, updated_by`
@@ -128,16 +129,16 @@ func scanLineItem(s scanner) (domain.LineItem, error) {
 			return li, fmt.Errorf("line item %s: connection_type: %w", li.ID, err)
 		}
 	}
-	li.InventoryUnitID, li.EquipmentID, li.VarsheetID = idPtr(unit), idPtr(equip), idPtr(varsheet)
-	li.CreatedAt, li.UpdatedAt = fromMicros(created), fromMicros(updated)
+	li.InventoryUnitID, li.EquipmentID, li.VarsheetID = column.IDPtr(unit), column.IDPtr(equip), column.IDPtr(varsheet)
+	li.CreatedAt, li.UpdatedAt = column.FromMicros(created), column.FromMicros(updated)
 	return li, nil
 }
 
 // LineItemArgs is the record's values in the order of its columns.
 func LineItemArgs(li *domain.LineItem) []any {
 	return []any{li.ID, li.OrderID, li.OrderType, li.DeploymentModelID, connectionTypeArg(li.ConnectionType),
-		li.Status, nullID(li.InventoryUnitID), nullID(li.EquipmentID), nullID(li.VarsheetID),
-		micros(li.CreatedAt), li.CreatedBy, micros(li.UpdatedAt), li.UpdatedBy}
+		li.Status, column.NullID(li.InventoryUnitID), column.NullID(li.EquipmentID), column.NullID(li.VarsheetID),
+		column.Micros(li.CreatedAt), li.CreatedBy, column.Micros(li.UpdatedAt), li.UpdatedBy}
 }
 
 func connectionTypeArg(ct []string) sql.NullString {
@@ -155,13 +156,13 @@ func scanShipment(s scanner, extra ...any) (domain.Shipment, error) {
 	var carrier, tracking sql.NullString
 	var shipped sql.NullInt64
 	err := s.Scan(append([]any{&sh.ID, &sh.Status, &carrier, &tracking, &shipped}, extra...)...)
-	sh.CarrierCode, sh.TrackingNumber, sh.ShippedDate = strPtr(carrier), strPtr(tracking), timePtr(shipped)
+	sh.CarrierCode, sh.TrackingNumber, sh.ShippedDate = column.StrPtr(carrier), column.StrPtr(tracking), column.TimePtr(shipped)
 	return sh, err
 }
 
 // ShipmentArgs is the record's values in the order of its columns.
 func ShipmentArgs(sh *domain.Shipment) []any {
-	return []any{sh.ID, sh.Status, nullString(sh.CarrierCode), nullString(sh.TrackingNumber), nullMicros(sh.ShippedDate)}
+	return []any{sh.ID, sh.Status, column.NullString(sh.CarrierCode), column.NullString(sh.TrackingNumber), column.NullMicros(sh.ShippedDate)}
 }
 
 const pushRecordCols = `line_item_id, holder, merchant_id, user_id, terminal_id, started_at, attempts`
@@ -169,14 +170,14 @@ const pushRecordCols = `line_item_id, holder, merchant_id, user_id, terminal_id,
 var insertPushRecord = `INSERT INTO push_records (` + pushRecordCols + `) VALUES ` + sqltx.ValueRows(7, 1)
 
 func pushRecordArgs(r *domain.PushRecord) []any {
-	return []any{r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, micros(r.StartedAt), r.Attempts}
+	return []any{r.LineItemID, r.Holder, r.MerchantID, r.UserID, r.TerminalID, column.Micros(r.StartedAt), r.Attempts}
 }
 
 func scanPushRecord(s scanner) (domain.PushRecord, error) {
 	var r domain.PushRecord
 	var started int64
 	err := s.Scan(&r.LineItemID, &r.Holder, &r.MerchantID, &r.UserID, &r.TerminalID, &started, &r.Attempts)
-	r.StartedAt = fromMicros(started)
+	r.StartedAt = column.FromMicros(started)
 	return r, err
 }
 
@@ -188,13 +189,13 @@ func scanMerchantNote(s scanner) (domain.MerchantNote, error) {
 	var n domain.MerchantNote
 	var at int64
 	err := s.Scan(&n.ID, &n.MerchantID, &n.Body, &at, &n.CreatedBy)
-	n.CreatedAt = fromMicros(at)
+	n.CreatedAt = column.FromMicros(at)
 	return n, err
 }
 
 // MerchantNoteArgs is the record's values in the order of its columns.
 func MerchantNoteArgs(n *domain.MerchantNote) []any {
-	return []any{n.ID, n.MerchantID, n.Body, micros(n.CreatedAt), n.CreatedBy}
+	return []any{n.ID, n.MerchantID, n.Body, column.Micros(n.CreatedAt), n.CreatedBy}
 }
 
 // cols prefixes every column of a list with a table alias.

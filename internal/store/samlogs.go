@@ -109,7 +109,7 @@ func copySAMPage(p samPage) samPage {
 
 func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	offset := pageOffset(page, size)
-	key := uuidArg(entity)
+	key := column.UUIDArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
 	rows, err := s.q().Query(ctx, samPageQuery+`
 AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...)...)
@@ -152,9 +152,9 @@ func scanSAMLog(rows *sqltx.Rows, entity domain.ID) (l domain.SAMActionLog, tota
 	if err := rows.Scan(&total, &id, &l.Action, &date, &l.SamID); err != nil {
 		return l, 0, err
 	}
-	if l.ID, err = idOfUUID(id); err != nil {
+	if l.ID, err = column.IDOfUUID(id); err != nil {
 		return l, 0, err
 	}
-	l.EntityID, l.ActionDate = entity, fromMicros(date)
+	l.EntityID, l.ActionDate = entity, column.FromMicros(date)
 	return l, total, nil
 }

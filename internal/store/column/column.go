@@ -42,7 +42,7 @@ func NullID(id *domain.ID) sql.NullString {
 	return sql.NullString{String: string(*id), Valid: true}
 }
 
-func IdPtr(n sql.NullString) *domain.ID {
+func IDPtr(n sql.NullString) *domain.ID {
 	if !n.Valid {
 		return nil
 	}
