@@ -233,6 +233,7 @@ func (p *push) run(ctx context.Context) (Result, error) {
 	budget, cancel := context.WithTimeout(ctx, p.client.timeout)
 	defer cancel()
 	delays := backoff{rand: p.client.rand}
+	var answered *retryable // the last retryable answer the gateway gave, nil before one
 	for attempts := 1; ; attempts++ {
 		if p.before != nil {
 			if err := p.before(attempts); err != nil {
@@ -254,19 +255,35 @@ func (p *push) run(ctx context.Context) (Result, error) {
 			p.logAttempt(ctx, attempts, status, err, took, noRetry)
 			return Result{}, withAttempts(err, attempts)
 		}
+		if again.status != 0 {
+			answered = again
+		}
 		delay := max(delays.next(), again.after)
 		if !fitsBudget(budget, delay) {
 			p.logAttempt(ctx, attempts, status, err, took, noRetry)
-			return Result{}, again.unavailable(attempts)
+			return Result{}, gaveUp(again, answered, attempts)
 		}
 		p.logAttempt(ctx, attempts, status, err, took, delay)
 		if !sleep(budget, delay) {
 			if ctx.Err() != nil {
 				return Result{}, ctx.Err()
 			}
-			return Result{}, again.unavailable(attempts)
+			return Result{}, gaveUp(again, answered, attempts)
 		}
 	}
+}
+
+// gaveUp is the error of a push whose budget ran out after its last attempt, last. When that
+// attempt got no answer but an earlier one did, the reason keeps the gateway's answer first:
+// "answered 503" tells an operator more than that the last try ran out of time.
+func gaveUp(last, answered *retryable, attempts int) *Error {
+	if answered == nil || answered == last {
+		return last.unavailable(attempts)
+	}
+	e := answered.unavailable(attempts)
+	e.Reason = answered.reason + ", then " + last.reason
+	e.Cause = last.cause
+	return e
 }
 
 // noRetry is the delay logged after an attempt that is not retried.

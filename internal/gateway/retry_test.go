@@ -224,6 +224,25 @@ func TestPushHangingGatewayTakesTheWholeBudget(t *testing.T) {
 	})
 }
 
+// A budget that runs out on an attempt with no answer keeps the gateway's earlier answer in the
+// reason: the merchant note and the log say 503, not only that time ran out.
+func TestPushTimeoutAfterAnAnswerKeepsTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := &recorder{answers: []answer{{status: http.StatusServiceUnavailable}, {hang: true}}}
+		_, err := newBubbleClient(gw, Config{Timeout: 3 * time.Second}).Push(context.Background(), "T-1", 1)
+
+		want := &Error{
+			Kind:       KindUnavailable,
+			Reason:     "gateway answered 503 Service Unavailable, then the gateway did not answer in time",
+			Attempts:   2,
+			StatusCode: http.StatusServiceUnavailable,
+		}
+		if diff := cmp.Diff(want, asError(t, err), cmpopts.IgnoreFields(Error{}, "Cause")); diff != "" {
+			t.Errorf("error mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestPushAttemptTimeoutRetriesAHangWithinBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gw := &recorder{answers: []answer{{hang: true}}}
