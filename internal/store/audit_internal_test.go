@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,5 +100,50 @@ func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 		if got := turn.shouldLinger(); got != c.want {
 			t.Errorf("%s: shouldLinger = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// Callers ready to run together share one commit: the writer yields to them before it commits,
+// so the first caller's event does not go alone while the others wait a whole commit behind it.
+func TestAuditGroupTakesTheCallersReadyTogether(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one core, as the service is measured
+	ctx := context.Background()
+	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/audit.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetChainSigner(ring)
+	// One event first, so that the writer is running and its statements are prepared.
+	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
+		TargetID: "p", Outcome: domain.OutcomeGranted}
+	if err := st.RecordAudit(ctx, event); err != nil {
+		t.Fatal(err)
+	}
+	before := st.audits.commits.Load()
+
+	const callers = 16
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			<-start
+			if err := st.RecordAudit(ctx, event); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	// One commit, or two when the first caller's event went ahead; never one each.
+	if n := st.audits.commits.Load() - before; n > callers/4 {
+		t.Errorf("%d callers ready together took %d commits; want them to share", callers, n)
 	}
 }
