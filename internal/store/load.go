@@ -19,12 +19,18 @@ import (
 func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error {
 	engine, chain := s.engine, s.chain()
 	return s.loadTx(ctx, func(conn *sql.Conn, q *sqltx.Tx) error {
-		end, err := engine.BeginImport(ctx, q.SQL())
+		finish, end, err := engine.BeginImport(ctx, q.SQL())
 		if err != nil {
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
 		defer end()
-		return bulkload.Run(ctx, q, engine, chain, conn, fn)
+		if err := bulkload.Run(ctx, q, engine, chain, conn, fn); err != nil {
+			return err
+		}
+		if err := finish(); err != nil {
+			return fmt.Errorf("store: import: %w", q.Classify(err))
+		}
+		return nil
 	})
 }
 

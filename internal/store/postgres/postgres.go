@@ -201,14 +201,16 @@ func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 // every other writer that does both (a credential's issue or revocation) changes its table before
 // it takes the chain's head. Were the import to take the chain first (a file of audit events and
 // deletes of leads, which come after them), it and a revocation could each wait for the other.
-func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (end func(), err error) {
+//
+// Its statement triggers move the generation once per statement, so finish has nothing to do.
+func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error, end func(), err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
-		return nil, fmt.Errorf("postgres: import lock: %w", err)
+		return nil, nil, fmt.Errorf("postgres: import lock: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
-		return nil, fmt.Errorf("postgres: import: cache generation: %w", err)
+		return nil, nil, fmt.Errorf("postgres: import: cache generation: %w", err)
 	}
-	return func() {}, nil
+	return func() error { return nil }, func() {}, nil
 }
 
 // InsertOrSkip is the standard INSERT … ON CONFLICT DO NOTHING.

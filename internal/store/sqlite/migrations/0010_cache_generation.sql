@@ -10,8 +10,9 @@
 --
 -- n is set to a new random number, not counted up: a database restored from a copy (whose n a
 -- counter could have reached again since, along another history) never shows a number the cache
--- filed answers under for other data. SQLite has row triggers only: each row changed sets n. A SAM log import moves n once per
--- log and bucket row; measured in docs/performance.md ("The read cache's check").
+-- filed answers under for other data. SQLite has row triggers only: each row changed sets n. An import
+-- sets these triggers aside inside its own transaction and moves n once before it commits
+-- (sqlite.BeginImport): no other connection sees the tables without them.
 CREATE TABLE cache_generation (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   n  INTEGER NOT NULL

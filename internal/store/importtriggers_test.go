@@ -1,0 +1,175 @@
+package store_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"backoffice/internal/store"
+	"backoffice/internal/store/bulkload"
+	"backoffice/internal/testdb"
+)
+
+// cacheTriggers are the read cache's generation triggers as the database holds them: name to SQL.
+func cacheTriggers(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%\_cache\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var name, text string
+		if err := rows.Scan(&name, &text); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = text
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// plainSQLite opens the file as the sqlite3 shell would, with no busy timeout: a write while
+// another connection holds the write lock fails at once.
+func plainSQLite(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(url, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func generation(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(`SELECT n FROM cache_generation`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A SQLite import sets the generation triggers aside in its own transaction (sqlite.BeginImport).
+// Attacked from another connection while it runs: every trigger is still there to be seen, and
+// no write gets in. After it, committed or failed, they are as the migrations made them, and a
+// committed import has moved the generation.
+func TestImportSetsTheCacheTriggersAsideUnseen(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t, "sqlite")
+	st := testdb.OpenURL(t, url)
+	testdb.Import(t, st, fixture())
+	plain := plainSQLite(t, url)
+	want := cacheTriggers(t, plain)
+	if len(want) != 39 {
+		t.Fatalf("%d cache triggers before the import, want 39 (13 tables, 3 each)", len(want))
+	}
+	duringImport := func(b *bulkload.Bulk) {
+		if got := cacheTriggers(t, plain); !maps.Equal(got, want) {
+			t.Errorf("while the import runs another connection sees %d cache triggers, want all %d", len(got), len(want))
+		}
+		if _, err := plain.ExecContext(ctx, `UPDATE leads SET sa_amex_program = 'retail'`); err == nil {
+			t.Error("another connection wrote a cached table while the import had its triggers aside")
+		}
+		if err := b.AddSAMLogs(testdb.SAMLogs(leadA, 1, 100)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	n := generation(t, plain)
+	refused := errors.New("refused")
+	if err := st.Load(ctx, func(b *bulkload.Bulk) error { duringImport(b); return refused }); !errors.Is(err, refused) {
+		t.Fatalf("failed import: %v", err)
+	}
+	if got := cacheTriggers(t, plain); !maps.Equal(got, want) {
+		t.Errorf("after a failed import: %d cache triggers, want the %d of before", len(got), len(want))
+	}
+	if generation(t, plain) != n {
+		t.Error("a failed import moved the generation")
+	}
+
+	if err := st.Load(ctx, func(b *bulkload.Bulk) error { duringImport(b); return nil }); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if got := cacheTriggers(t, plain); !maps.Equal(got, want) {
+		t.Errorf("after an import: %d cache triggers, want the %d of before", len(got), len(want))
+	}
+	if generation(t, plain) == n {
+		t.Error("an import left the generation where it was")
+	}
+}
+
+const killedImportVar = "BACKOFFICE_TEST_KILLED_IMPORT"
+
+// TestKilledImportChild is the import TestKilledImportKeepsTheCacheTriggers kills: it writes logs
+// with the triggers aside, says so, and waits.
+func TestKilledImportChild(t *testing.T) {
+	url := os.Getenv(killedImportVar)
+	if url == "" {
+		t.Skip("run by TestKilledImportKeepsTheCacheTriggers")
+	}
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Load(context.Background(), func(b *bulkload.Bulk) error {
+		if err := b.AddSAMLogs(testdb.SAMLogs(leadA, 1, 50_000)); err != nil {
+			return err
+		}
+		fmt.Println("aside")
+		select {}
+	})
+}
+
+// An import killed outright (kill -9) with the triggers aside and its rows written leaves the
+// database as it was: every trigger there, and none of its rows.
+func TestKilledImportKeepsTheCacheTriggers(t *testing.T) {
+	url := testdb.URL(t, "sqlite")
+	st := testdb.OpenURL(t, url)
+	testdb.Import(t, st, fixture())
+	plain := plainSQLite(t, url)
+	want := cacheTriggers(t, plain)
+	var logs int
+	if err := plain.QueryRow(`SELECT count(*) FROM sam_action_logs`).Scan(&logs); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledImportChild$")
+	cmd.Env = append(os.Environ(), killedImportVar+"="+url)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && lines.Text() != "aside" {
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	if got := cacheTriggers(t, plain); !maps.Equal(got, want) {
+		t.Errorf("after kill -9: %d cache triggers, want the %d of before", len(got), len(want))
+	}
+	var after int
+	var check string
+	if err := plain.QueryRow(`SELECT count(*) FROM sam_action_logs`).Scan(&after); err != nil || after != logs {
+		t.Errorf("after kill -9: %d logs (%v), want the %d of before", after, err, logs)
+	}
+	if err := plain.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check: %q, %v", check, err)
+	}
+}
