@@ -23,7 +23,7 @@ type SAMLogStore interface {
 	ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error)
 }
 
-func handleListSAMActionLogs(st SAMLogStore, bodies *samPageBodies) handlerFunc {
+func handleListSAMActionLogs(st SAMLogStore, bodies *keptBodies[samPageKey, samPage]) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		entity, err := pathID(r, "entityId")
 		if err != nil {
@@ -43,7 +43,8 @@ func handleListSAMActionLogs(st SAMLogStore, bodies *samPageBodies) handlerFunc 
 		if !visible {
 			return domain.NotFound("entity " + entity.String())
 		}
-		body, err := bodies.body(entity, newMeta(page, total), logs)
+		meta := newMeta(page, total)
+		body, err := bodies.body(samPageKey{entity: entity, page: meta.Page, size: meta.PerPage}, samPage{meta: meta, logs: logs})
 		if err != nil {
 			return err
 		}
@@ -80,7 +81,7 @@ type AcceptanceStore interface {
 	ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error)
 }
 
-func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
+func handleServiceAcceptance(st AcceptanceStore, bodies *keptBodies[domain.ID, domain.ServiceAcceptance]) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		lead, err := pathID(r, "leadId")
 		if err != nil {
@@ -96,7 +97,11 @@ func handleServiceAcceptance(st AcceptanceStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, sa)
+		body, err := bodies.body(lead, sa)
+		if err != nil {
+			return err
+		}
+		writeBody(w, http.StatusOK, body)
 		return nil
 	}
 }

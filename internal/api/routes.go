@@ -101,7 +101,7 @@ func New(d Deps) http.Handler {
 	c := newCORS(d.CORSOrigins)
 	c.route(mux, "POST /v1/crm/deployment-orders/{orderId}/line-items/{lineItemId}/device-parameters", withAuth(handlePush(d.Pusher, d.Store, d.Now, log)))
 	c.route(mux, "GET /v1/crm/sam-action-logs/{entityId}", withAuth(handleListSAMActionLogs(d.Store, newSAMPageBodies())))
-	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", withAuth(handleServiceAcceptance(d.Store)))
+	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", withAuth(handleServiceAcceptance(d.Store, newAcceptanceBodies())))
 	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
 	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
 	c.route(mux, "GET "+decryptRoute, onlyGET(withAuth(handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics, log))))
