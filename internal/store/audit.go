@@ -152,11 +152,12 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	t.group = t.group[:0]
 }
 
-// lingerOrCommit commits the group, or first lets it wait up to auditLinger for as many events as
-// the last group had (PostgreSQL's commit_delay and commit_siblings, with the siblings counted by
-// the last commit). Under concurrent decrypts the events of a few hundred microseconds then share
-// one commit (its BEGIN, the chain's head, and one write of each B-tree's page) instead of a
-// commit each. A lone caller is never held.
+// lingerOrCommit first yields to the requests ready to run (yieldToReady), then commits the group
+// or lets it wait up to auditLinger for as many events as the last group had (PostgreSQL's
+// commit_delay and commit_siblings, with the siblings counted by the last commit). Under
+// concurrent decrypts the events of a few hundred microseconds then share one commit (its BEGIN,
+// the chain's head, and one write of each B-tree's page) instead of a commit each. A lone caller
+// is never held.
 func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	w.yieldToReady(t)
 	if t.shouldLinger() {
@@ -181,7 +182,7 @@ func (w *auditWriter) yieldToReady(t *writerTurn) {
 	w.gather(t)
 }
 
-// intake is where the group takes events from// intake is where the group takes events from: nowhere while it is full, until it is committed.
+// intake is where the group takes events from: nowhere while it is full, until it is committed.
 func (t *writerTurn) intake(w *auditWriter) chan auditReq {
 	if len(t.group) == maxAuditGroup {
 		return nil
