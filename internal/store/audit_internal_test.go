@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,16 +12,16 @@ import (
 	"backoffice/internal/store/sqltx"
 )
 
-// A group of any size up to the limit is written whole, each event's fields in its own row,
-// whatever mix of multi-row statements carries it.
-func TestAppendAuditGroupSizes(t *testing.T) {
-	ctx := context.Background()
-	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/audit.db")
+// auditStore is a migrated SQLite store in a folder of the test's, with a chain signer: the audit
+// writer's, as the service has it.
+func auditStore(t *testing.T) (*Store, *secrets.Ring) {
+	t.Helper()
+	st, err := Open(context.Background(), "sqlite:"+t.TempDir()+"/audit.db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
@@ -30,6 +29,14 @@ func TestAppendAuditGroupSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.SetChainSigner(ring)
+	return st, ring
+}
+
+// A group of any size up to the limit is written whole, each event's fields in its own row,
+// whatever mix of multi-row statements carries it.
+func TestAppendAuditGroupSizes(t *testing.T) {
+	ctx := context.Background()
+	st, ring := auditStore(t)
 	at := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	written := 0
 	for _, n := range []int{1, 2, 3, 11, 64, 127, maxAuditGroup} {
@@ -108,19 +115,7 @@ func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 func TestAuditGroupTakesTheCallersReadyTogether(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one core, as the service is measured
 	ctx := context.Background()
-	st, err := Open(ctx, "sqlite:"+t.TempDir()+"/audit.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetChainSigner(ring)
+	st, _ := auditStore(t)
 	// One event first, so that the writer is running and its statements are prepared.
 	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
 		TargetID: "p", Outcome: domain.OutcomeGranted}
@@ -130,18 +125,11 @@ func TestAuditGroupTakesTheCallersReadyTogether(t *testing.T) {
 	before := st.audits.commits.Load()
 
 	const callers = 16
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			<-start
-			if err := st.RecordAudit(ctx, event); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	readyTogether(callers, func() {
+		if err := st.RecordAudit(ctx, event); err != nil {
+			t.Error(err)
+		}
+	})
 	// One commit, or two when the first caller's event went ahead; never one each.
 	if n := st.audits.commits.Load() - before; n > callers/4 {
 		t.Errorf("%d callers ready together took %d commits; want them to share", callers, n)

@@ -60,24 +60,31 @@ type countingVersion struct{ reads atomic.Int64 }
 
 func (c *countingVersion) Version(context.Context) (int64, error) { return c.reads.Add(1), nil }
 
+// readyTogether runs fn on n goroutines made ready to run at the same moment, and waits for them.
+func readyTogether(n int, fn func()) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			fn()
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
 // Callers ready to run together share one read: the first yields to the others before it reads.
 func TestCheckRoundsShareOneReadAmongWaitingCallers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one core, as the service is measured
 	counter := &countingVersion{}
 	c := newCheckRounds(counter)
 	const callers = 16
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			<-start
-			if _, err := c.Version(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	readyTogether(callers, func() {
+		if _, err := c.Version(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	if n := counter.reads.Load(); n >= callers {
 		t.Errorf("%d callers ready together made %d reads; want them to share", callers, n)
 	}
