@@ -172,7 +172,8 @@ func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error,
 // holds the write lock from its BEGIN (immediate, as every write transaction of the store's), so
 // no other connection ever sees a table without its trigger (it sees the old schema until the
 // commit) nor writes while they are aside, and an import that fails or is killed rolls the drop
-// back with everything else.
+// back with everything else. The schema's version moves with the commit, so every connection
+// prepares its statements again once, on its next use (SQLite does so by itself).
 const cacheTriggers = `SELECT name, sql FROM sqlite_master WHERE type = 'trigger'
   AND (name GLOB '*_cache_insert' OR name GLOB '*_cache_update' OR name GLOB '*_cache_delete')
   ORDER BY name`
