@@ -11,7 +11,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/store/bulkload"
 	"backoffice/internal/testdb"
@@ -171,5 +174,31 @@ func TestKilledImportKeepsTheCacheTriggers(t *testing.T) {
 	}
 	if err := plain.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check: %q, %v", check, err)
+	}
+}
+
+// Statements a serving store prepared before another process's import (the audit writer's, the
+// cached reads', a transaction's) still run after it, though the import moved the schema's
+// version: SQLite prepares them again.
+func TestStatementsOutliveAnImportsSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	served, other, _ := twoStores(t)
+	staffCredential(t, served)
+	if err := served.RecordAudit(ctx, event("principal.decrypt", principalA)); err != nil {
+		t.Fatal(err)
+	}
+	ds := &dataset.Dataset{SAMActionLogs: []domain.SAMActionLog{samLog(9001, leadA, fixtureNow.Add(time.Hour))}}
+	if _, err := dataset.Import(ctx, other, ds, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := served.RecordAudit(ctx, event("principal.decrypt", principalA)); err != nil {
+		t.Errorf("audit event after an import elsewhere: %v", err)
+	}
+	staffCredential(t, served)
+	if err := served.RevokeAPIKey(ctx, id(111), fixtureNow, event("api_key.revoke", id(111))); err != nil {
+		t.Errorf("revocation after an import elsewhere: %v", err)
+	}
+	if logs, _, err := store.ListSAMActionLogs(ctx, served, leadA, 1, 1); err != nil || len(logs) != 1 || logs[0].ID != id(9001) {
+		t.Errorf("page after an import elsewhere: %v, %v; want the imported log first", logs, err)
 	}
 }
