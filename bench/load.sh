@@ -8,6 +8,13 @@
 # ratio to the bare server, the server's CPU time per request, p99 latency at $CONNS and at one
 # connection, non-2xx answers, the server's memory, and the import rate.
 #
+# Decrypt answers only after its audit event is durably committed, so its limit is not the bare
+# server but bench/durable: a plain server that commits a row of seven columns with two indexes
+# per request (one writer goroutine, the waiting requests' rows in one transaction) into the same
+# engine with the same settings, on the same cores, before it answers. Its rounds run beside
+# decrypt's, and the report prints decrypt's ratio to it, both one-connection p99s, and the disk's
+# own latency of a write and its fdatasync.
+#
 # The load generator never shares the server's cores: the service and the bare server run on
 # SERVER_CPUS with GOMAXPROCS set to that many cores, wrk on LOAD_CPUS (on 2 cores: core 0 and
 # core 1). Sharing cores would starve the server and the bare baseline alike and pull every
@@ -16,7 +23,7 @@
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
 #   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32
 #   SERVER_CPUS=0 LOAD_CPUS=(every other core) THREADS=(one per load core)
-#   PORT=18080 BARE_PORT=18081 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
+#   PORT=18080 BARE_PORT=18081 LIMIT_PORT=18082 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 #   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
 #   PGBOUNCER=0 (1: through a PgBouncer in transaction mode, started by .ci/pgbouncer on
 #     PGBOUNCER_PORT=16432 with a pool of PGBOUNCER_POOL=20, in front of the PostgreSQL server on
@@ -66,6 +73,7 @@ say "building into $WORKDIR"
 go build -o "$WORKDIR/backoffice" ./cmd/backoffice
 go build -o "$WORKDIR/bare" ./bench/bare
 go build -o "$WORKDIR/gen" ./bench/gen
+go build -o "$WORKDIR/durable" ./bench/durable
 
 # --- dataset and import ------------------------------------------------------------------------
 say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_ITEMS line items"
@@ -141,6 +149,35 @@ bare=$!
 pids+=("$bare")
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/acceptance" >/dev/null 2>&1 && break; sleep 0.1; done
 
+# --- the durable limit (bench/durable), decrypt's baseline --------------------------------------
+# Same engine and settings as the service: a SQLite file of its own beside the service's, or the
+# service's PostgreSQL database (its table in schema bench_durable), through the same pooler.
+LIMIT_PORT=${LIMIT_PORT:-18082}
+LIMIT_OP=decrypt
+case $engine in
+  sqlite) limit_db="sqlite:$WORKDIR/limit.db" ;;
+  *) limit_db=$BACKOFFICE_DATABASE_URL ;;
+esac
+GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/durable" -addr "127.0.0.1:$LIMIT_PORT" -db "$limit_db" \
+  -body "$WORKDIR/bodies/$LIMIT_OP.json" 2>"$WORKDIR/durable.log" &
+limit=$!
+pids+=("$limit")
+for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$LIMIT_PORT/$LIMIT_OP" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "http://127.0.0.1:$LIMIT_PORT/$LIMIT_OP" >/dev/null || { echo "bench/durable did not start" >&2; cat "$WORKDIR/durable.log" >&2; exit 1; }
+declare -a limit_rates=() limit_p99=() limit_cpu=()
+# limit_round OP: one round of the limit at $CONNS connections, for decrypt only.
+limit_round() {
+  [ "$1" = "$LIMIT_OP" ] || return 0
+  local out
+  out=$(run "http://127.0.0.1:$LIMIT_PORT/$1" "$CONNS" "$THREADS" "$limit")
+  limit_rates+=("$(field "$out" 1)"); limit_p99+=("$(field "$out" 3)"); limit_cpu+=("$(field "$out" 6)")
+}
+# limit_one OP: the limit at one connection, for decrypt only.
+limit_one() {
+  [ "$1" = "$LIMIT_OP" ] || return 0
+  limit1=$(run "http://127.0.0.1:$LIMIT_PORT/$1" 1 1 "$limit")
+}
+
 # --- load --------------------------------------------------------------------------------------
 rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
 
@@ -192,6 +229,7 @@ for n in "${names[@]}"; do
     non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
     out=$(run "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS" "$bare")
     bare_rates+=("$(field "$out" 1)"); bare_p99+=("$(field "$out" 3)")
+    limit_round "$n"
   done
   # svc32: "req/s p99_ms non2xx errors cpu_us"; bare32: "req/s p99_ms"
   svc32[$n]="$(median "${svc_rates[@]}") $(median "${svc_p99[@]}") $non2xx $errs $(median "${svc_cpu[@]}")"
@@ -200,8 +238,28 @@ for n in "${names[@]}"; do
   svc1[$n]=$(run "http://127.0.0.1:$PORT${path[$n]}" 1 1 "$server")
   rss_after[$n]=$(rss_kb VmRSS)
   bare1[$n]=$(run "http://127.0.0.1:$BARE_PORT/$n" 1 1 "$bare")
+  limit_one "$n"
 done
 peak_kb=$(rss_kb VmHWM)
+
+# report_limit prints decrypt beside its durable limit, and the disk's sync latency.
+report_limit() {
+  local r l p d lp cpu lcpu sync
+  r=$(field "${svc32[$LIMIT_OP]}" 1); l=$(median "${limit_rates[@]}")
+  p=$(field "${svc1[$LIMIT_OP]}" 3); lp=$(field "$limit1" 3)
+  cpu=$(field "${svc32[$LIMIT_OP]}" 5); lcpu=$(median "${limit_cpu[@]}")
+  d=$(field "${svc32[$LIMIT_OP]}" 2)
+  # The disk, for the record: 2,000 appends of 20 KiB, each followed by fdatasync, in WORKDIR.
+  sync=$("$WORKDIR/durable" -sync 2000 -dir "$WORKDIR")
+  printf '\n%s beside its durable limit (bench/durable: one durable, indexed insert per answer, same engine, settings and cores):\n' "$LIMIT_OP"
+  printf '| %-22s | %9s | %9s | %5s | %9s | %9s | %8s | %8s | %8s | %5s |\n' '' 'req/s' 'limit r/s' ratio 'CPU µs/r' 'limit µs' 'p99 @32' 'p99 @1' 'limit @1' ratio
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------------: ----------: ----------: ------: ----------: ----------: ---------: ---------: ---------: ------:
+  printf '| %-22s | %9.0f | %9.0f | %5.2f | %9.1f | %9.1f | %8.3f | %8.3f | %8.3f | %5.2f |\n' "$LIMIT_OP ($engine)" "$r" "$l" \
+    "$(echo "if ($l > 0) $r / $l else 0" | bc -l)" "$cpu" "$lcpu" "$d" "$p" "$lp" "$(echo "if ($lp > 0) $p / $lp else 0" | bc -l)"
+  printf 'targets: req/s ratio >= 0.8, p99 @1 ratio <= 1.5 (p99 @1 of the limit %s ms)\n' "$lp"
+  printf 'limit req/s of each round: %s; limit p99 @32: %s ms (median)\n' "${limit_rates[*]}" "$(median "${limit_p99[@]}")"
+  printf 'disk: write of 20 KiB + fdatasync in %s: p50 %s ms, p99 %s ms (2,000 in a row)\n' "$WORKDIR" "$(field "$sync" 1)" "$(field "$sync" 2)"
+}
 
 # --- report ------------------------------------------------------------------------------------
 printf '\n'
@@ -236,5 +294,6 @@ fi
 printf 'non-2xx column: non-2xx answers/socket errors, all runs of the service\n'
 printf 'req/s of each round (service / bare):\n'
 for n in "${names[@]}"; do printf '  %-15s %s\n' "$n" "${rates[$n]}"; done
+report_limit
 printf 'wrk output: %s/wrk.log; server log: %s/serve.log\n' "$WORKDIR" "$WORKDIR"
 [ "$bad" -eq 0 ] || { echo "some requests failed or answered non-2xx" >&2; exit 1; }

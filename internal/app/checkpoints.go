@@ -19,8 +19,19 @@ import (
 // written: at least once a minute, as promised in docs/compliance.md.
 const checkpointInterval = 30 * time.Second
 
-// checkpointPage is how many events the signer reads at a time to extend its digest.
-const checkpointPage = 1000
+// checkpointPage is how many events the signer reads and checks at a time to extend its digest,
+// and checkpointRest how long it rests after each full page. The signer shares the server's
+// cores with the requests, and Go's scheduler lets a goroutine that keeps computing run for a
+// whole time slice (10 ms) before a ready request gets its next turn: checking a heavy load's
+// events in one stretch, the signer made every request of that stretch wait a slice at each of
+// its turns (a decrypt has several: its read, the audit writer, the writer's return from the
+// sync, its answer), tens of milliseconds each (docs/performance.md). In short pages with a rest
+// after each, a request waits at most one page's work, and the signer still checks events many
+// times faster than decrypts write them.
+const (
+	checkpointPage = 100
+	checkpointRest = time.Millisecond
+)
 
 // errChainCut means the trail no longer extends the last checkpoint: its tail was cut off or
 // rewritten while the service ran. The service then signs nothing more.
@@ -83,6 +94,9 @@ func (c *checkpointer) run(ctx context.Context, interval time.Duration) {
 // if it cannot: an error when the trail no longer extends the last checkpoint or does not hold.
 func (c *checkpointer) tick(ctx context.Context) {
 	if err := c.sign(ctx); err != nil {
+		if ctx.Err() != nil {
+			return // stopped while signing: the last tick (runningCheckpoints.stop) signs
+		}
 		level := slog.LevelError // a chain cut under the service, or a file it cannot write
 		if errors.Is(err, domain.ErrUnavailable) {
 			level = slog.LevelWarn // the database is away; the next tick tries again
@@ -115,6 +129,9 @@ func (c *checkpointer) sign(ctx context.Context) error {
 		if len(events) < checkpointPage {
 			break
 		}
+		if err := rest(ctx, checkpointRest); err != nil {
+			return err
+		}
 	}
 	if seq == c.last.Seq {
 		return nil // nothing new
@@ -138,6 +155,18 @@ func (c *checkpointer) sign(ctx context.Context) error {
 		slog.String("prev", cp.Prev), slog.String("at", cp.At), slog.String("key_id", cp.KeyID), slog.String("sig", cp.Sig))
 	c.last, c.digest = cp, digest
 	return nil
+}
+
+// rest waits d, or until ctx ends.
+func rest(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // stillExtends checks that the last checkpoint's event is still in the trail, with its link.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"backoffice/internal/domain"
@@ -27,8 +26,7 @@ type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
 	reqs     chan auditReq
-	prepared bool         // its statements are prepared (only its goroutine reads or sets it)
-	commits  atomic.Int64 // groups committed so far, for the tests of grouping
+	prepared bool // its statements are prepared (only its goroutine reads or sets it)
 	quit     chan struct{}
 	done     chan struct{}
 }
@@ -130,8 +128,8 @@ func (w *auditWriter) gather(t *writerTurn) {
 }
 
 // commit writes the group in one transaction on the pool and answers its callers with the
-// outcome. Like any writer it waits for another process's write lock up to the engine's busy
-// timeout (SQLite's, set on every connection of the pool).
+// outcome. Like any writer it waits for the write lock up to the engine's busy timeout, whether
+// another process or a transaction of this one holds it (see writeLock).
 func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	events := make([]domain.AuditEvent, len(t.group))
 	for i, r := range t.group {
@@ -144,7 +142,6 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 			return chain.Append(context.Background(), q, events)
 		})
 	}
-	w.commits.Add(1)
 	for _, r := range t.group {
 		r.errc <- err
 	}

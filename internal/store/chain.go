@@ -89,11 +89,13 @@ type auditChain struct {
 	// lockHead: the engine lets many writers in (PostgreSQL), so appenders take turns on the
 	// chain's lock row (chainLockedHead).
 	lockHead bool
+	// busy tells the engine's error of a turn not granted within its busy timeout.
+	busy func(error) bool
 }
 
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
-	return auditChain{signer: s.signer, arrays: s.engine.Name() == "postgres", lockHead: !s.engine.SingleWriter()}
+	return auditChain{signer: s.signer, arrays: s.engine.Name() == "postgres", lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -105,6 +107,9 @@ func (c auditChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.Aud
 		return ErrNoChainSigner
 	}
 	seq, prev, err := c.lockChainHead(ctx, q)
+	if err != nil && c.lockHead && c.busy(err) {
+		return fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
+	}
 	if err != nil {
 		return fmt.Errorf("store: audit chain head: %w", err)
 	}

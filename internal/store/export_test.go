@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // Hooks for the external tests of this package.
@@ -51,4 +52,21 @@ func WithoutReadCache(s *Store) { s.cache = nil }
 // ChainLink is the link of e after prev under e's key: what someone holding that key could write.
 func ChainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
 	return chainLink(sig, prev, e)
+}
+
+// InTx runs fn in one of the store's write transactions, as its operations do.
+func InTx(ctx context.Context, s *Store, fn func(q *sqltx.Tx) error) error { return s.tx(ctx, fn) }
+
+// AppendAudit appends e to the audit chain in the transaction q, as an operation that records its
+// own event does.
+func AppendAudit(ctx context.Context, s *Store, q *sqltx.Tx, e domain.AuditEvent) error {
+	return s.chain().Append(ctx, q, []domain.AuditEvent{e})
+}
+
+// SetBusyWait shortens how long this process's writers wait for each other (the engine's busy
+// timeout), on an engine that queues them (SQLite).
+func SetBusyWait(s *Store, d time.Duration) {
+	if s.writes != nil {
+		s.writes.wait = d
+	}
 }

@@ -27,9 +27,10 @@ type Store struct {
 	pool   Pool
 	now    func() time.Time
 	stmts  *stmtCache
-	// writes, for an engine with a single writer, queues this process's writers in Go (see
-	// Engine.SingleWriter). Writers of other processes still meet the engine's busy timeout.
-	writes *sync.Mutex
+	// writes, for an engine with a single writer, queues this process's writers in Go, each for
+	// at most the engine's busy timeout (see writeLock); nil elsewhere. Writers of other
+	// processes meet the engine's own lock and the same timeout.
+	writes *writeLock
 	audits auditWriter
 	// signer makes the audit chain's links (SetChainSigner).
 	signer ChainSigner
@@ -84,6 +85,9 @@ type Engine interface {
 	KeepsStatements() bool
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
+	// BusyTimeout is how long a writer waits for a lock another writer holds before it fails
+	// busy (SQLite's busy timeout; on PostgreSQL, the wait for the audit chain's turn).
+	BusyTimeout() time.Duration
 	// PurgeDeleted has copies of deleted bytes the engine still keeps dropped, best effort; it
 	// returns at once (SQLite's checkpoint runs in the background, never on a request).
 	PurgeDeleted(ctx context.Context, db *sql.DB)
@@ -116,7 +120,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	o.pool.apply(db)
 	s := &Store{db: db, engine: e, pool: o.pool, now: time.Now, stmts: newStmtCache(db, e.KeepsStatements())}
 	if e.SingleWriter() {
-		s.writes = &sync.Mutex{}
+		s.writes = newWriteLock(e.BusyTimeout())
 	}
 	s.cache = newReadCache(newCheckRounds(generation{s}))
 	return s, nil
@@ -174,10 +178,10 @@ type runner interface {
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	defer forgetFreshness(ctx)
-	if q.s.writes != nil {
-		q.s.writes.Lock()
-		defer q.s.writes.Unlock()
+	if err := q.s.writes.lock(ctx); err != nil {
+		return nil, err
 	}
+	defer q.s.writes.unlock()
 	if err := q.s.beforeWrite(); err != nil {
 		return nil, err
 	}
@@ -253,11 +257,11 @@ func (s *Store) q() querier { return querier{s: s} }
 
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call. fn is given the
-// transaction alone (*sqltx.Tx), which cannot reach the store: no write on the pool (with queued
-// writers, that waits for itself), no read through the read cache (that read runs outside the
-// transaction, on another connection of the pool), no RecordAudit (the audit writer queues for the
-// same writers' lock). fn must not capture the store either:
-// TestTransactionBodiesCannotReachTheStore fails if it does.
+// transaction (*sqltx.Tx), and what it writes goes through it: an audit event of the operation
+// is appended to the chain in it (auditChain.Append), and commits or rolls back with the rest.
+// A body that calls back into the store instead (RecordAudit, a write on the pool, another
+// transaction) meets the lock its own transaction holds, and fails with ErrWriteWait after the
+// engine's busy timeout rather than waiting for itself (TestTransactionBodiesCannotDeadlock).
 func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
 	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, fn)
 }
@@ -266,10 +270,10 @@ func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) 
 // this process's writers queued and the engine's write check made first; committed when fn
 // returns nil, rolled back on an error or a panic.
 func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func(q *sqltx.Tx) error) (err error) {
-	if s.writes != nil {
-		s.writes.Lock()
-		defer s.writes.Unlock()
+	if err := s.writes.lock(ctx); err != nil {
+		return fmt.Errorf("store: begin: %w", err)
 	}
+	defer s.writes.unlock()
 	if err := s.beforeWrite(); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}

@@ -167,8 +167,13 @@ func (*Engine) IsConnectionLost(err error) bool {
 	return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 }
 
-// IsBusy is never true: statements wait for PostgreSQL's row locks without a timeout of ours.
-func (*Engine) IsBusy(error) bool { return false }
+// IsBusy tells a lock not granted within its lock_timeout (55P03): the audit chain's turn, which
+// audit_chain_head waits for at most BusyTimeout (migration 0017). Other row locks are waited
+// for without a timeout of ours.
+func (*Engine) IsBusy(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
 
 // IsUnwritable tells a server that takes no write now: out of disk, memory or connections (class
 // 53), in a read-only transaction (25006: a standby, such as a primary that a failover demoted),
@@ -225,6 +230,10 @@ func (*Engine) KeepsStatements() bool { return false }
 
 // SingleWriter: PostgreSQL runs writers side by side.
 func (*Engine) SingleWriter() bool { return false }
+
+// BusyTimeout is how long an appender waits for the audit chain's turn (audit_chain_head's
+// lock_timeout, migration 0017), as long as SQLite's writers wait for its write lock.
+func (*Engine) BusyTimeout() time.Duration { return 10 * time.Second }
 
 // PurgeDeleted has nothing to do: deleted rows are PostgreSQL's to vacuum.
 func (*Engine) PurgeDeleted(context.Context, *sql.DB) {}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -236,6 +237,10 @@ func (Engine) KeepsStatements() bool { return true }
 // millisecond and more; queueing this process's writers in Go instead takes most of a write's
 // latency away under load.
 func (Engine) SingleWriter() bool { return true }
+
+// BusyTimeout is the busy timeout every connection is opened with: how long a writer waits for
+// another's write lock, in this process (the store's queue) or another.
+func (Engine) BusyTimeout() time.Duration { return busyTimeout * time.Millisecond }
 
 // PurgeDeleted has the WAL truncated in the background and returns at once: secure_delete zeroes
 // a deleted row's bytes in its page, but the WAL still holds the pages as they were until a

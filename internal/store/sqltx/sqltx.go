@@ -2,11 +2,10 @@
 // it with the engine's placeholders, every error classified, statements prepared for it or bound
 // from a cache of prepared statements.
 //
-// It lives below the store, which it cannot import, so a function given only a *Tx (the body of
-// a transaction) cannot reach the store around it: not its read cache, not a write on its pool
-// (which, with this process's writers queued, would wait for the transaction itself), not the
-// audit writer. The compiler says so. A body could still capture the store from the code around
-// it; a test of the store (TestTransactionBodiesCannotReachTheStore) says so.
+// It lives below the store, which it cannot import: what a transaction's body writes goes through
+// its *Tx, and an audit event it records is appended to the chain in it. A body that reaches the
+// store anyway (captured, through an interface, on a goroutine) meets the lock its own transaction
+// holds, and fails after the engine's busy timeout (the store's TestTransactionBodiesCannotDeadlock).
 package sqltx
 
 import (
