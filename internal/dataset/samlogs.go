@@ -41,7 +41,9 @@ const samKey = "samActionLogs"
 // samReaderAt reads the logs from the one at offset start of the file, whose index is i.
 func (f *File) samReaderAt(start int64, i int) *samReader {
 	lim := &budget{r: bufio.NewReaderSize(io.MultiReader(strings.NewReader("["), io.NewSectionReader(f.again, start, f.size-start)), 256<<10)}
-	sr := &samReader{dec: jsontext.NewDecoder(lim), lim: lim, base: start - 1, again: f.again, i: i}
+	// The first reading refused a name given twice; the lean decoder and the careful path still
+	// would, so jsontext need not keep each log's names to compare them.
+	sr := &samReader{dec: jsontext.NewDecoder(lim, jsontext.AllowDuplicateNames(true)), lim: lim, base: start - 1, again: f.again, i: i}
 	lim.from(0, maxRecord)
 	sr.dec.ReadToken() // the '[' put before it
 	return sr
@@ -54,32 +56,32 @@ func (sr *samReader) next(r *domain.SAMActionLog) (ok bool, err error) {
 	at := nextOffset(dec)
 	start := sr.base + at
 	sr.lim.from(at, maxRecord)
-	path := []step{{name: samKey}, {index: sr.i}}
+	path := func() []step { return []step{{name: samKey}, {index: sr.i}} } // only an error pays for it
 	kind, err := peek(dec)
 	switch {
 	case err != nil:
-		return false, (&walker{dec: dec, lim: sr.lim, base: sr.base}).syntax(err, path)
+		return false, (&walker{dec: dec, lim: sr.lim, base: sr.base}).syntax(err, path())
 	case kind == ']':
 		dec.ReadToken()
 		return false, nil
 	case kind == 'n':
-		return false, errorAt(start, render(path), "expected an object, got null")
+		return false, errorAt(start, render(path()), "expected an object, got null")
 	case kind != '{':
-		return false, errorAt(start, render(path), "expected an object, got %s", kindName(kind))
+		return false, errorAt(start, render(path()), "expected an object, got %s", kindName(kind))
 	}
 	raw, err := dec.ReadValue()
 	switch {
 	case errors.Is(err, errTooLarge):
-		return false, errorAt(start, render(path), "a record larger than %d MiB", maxRecord>>20)
+		return false, errorAt(start, render(path()), "a record larger than %d MiB", maxRecord>>20)
 	case err != nil:
 		// Read again, the log names the place of the fault within it.
-		if cerr := sr.careful(start, path, r); cerr != nil {
+		if cerr := sr.careful(start, path(), r); cerr != nil {
 			return false, cerr
 		}
-		return false, (&walker{dec: dec, lim: sr.lim, base: sr.base}).syntax(err, path)
+		return false, (&walker{dec: dec, lim: sr.lim, base: sr.base}).syntax(err, path())
 	case !leanSAMLog(raw, r, &sr.in):
 		*r = domain.SAMActionLog{}
-		if err := sr.careful(start, path, r); err != nil {
+		if err := sr.careful(start, path(), r); err != nil {
 			return false, err
 		}
 	}
@@ -283,15 +285,23 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return b[i+1 : j], j + 1, true
-		case c < 0x20 || c == '\\' || c >= 0x7f:
+		if c := b[j]; !plainByte[c] {
+			if c == '"' {
+				return b[i+1 : j], j + 1, true
+			}
 			return nil, 0, false
 		}
 	}
 	return nil, 0, false
 }
+
+// plainByte tells the bytes a plain string holds: printable ASCII but the quote and backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // plainInt reads the JSON integer at b[i] (no fraction or exponent) that fits an int64.
 func plainInt(b []byte, i int) (int64, int, bool) {
