@@ -104,21 +104,6 @@ func (c *checker) stamps(path string, s *domain.Stamps) {
 
 var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
-// check validates every record on its own, kind by kind, as kinds lists them; references are
-// checked on import.
-func (ds *Dataset) check() error {
-	c := &checker{seen: map[string]map[domain.ID]bool{}}
-	all := kinds()
-	for _, k := range all {
-		k.check(c, ds)
-	}
-	c.deletes(all, ds)
-	if c.err != nil {
-		return c.err
-	}
-	return nil
-}
-
 // The rules of each kind's records, beyond its own id (checker.key). Each takes the record's path
 // ("partners[3]") and checks its fields in order: the first problem is the one reported.
 

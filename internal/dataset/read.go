@@ -131,7 +131,6 @@ type reader struct {
 	// keepLogs: the SAM logs are kept in the Dataset (Read), not only checked.
 	keepLogs bool
 	w        walker
-	sam      samReader
 }
 
 func newReader(r io.Reader, f *File) *reader {
@@ -182,6 +181,9 @@ func (rd *reader) read() error {
 			return rd.w.syntax(err, nil)
 		}
 		key := tok.String()
+		if len(key) > maxText {
+			return errorAt(at, "", "a key longer than %d characters", maxText)
+		}
 		if err := rd.value(key); err != nil {
 			return err
 		}
@@ -766,6 +768,9 @@ func (rd *reader) deletes() error {
 			return rd.w.syntax(err, []step{{name: deletesKey}})
 		}
 		key := tok.String()
+		if len(key) > maxText {
+			return errorAt(at, deletesKey, "a key longer than %d characters", maxText)
+		}
 		path := []step{{name: deletesKey}, {name: key}}
 		at = nextOffset(dec)
 		switch kind, err := peek(dec); {

@@ -201,7 +201,7 @@ func (o *dateOrder) add(r *domain.SAMActionLog) {
 // leanSAMLog decodes the log b, which jsontext has found to be one well-formed object, when it
 // has the plain shape of the files this service writes: the names spelled exactly as the fields'
 // tags, each at most once; strings of printable ASCII without escapes (an action of at most
-// maxText), taken as they are; actionDate given to time.Time's UnmarshalJSON; samId a JSON
+// maxText), taken as they are; actionDate of the shape 2006-01-02T15:04:05[.fraction]Z, given to time.Time's UnmarshalJSON; samId a JSON
 // integer that fits an int64 (no fraction, no exponent); no null anywhere. It reports false for
 // anything else, which the careful path then reads, so that what it gives is exactly what JSON v2
 // gives, under the same rules.
@@ -253,8 +253,9 @@ func leanSAMLog(b []byte, r *domain.SAMActionLog, in *interner) bool {
 		case "actionDate":
 			bit = 8
 			start := i
-			if _, i, ok = plainString(b, i); ok {
-				ok = r.ActionDate.UnmarshalJSON(b[start:i]) == nil
+			var v []byte
+			if v, i, ok = plainString(b, i); ok {
+				ok = plainDate(v) && r.ActionDate.UnmarshalJSON(b[start:i]) == nil
 			}
 		case "samId":
 			bit = 16
@@ -302,6 +303,14 @@ var plainByte = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// plainDate tells a date-time of the shape this service writes, 2006-01-02T15:04:05[.fraction]Z:
+// time's parser takes a few others that JSON v2 refuses (a one-digit hour, a comma before the
+// fraction), which go the careful way.
+func plainDate(v []byte) bool {
+	return len(v) >= 20 && v[4] == '-' && v[7] == '-' && v[10] == 'T' && v[13] == ':' && v[16] == ':' &&
+		v[len(v)-1] == 'Z' && (len(v) == 20 || v[19] == '.')
+}
 
 // plainInt reads the JSON integer at b[i] (no fraction or exponent) that fits an int64.
 func plainInt(b []byte, i int) (int64, int, bool) {
