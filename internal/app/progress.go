@@ -132,15 +132,3 @@ func (c countingReader) Read(b []byte) (int, error) {
 	c.p.add(int64(n))
 	return n, err
 }
-
-// countingReaderAt counts the bytes read through it.
-type countingReaderAt struct {
-	r io.ReaderAt
-	p *importProgress
-}
-
-func (c countingReaderAt) ReadAt(b []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(b, off)
-	c.p.add(int64(n))
-	return n, err
-}

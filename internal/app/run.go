@@ -335,13 +335,13 @@ func importFailed(name string, err error) error {
 }
 
 func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, ring *secrets.Ring, opts dataset.Options, p *importProgress) (dataset.Counts, error) {
-	in, size, closeIn, err := openInput(name, stdin, p)
+	in, err := openInput(name, stdin)
 	if err != nil {
 		return dataset.Counts{}, err
 	}
-	defer closeIn()
-	p.setPhase("MB read", size, 1<<20, "checking the file")
-	file, err := dataset.ReadFile(countingReaderAt{in, p}, size)
+	defer in.close()
+	p.setPhase("MB read", in.size, 1<<20, "checking the file")
+	file, err := dataset.ReadFile(countingReader{in.r, p}, in.again)
 	if err != nil {
 		return dataset.Counts{}, err
 	}
@@ -355,37 +355,45 @@ func importFile(ctx context.Context, cfg Config, name string, stdin io.Reader, r
 	return dataset.ImportFile(ctx, st, file, ring, opts)
 }
 
-// openInput opens the file to import, with its size. The import reads a file twice (see
-// dataset.ReadFile), so standard input is first copied into a temporary file, readable by this
-// user only and removed when the import ends.
-func openInput(name string, stdin io.Reader, p *importProgress) (*os.File, int64, func(), error) {
+// input is the file to import: read once through as a stream (r), and again from again, where
+// the import reads its SAM logs a second time and counts an error's line and column.
+type input struct {
+	r     io.Reader
+	again io.ReaderAt
+	size  int64 // 0: not known
+	close func()
+}
+
+// openInput opens the file to import. A regular file is read again from itself. Anything else
+// (standard input, a named pipe, a process substitution) can be read only once: what is read is
+// copied, as it is read, into a spool that leaves nothing behind (see spool).
+func openInput(name string, stdin io.Reader) (*input, error) {
+	in := &input{r: stdin, close: func() {}}
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, err
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, nil, err
+		in.r, in.close = f, func() { f.Close() }
+	}
+	if f, ok := in.r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			// Read from where the file is at (standard input may have been read from already).
+			if pos, err := f.Seek(0, io.SeekCurrent); err == nil {
+				in.again, in.size = io.NewSectionReader(f, pos, fi.Size()-pos), fi.Size()-pos
+				in.r = io.NewSectionReader(f, pos, fi.Size()-pos)
+				return in, nil
+			}
 		}
-		return f, fi.Size(), func() { f.Close() }, nil
 	}
-	f, err := os.CreateTemp("", "backoffice-import-*.json") // mode 0600
+	sp, err := newSpool()
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("standard input: %w", err)
+		in.close()
+		return nil, fmt.Errorf("a copy of the input to read it again: %w", err)
 	}
-	closeIn := func() {
-		f.Close()
-		os.Remove(f.Name())
-	}
-	p.setPhase("MB received", 0, 1<<20, "")
-	size, err := io.Copy(f, countingReader{stdin, p})
-	if err != nil {
-		closeIn()
-		return nil, 0, nil, fmt.Errorf("standard input: %w", err)
-	}
-	return f, size, closeIn, nil
+	closeIn := in.close
+	in.r, in.again, in.close = io.TeeReader(in.r, sp), sp, func() { sp.Close(); closeIn() }
+	return in, nil
 }
 
 func runExport(ctx context.Context, env Env, cfg Config, args []string) error {

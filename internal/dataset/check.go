@@ -17,9 +17,6 @@ type checker struct {
 	err *Error
 	// seen holds the ids of each key, to reject duplicates within the file.
 	seen map[string]map[domain.ID]bool
-	// samErr is the first problem ReadFile found with the SAM action logs it streamed: reported
-	// in the logs' turn.
-	samErr *Error
 }
 
 func (c *checker) fail(path, format string, args ...any) {
@@ -107,21 +104,6 @@ func (c *checker) stamps(path string, s *domain.Stamps) {
 
 var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
-// check validates every record on its own, kind by kind, as kinds lists them; references are
-// checked on import.
-func (ds *Dataset) check(samErr *Error) error {
-	c := &checker{seen: map[string]map[domain.ID]bool{}, samErr: samErr}
-	all := kinds()
-	for _, k := range all {
-		k.check(c, ds)
-	}
-	c.deletes(all, ds)
-	if c.err != nil {
-		return c.err
-	}
-	return nil
-}
-
 // The rules of each kind's records, beyond its own id (checker.key). Each takes the record's path
 // ("partners[3]") and checks its fields in order: the first problem is the one reported.
 
@@ -173,6 +155,9 @@ func (c *checker) merchantDocument(p string, r *domain.MerchantDocument) {
 	c.id(p+".merchantId", &r.MerchantID)
 	c.text(p+".fileName", r.FileName)
 	c.text(p+".contentType", r.ContentType)
+	if n := len(r.ContentBase64); n > maxDocument {
+		c.fail(p+".contentBase64", "a document larger than %d MiB (%d bytes once decoded)", maxDocument>>20, n)
+	}
 }
 
 func (c *checker) deploymentModel(p string, r *domain.DeploymentModel) {
@@ -215,9 +200,6 @@ func (c *checker) auditEvent(p string, r *domain.AuditEvent) {
 // samActionLogs checks the logs, a million of them in a big file, without building a path for
 // each that passes.
 func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
-	if c.samErr != nil && c.err == nil {
-		c.err = c.samErr
-	}
 	if len(logs) == 0 {
 		return
 	}

@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,35 +11,6 @@ import (
 // deletesKey is the file's key that lists records to delete, by key and id:
 // {"deletes": {"varsheets": ["<id>", …], …}}. Only import --upsert takes it.
 const deletesKey = "deletes"
-
-// deletesSection decodes the deletes object: its keys are the file's keys of records, each
-// holding an array of ids.
-func deletesSection(dst *map[string][]domain.ID) section {
-	return section{fast: func(b []byte) (int, error) {
-		var m map[string][]domain.ID
-		n, err := fastDecode(b, &m)
-		if err != nil || m == nil {
-			return 0, errZeroRecord
-		}
-		*dst = m
-		return n, nil
-	}, decode: func(key string, raw json.RawMessage) error {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-			return Errorf(key, "expected an object whose keys name kinds of records, each an array of ids")
-		}
-		m := map[string][]domain.ID{}
-		for _, k := range slices.Sorted(maps.Keys(top)) {
-			var ids []domain.ID
-			if err := json.Unmarshal(top[k], &ids); err != nil {
-				return Errorf(key+"."+k, "expected an array of ids")
-			}
-			m[k] = ids
-		}
-		*dst = m
-		return nil
-	}}
-}
 
 // deletes checks the deletes key: known keys of records that an import may delete, each id a
 // uuid (made canonical), given once, and not also a record of the file of the same kind.

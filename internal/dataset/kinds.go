@@ -284,9 +284,8 @@ func kinds() []kind {
 			checkAll: (*checker).samActionLogs,
 			refs: []ref[domain.SAMActionLog]{{"entityId", func(r *domain.SAMActionLog) *domain.ID { return &r.EntityID },
 				[]string{"leads", "merchants", "deploymentOrders", "lineItems", "equipment"}}},
-			decode: samLogSection,
-			write:  importSAMLogs,
-			read:   func(x *exporter) ([]domain.SAMActionLog, error) { return x.sn.SAMActionLogs() },
+			write: importSAMLogs,
+			read:  func(x *exporter) ([]domain.SAMActionLog, error) { return x.sn.SAMActionLogs() },
 		}.kind(),
 		spec[domain.MerchantNote]{
 			key: "merchantNotes", table: "merchant_notes", what: "merchant note",

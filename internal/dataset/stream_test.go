@@ -37,7 +37,7 @@ func fileOf(t *testing.T, parts ...any) []byte {
 // importBytes imports file as the import command does: ReadFile, then ImportFile.
 func importBytes(t *testing.T, st *store.Store, file []byte, opts dataset.Options) (dataset.Counts, error) {
 	t.Helper()
-	f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+	f, err := dataset.ReadFile(bytes.NewReader(file), bytes.NewReader(file))
 	if err != nil {
 		return dataset.Counts{}, err
 	}
@@ -149,19 +149,40 @@ func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
 	})
 }
 
-// The Bloom filter's false hits (ids it marks with no repeat) are told from real repeats.
-func TestImportFileFalseRepeats(t *testing.T) {
+// A log that repeats an earlier log's id, chunks away, is named by its index and line, by plain
+// import and by --upsert (which removes the stored logs the file replaces first, so that the
+// repeat still fails the insert rather than replacing its own first copy), and nothing is kept;
+// without the repeat, the same file imports, and imports again with --upsert.
+func TestImportFileRepeatedLog(t *testing.T) {
 	defer dataset.SetSAMChunkLogs(5)()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
-		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", streamedLogs(0, 10))
-		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
-		if err != nil {
-			t.Fatal(err)
+		logs := streamedLogs(0, 10)
+		repeat := slices.Clone(logs)
+		repeat[17].ID = repeat[3].ID
+		for _, upsert := range []bool{false, true} {
+			file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", repeat)
+			_, err := importBytes(t, st, file, dataset.Options{Upsert: upsert})
+			if want := "samActionLogs[17].id: duplicate id " + string(repeat[3].ID) + " (line 3, column "; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("upsert %v: %v, want %q…", upsert, err, want)
+			}
+			if ok, err := st.IsEmpty(context.Background()); err != nil || !ok {
+				t.Fatal("a failed import kept records")
+			}
 		}
-		dataset.MaybeTakenAll(f)
-		if c, err := dataset.ImportFile(context.Background(), st, f, nil, dataset.Options{}); err != nil || c.Added != 23 {
+		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", logs)
+		if c, err := importBytes(t, st, file, dataset.Options{}); err != nil || c.Added != 23 {
 			t.Fatalf("import: %+v, %v", c, err)
+		}
+		if c, err := importBytes(t, st, file, dataset.Options{Upsert: true}); err != nil || c.Replaced != 23 {
+			t.Fatalf("import --upsert: %+v, %v", c, err)
+		}
+		// A stored log given twice by an upsert: the first copy replaces it, the second is a repeat.
+		stored := slices.Clone(logs)
+		stored[12].ID = stored[2].ID
+		_, err := importBytes(t, st, fileOf(t, "samActionLogs", stored), dataset.Options{Upsert: true})
+		if want := "samActionLogs[12].id: duplicate id " + string(stored[2].ID) + " (line"; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("a stored log twice: %v, want %q…", err, want)
 		}
 	})
 }
@@ -171,7 +192,7 @@ func TestImportFileChanged(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
 		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", streamedLogs(0, 10))
-		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+		f, err := dataset.ReadFile(bytes.NewReader(file), bytes.NewReader(file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,8 +231,8 @@ func TestImportNamesARefusedRowInABatch(t *testing.T) {
 			ls := slices.Clone(leads)
 			c.bad(ls)
 			_, err := importBytes(t, st, fileOf(t, "leads", ls), dataset.Options{})
-			if err == nil || err.Error() != c.want {
-				t.Errorf("%s: %v, want %q", c.name, err, c.want)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want+" (line 1, column 20038)") {
+				t.Errorf("%s: %v, want %q and its place", c.name, err, c.want)
 			}
 		}
 		if got := testdb.Export(t, st, nil); len(got.Leads) != 2 {
@@ -236,7 +257,7 @@ func TestImportFileNewestFirst(t *testing.T) {
 			t.Fatalf("unknown entity: %v", err)
 		}
 		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", all)
-		f, err := dataset.ReadFile(bytes.NewReader(file), int64(len(file)))
+		f, err := dataset.ReadFile(bytes.NewReader(file), bytes.NewReader(file))
 		if err != nil || !dataset.NewestFirst(f) {
 			t.Fatalf("ReadFile: %v, newest first: %v", err, err == nil && dataset.NewestFirst(f))
 		}
@@ -255,7 +276,7 @@ func TestImportFileNewestFirst(t *testing.T) {
 			}
 		}
 		oldestFirst := fileOf(t, "samActionLogs", streamedLogs(100, 3))
-		if f, err := dataset.ReadFile(bytes.NewReader(oldestFirst), int64(len(oldestFirst))); err != nil || dataset.NewestFirst(f) {
+		if f, err := dataset.ReadFile(bytes.NewReader(oldestFirst), bytes.NewReader(oldestFirst)); err != nil || dataset.NewestFirst(f) {
 			t.Fatalf("oldest first read as newest first: %v", err)
 		}
 	})

@@ -18,8 +18,9 @@ import (
 type kind struct {
 	key, table, what string
 	// refs are the keys of the kinds its records reference: they are imported first.
-	refs    []string
-	section func(ds *Dataset) section
+	refs []string
+	// decode reads the key's array of records from the file into a Dataset.
+	decode func(rd *reader, ds *Dataset) error
 	// links are its references field by field, with their columns: where a delete looks for
 	// what still refers to a record. parts are tables of rows that belong to its records.
 	links []link
@@ -67,8 +68,6 @@ type spec[T any] struct {
 	write func(im *importer, records []T) error
 	// read, instead of reading table with scan, reads the records for the export.
 	read func(x *exporter) ([]T, error)
-	// decode, instead of the generic decoder, reads the key's array from the file.
-	decode func(dst *[]T) section
 
 	// parts are tables of rows that belong to a record: cleared when it is replaced or deleted.
 	parts []part
@@ -105,12 +104,7 @@ func (s spec[T]) kind() kind {
 		k.refs = append(k.refs, r.to...)
 		k.links = append(k.links, link{field: r.field, column: snake(r.field), to: r.to})
 	}
-	k.section = func(ds *Dataset) section {
-		if s.decode != nil {
-			return s.decode(s.records(ds))
-		}
-		return sectionOf(s.records(ds))
-	}
+	k.decode = func(rd *reader, ds *Dataset) error { return readRecords(rd, s.key, s.records(ds)) }
 	k.check = func(c *checker, ds *Dataset) {
 		records := *s.records(ds)
 		if s.checkAll != nil {
@@ -226,8 +220,6 @@ func readTable[T any](x *exporter, table, columns, orderBy string, scan func(sto
 	return out, err
 }
 
-func at(key string, i int) string { return fmt.Sprintf("%s[%d]", key, i) }
-
 // importOrder is kinds in an order in which every kind comes after the kinds it references: the
 // file's order, each kind moved only as far as it must.
 func importOrder(all []kind) []kind {
@@ -336,7 +328,10 @@ func importAll(ctx context.Context, st *store.Store, ds *Dataset, f *File, ring 
 		return im.run(importOrder(all))
 	})
 	if errors.Is(err, bulkload.ErrSAMLogTaken) && f != nil {
-		return Counts{}, f.samLogTaken(ctx, st)
+		return Counts{}, f.place(f.samLogTaken(ctx, st, im.takenChunk, opts.Upsert))
+	}
+	if f != nil {
+		err = f.place(err)
 	}
 	if errors.Is(err, bulkload.ErrSAMLogTaken) {
 		return Counts{}, samLogTaken(ctx, st, ds.SAMActionLogs)
@@ -418,8 +413,10 @@ type importer struct {
 	progress func(done int)
 	// batched counts the SAM logs in so far, while the store adds them.
 	batched int
-	// file, if set, holds the SAM action logs, read from it a chunk at a time (ImportFile).
-	file *File
+	// file, if set, holds the SAM action logs, read from it a chunk at a time (ImportFile);
+	// takenChunk is the chunk of them whose insert found an id taken.
+	file       *File
+	takenChunk int
 }
 
 // ref checks that id names a record of one of the kinds to, in the file or in the database, and
@@ -567,9 +564,6 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 	im.tick()
 	return im.b.AppendAudit(fresh)
 }
-
-// samLogIDChunk is how many SAM log ids samLogTaken asks the store about at a time.
-const samLogIDChunk = 256
 
 // samLogTaken names the log whose id was taken, after the import has rolled back: the first log of
 // the file, in file order, whose id is stored already or repeats an earlier log's.

@@ -63,7 +63,8 @@ func upsertError(t *testing.T, st *store.Store, ds *dataset.Dataset) string {
 	if diff := cmp.Diff(before, testdb.Export(t, st, testdb.Ring(t))); diff != "" {
 		t.Errorf("a failed upsert changed the database (-before +after):\n%s", diff)
 	}
-	return datasetError(t, err).Error()
+	e := datasetError(t, err)
+	return (&dataset.Error{Path: e.Path, Problem: e.Problem}).Error() // the place in the file aside
 }
 
 // A record whose id is stored is replaced whole, parts included (a lead's card plans, a
