@@ -87,6 +87,33 @@ type lineItemView struct {
 	Shipment *domain.Shipment `json:"shipment"`
 }
 
+// A line item with no inventory unit and no shipment answers both as null, and the answer is
+// what the document declares (validate reads it with kin-openapi, a JSON Schema validator, and
+// ajv after the tests).
+func TestPushAnswersAbsentObjectsAsNull(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		r := h.push(orderA, itemBare, partnerAKey)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		var v lineItemView
+		r.decode(t, &v)
+		if v.InventoryUnit != nil || v.Shipment != nil || v.Equipment == nil || v.Varsheet == nil {
+			t.Fatalf("embedded objects: %s", r.Body)
+		}
+		if v.Equipment.SerialNumber != nil {
+			t.Errorf("serialNumber of equipment without an inventory unit: %q", *v.Equipment.SerialNumber)
+		}
+		var raw map[string]json.RawMessage
+		r.decode(t, &raw)
+		for _, k := range []string{"inventoryUnit", "shipment", "inventoryUnitId"} {
+			if string(raw[k]) != "null" {
+				t.Errorf("%s = %s, want null", k, raw[k])
+			}
+		}
+	})
+}
+
 // statuses lists every status a push must leave alone.
 func statuses(ds *dataset.Dataset) []string {
 	var out []string
