@@ -14,14 +14,10 @@ const (
 	otherOrigin = "https://evil.example.com"
 )
 
-// corsOperations are the routes a page of an allowed origin may call: the five operations and
-// the audit list.
-func corsOperations() []struct{ method, path string } {
-	return append(operations(), struct{ method, path string }{http.MethodGet, "/v1/audit-events"})
-}
-
-// preflight is what a browser sends before a call that is not "simple".
-func preflight(h http.Handler, origin, method, path string) *httptest.ResponseRecorder {
+// preflight is what a browser sends before a call that is not "simple". Its answer is validated
+// against the document, which declares the preflights.
+func preflight(t *testing.T, h http.Handler, origin, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodOptions, path, nil)
 	if origin != "" {
 		req.Header.Set("Origin", origin)
@@ -32,6 +28,7 @@ func preflight(h http.Handler, origin, method, path string) *httptest.ResponseRe
 	req.Header.Set("Access-Control-Request-Headers", "authorization,idempotency-key")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	validate(t, req, recorded(req, rec))
 	return rec
 }
 
@@ -60,8 +57,8 @@ func varies(h http.Header, name string) bool {
 func TestCORSPreflight(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		h.withDeps(t, func(d *api.Deps) { d.CORSOrigins = []string{"http://localhost:3000", crmOrigin} })
-		for _, op := range corsOperations() {
-			rec := preflight(h.handler, crmOrigin, op.method, op.path)
+		for _, op := range operations() {
+			rec := preflight(t, h.handler, crmOrigin, op.method, op.path)
 			if rec.Code != http.StatusNoContent || rec.Body.Len() != 0 {
 				t.Errorf("preflight of %s %s: %d %s", op.method, op.path, rec.Code, rec.Body)
 			}
@@ -102,7 +99,7 @@ func TestCORSPreflight(t *testing.T) {
 			t.Errorf("two Origin headers: %d %v, want no CORS answer", rec.Code, rec.Header())
 		}
 		for _, c := range refused {
-			rec := preflight(h.handler, c.origin, c.method, c.path)
+			rec := preflight(t, h.handler, c.origin, c.method, c.path)
 			if rec.Code == http.StatusNoContent || len(corsHeaders(rec.Header())) != 0 {
 				t.Errorf("%s: %d %v, want no CORS answer", c.name, rec.Code, corsHeaders(rec.Header()))
 			}
@@ -156,7 +153,7 @@ func TestCORSActualResponses(t *testing.T) {
 // Off by default: no preflight is answered and no answer carries a CORS header.
 func TestCORSOffByDefault(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		rec := preflight(h.handler, crmOrigin, http.MethodGet, samPath(leadA.String()))
+		rec := preflight(t, h.handler, crmOrigin, http.MethodGet, samPath(leadA.String()))
 		if rec.Code != http.StatusMethodNotAllowed || len(corsHeaders(rec.Header())) != 0 {
 			t.Errorf("preflight: %d %v", rec.Code, rec.Header())
 		}

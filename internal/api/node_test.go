@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -160,10 +161,6 @@ func checkAnswersWithAjv() error {
 	if err != nil {
 		return err
 	}
-	doc, err := strictDocument()
-	if err != nil {
-		return err
-	}
 	answers := make([]ajvAnswer, 0, len(ajvAnswers.byKey))
 	for _, a := range ajvAnswers.byKey {
 		answers = append(answers, a)
@@ -177,38 +174,74 @@ func checkAnswersWithAjv() error {
 	if len(answers) == 0 {
 		return errors.New("no answer was kept for ajv")
 	}
+	out, err := runAjv(modules, answers)
+	fmt.Print(out)
+	return err
+}
+
+// runAjv runs testdata/node/ajv.mjs over answers; it fails when ajv refuses one.
+func runAjv(modules string, answers []ajvAnswer) (string, error) {
+	doc, err := strictDocument()
+	if err != nil {
+		return "", err
+	}
 	in, err := json.Marshal(map[string]any{"document": doc, "answers": answers})
 	if err != nil {
-		return err
+		return "", err
 	}
 	dir, err := os.MkdirTemp("", "backoffice-ajv-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer os.RemoveAll(dir)
 	input := filepath.Join(dir, "answers.json")
 	if err := os.WriteFile(input, in, 0o644); err != nil {
-		return err
-	}
-	script, err := filepath.Abs(filepath.Join(nodeDir, "ajv.mjs"))
-	if err != nil {
-		return err
+		return "", err
 	}
 	// The script runs from the install's folder, so that its imports resolve there.
-	b, err := os.ReadFile(script)
+	b, err := os.ReadFile(filepath.Join(nodeDir, "ajv.mjs"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	runnable := filepath.Join(modules, "ajv-run-"+filepath.Base(dir)+".mjs")
 	if err := os.WriteFile(runnable, b, 0o644); err != nil {
-		return err
+		return "", err
 	}
 	defer os.Remove(runnable)
-	cmd := exec.Command("node", runnable, input)
-	out, err := cmd.CombinedOutput()
-	fmt.Print(string(out))
+	out, err := exec.Command("node", runnable, input).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ajv refused answers the tests accepted: %v", err)
+		return string(out), fmt.Errorf("ajv refused answers: %v", err)
 	}
-	return nil
+	return string(out), nil
+}
+
+// The ajv check is no formality: it refuses a null where the document has none, an enum value the
+// document does not list, an added field (in the tests' closed copy) and a 400 without its
+// parameter, and takes the nulls the document allows.
+func TestAjvRefusesWhatTheDocumentForbids(t *testing.T) {
+	modules := nodeModulesFor(t)
+	ref := func(name string) json.RawMessage {
+		return json.RawMessage(`{"$ref":"#/components/schemas/` + name + `"}`)
+	}
+	acceptance := `{"midId":null,"configured":false,"cardPlans":[],"ebtFcsNumber":null,"amexProgram":null,"amexEsaNumber":null,"ebtBenefitMode":null}`
+	good := []ajvAnswer{
+		{"acceptance", 200, ref("ServiceAcceptance"), acceptance},
+		{"line item", 200, ref("DeploymentOrderLineItem"), lineItemJSON("null")},
+		{"bad request", 400, ref("BadRequestError"), `{"status":400,"code":"invalid_parameter","detail":"x","parameter":"page"}`},
+	}
+	bad := []ajvAnswer{
+		{"acceptance, unknown enum value", 200, ref("ServiceAcceptance"), strings.Replace(acceptance, `"amexProgram":null`, `"amexProgram":"gold"`, 1)},
+		{"acceptance, null configured", 200, ref("ServiceAcceptance"), strings.Replace(acceptance, `"configured":false`, `"configured":null`, 1)},
+		{"acceptance, added field", 200, ref("ServiceAcceptance"), strings.Replace(acceptance, `{`, `{"extra":1,`, 1)},
+		{"line item, inventory unit a string", 200, ref("DeploymentOrderLineItem"), lineItemJSON(`"unit"`)},
+		{"bad request without parameter", 400, ref("BadRequestError"), `{"status":400,"code":"invalid_parameter","detail":"x"}`},
+	}
+	if out, err := runAjv(modules, good); err != nil {
+		t.Fatalf("valid answers refused: %v\n%s", err, out)
+	}
+	for _, a := range bad {
+		if out, err := runAjv(modules, []ajvAnswer{a}); err == nil {
+			t.Errorf("%s: accepted\n%s", a.Operation, out)
+		}
+	}
 }

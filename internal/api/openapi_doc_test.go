@@ -2,14 +2,17 @@ package api
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// TestOpenAPIDocument checks that openapi.yaml is a valid OpenAPI 3.0.3 document
-// and that it describes the five operations of the contract, each behind both
-// authentication schemes.
+// TestOpenAPIDocument checks that openapi.yaml is a valid OpenAPI 3.0.3 document, that it
+// describes the five operations of the contract and the audit list, each behind both
+// authentication schemes with its browser preflight, and that every operation of every path
+// has a default response (ogen's convenient error type is made from it) and declares
+// X-Request-Id on every response, and every GET path but decrypt its HEAD.
 func TestOpenAPIDocument(t *testing.T) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
@@ -35,6 +38,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/crm/leads/{leadId}/service-acceptance", "getLeadServiceAcceptance"},
 		{"GET", "/v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", "decryptLeadPrincipalField"},
 		{"DELETE", "/v1/crm/merchants/{merchantId}/documents/{documentId}", "deleteMerchantDocument"},
+		{"GET", "/v1/audit-events", "listAuditEvents"},
 	}
 	for _, o := range ops {
 		item := doc.Paths.Value(o.path)
@@ -56,6 +60,24 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 		if op.Responses.Value("401") == nil || op.Responses.Value("500") == nil || op.Responses.Value("503") == nil {
 			t.Errorf("%s: 401, 500 and 503 responses must be documented", o.operationID)
+		}
+		if item.Options == nil || item.Options.Responses.Value("204") == nil {
+			t.Errorf("%s: no CORS preflight (OPTIONS with a 204)", o.operationID)
+		}
+	}
+	for path, item := range doc.Paths.Map() {
+		if item.Get != nil && (item.Head == nil) != strings.Contains(path, "/decrypt/") {
+			t.Errorf("%s: HEAD declared %v; every GET path answers it but decrypt", path, item.Head != nil)
+		}
+		for method, op := range item.Operations() {
+			if d := op.Responses.Default(); d == nil || d.Ref != "#/components/responses/Error" {
+				t.Errorf("%s %s: no default response (components/responses/Error)", method, path)
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value.Headers["X-Request-Id"] == nil {
+					t.Errorf("%s %s -> %s: X-Request-Id not declared", method, path, status)
+				}
+			}
 		}
 	}
 }
