@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +66,16 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Errorf("%s: no CORS preflight (OPTIONS with a 204)", o.operationID)
 		}
 	}
+	for name, ref := range doc.Components.Schemas {
+		walkSchema(ref.Value, map[*openapi3.Schema]bool{}, func(s *openapi3.Schema) {
+			if slices.Contains(s.Enum, nil) {
+				t.Errorf("schema %s: an enum with a null member %v; nullable: true says it", name, s.Enum)
+			}
+			if s.Nullable && len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) > 0 {
+				t.Errorf("schema %s: nullable beside allOf/anyOf/oneOf, which a JSON Schema validator reads as not null", name)
+			}
+		})
+	}
 	for path, item := range doc.Paths.Map() {
 		if item.Get != nil && (item.Head == nil) != strings.Contains(path, "/decrypt/") {
 			t.Errorf("%s: HEAD declared %v; every GET path answers it but decrypt", path, item.Head != nil)
@@ -79,5 +90,25 @@ func TestOpenAPIDocument(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// walkSchema calls fn on s and every schema within it.
+func walkSchema(s *openapi3.Schema, seen map[*openapi3.Schema]bool, fn func(*openapi3.Schema)) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	fn(s)
+	for _, list := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, r := range list {
+			walkSchema(r.Value, seen, fn)
+		}
+	}
+	for _, r := range s.Properties {
+		walkSchema(r.Value, seen, fn)
+	}
+	if s.Items != nil {
+		walkSchema(s.Items.Value, seen, fn)
 	}
 }
