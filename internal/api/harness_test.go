@@ -59,10 +59,16 @@ func withoutGateway(c *push.Config) { c.Gateway = nil }
 
 func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
 	t.Helper()
+	return newHarnessOf(t, st, fixture(), opts...)
+}
+
+// newHarnessOf is a harness over another dataset than the fixture.
+func newHarnessOf(t *testing.T, st *store.Store, ds *dataset.Dataset, opts ...harnessOption) *harness {
+	t.Helper()
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(t)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		t.Fatalf("import fixture: %v", err)
+	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
+		t.Fatalf("import dataset: %v", err)
 	}
 	h := &harness{t: t, st: st, logs: &syncBuffer{}, sim: gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})}
 	gw := httptest.NewServer(h.sim)
