@@ -37,7 +37,18 @@ func newIdempotent(t *testing.T, h *harness) *idempotent {
 
 func (h *idempotent) pushWithKey(order, item domain.ID, apiKey string, idempotencyKeys ...string) response {
 	h.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, pushPath(order, item), nil)
+	return h.withKeys(http.MethodPost, pushPath(order, item), apiKey, idempotencyKeys)
+}
+
+func (h *idempotent) deleteWithKey(merchant, doc domain.ID, apiKey string, idempotencyKeys ...string) response {
+	h.t.Helper()
+	return h.withKeys(http.MethodDelete, documentPath(merchant, doc), apiKey, idempotencyKeys)
+}
+
+// withKeys sends a request with an Idempotency-Key header per key.
+func (h *idempotent) withKeys(method, path, apiKey string, idempotencyKeys []string) response {
+	h.t.Helper()
+	req := httptest.NewRequest(method, path, nil)
 	req.Header.Set("Authorization", "Api-Key "+apiKey)
 	for _, k := range idempotencyKeys {
 		req.Header.Add("Idempotency-Key", k)
@@ -194,16 +205,6 @@ func TestIdempotencyKeySyntax(t *testing.T) {
 func sha256Of(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
-}
-
-func (h *idempotent) deleteWithKey(merchant, doc domain.ID, apiKey string, idempotencyKeys ...string) response {
-	h.t.Helper()
-	req := httptest.NewRequest(http.MethodDelete, documentPath(merchant, doc), nil)
-	req.Header.Set("Authorization", "Api-Key "+apiKey)
-	for _, k := range idempotencyKeys {
-		req.Header.Add("Idempotency-Key", k)
-	}
-	return h.send(req)
 }
 
 // A deletion repeated with its Idempotency-Key by the same user answers 204 again, marked
