@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/push"
 )
 
 const (
@@ -162,6 +165,45 @@ func TestCORSOffByDefault(t *testing.T) {
 		req.Header.Set("Authorization", "Api-Key "+staffKey)
 		if r := h.send(req); r.Status != http.StatusOK || len(corsHeaders(r.Header)) != 0 {
 			t.Errorf("call: %d %v", r.Status, r.Header)
+		}
+	})
+}
+
+// With the rate limit and CORS both on, every answer carries every header it can, and each is one
+// the document declares for that answer (validate checks): each operation's success, its refusals
+// after authentication (403, 404, a push's 409 and 502), a 401 (no RateLimit: no credential was
+// proven), and the HEADs.
+func TestEveryHeaderSentIsDeclared(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.withDeps(t, func(d *api.Deps) {
+			d.Limits = api.Limits{Rate: 1000, Burst: 1000, Now: func() time.Time { return fixtureNow }}
+			d.CORSOrigins = []string{crmOrigin}
+			d.Pusher = push.New(push.Config{Store: h.st, Logger: slog.New(slog.DiscardHandler)}) // no gateway: 502
+		})
+		call := func(method, path, key string) response {
+			req := httptest.NewRequest(method, path, nil)
+			req.Header.Set("Origin", crmOrigin)
+			if key != "" {
+				req.Header.Set("Authorization", "Api-Key "+key)
+			}
+			return h.send(req)
+		}
+		ops := append(operations(), struct{ method, path string }{http.MethodPost, pushPath(orderA, itemCanceled)})
+		for _, op := range ops {
+			for _, key := range []string{staffKey, noPermKey, partnerBKey} {
+				r := call(op.method, op.path, key)
+				if r.Header.Get("RateLimit") == "" || r.Header.Get("Access-Control-Allow-Origin") != crmOrigin {
+					t.Errorf("%s %s as %s -> %d: headers %v", op.method, op.path, key, r.Status, r.Header)
+				}
+			}
+			if r := call(op.method, op.path, ""); r.Status != http.StatusUnauthorized || r.Header.Get("RateLimit") != "" {
+				t.Errorf("%s %s without a credential -> %d: headers %v", op.method, op.path, r.Status, r.Header)
+			}
+			if op.method == http.MethodGet && !strings.Contains(op.path, "/decrypt/") {
+				if r := call(http.MethodHead, op.path, staffKey); r.Status != http.StatusOK || r.Header.Get("RateLimit") == "" {
+					t.Errorf("HEAD %s -> %d: headers %v", op.path, r.Status, r.Header)
+				}
+			}
 		}
 	})
 }
