@@ -47,9 +47,10 @@ func (s *Store) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Sco
 	var found, reused bool
 	chain := s.chain()
 	target := documentKeyTarget(merchantID, documentID)
+	insertOrSkip, skipTail := s.engine.InsertOrSkip()
 	err = s.tx(ctx, func(q *sqltx.Tx) error {
 		replayed, reused, found = false, false, false
-		claimed, err := claimKeyFor(ctx, q, s.engine, key, target)
+		claimed, err := claimKeyFor(ctx, q, insertOrSkip, skipTail, key, target)
 		if err != nil {
 			return err
 		}

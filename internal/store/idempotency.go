@@ -99,12 +99,12 @@ const (
 
 // claimKeyFor claims a key for a request answered in the claim's own transaction (a deletion):
 // the row is written with the answer it will keep, and stands only if the transaction commits.
-// A concurrent claim of the same key waits on the row until this transaction ends.
-func claimKeyFor(ctx context.Context, q *sqltx.Tx, e Engine, key domain.KeyUse, target string) (keyState, error) {
+// A concurrent claim of the same key waits on the row until this transaction ends. head and tail
+// are the engine's InsertOrSkip.
+func claimKeyFor(ctx context.Context, q *sqltx.Tx, head, tail string, key domain.KeyUse, target string) (keyState, error) {
 	if _, err := q.Exec(ctx, `DELETE FROM push_idempotency WHERE expires_at <= ?`, column.Micros(key.Now)); err != nil {
 		return 0, fmt.Errorf("store: expire idempotency keys: %w", err)
 	}
-	head, tail := e.InsertOrSkip()
 	res, err := q.Exec(ctx, head+` push_idempotency (user_id, key_hash, line_item_id, status, body, expires_at) VALUES (?, ?, ?, ?, ?, ?)`+tail,
 		key.User, key.Hash, target, http.StatusNoContent, []byte{}, column.Micros(key.KeepUntil))
 	if err != nil {
