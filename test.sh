@@ -13,4 +13,7 @@ if [ -n "${BACKOFFICE_TEST_POSTGRES_URL:-}" ]; then
 else
   echo "PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to run them."
 fi
-exec go test "$@" ./...
+# -timeout 30m: the API package's tests (generated clients compiled, node checks, three engines)
+# take several minutes, more than go test's default 10 on a busy machine; a -timeout given as an
+# argument comes later and wins.
+exec go test -timeout 30m "$@" ./...

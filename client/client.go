@@ -92,6 +92,9 @@ type Error struct {
 	Status int
 	Code   string
 	Detail string
+	// Parameter, on a 400, names the request parameter at fault as the request spells it
+	// (leadId, page, from, Idempotency-Key, …); "" otherwise.
+	Parameter string
 	// RetryAfter is the answer's Retry-After (409 push_in_progress, 429): how long to wait
 	// before trying again; 0 when the answer has none.
 	RetryAfter time.Duration
@@ -106,7 +109,8 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("backoffice: %d %s: %s", e.Status, e.Code, e.Detail)
 }
 
-// CallOption is an option of one call: WithResponse, or WithIdempotencyKey for a push.
+// CallOption is an option of one call: WithResponse, or WithIdempotencyKey for a push or a
+// deletion.
 type CallOption interface {
 	apply(*call)
 }
@@ -125,14 +129,18 @@ func newCall(opts []CallOption) *call {
 	return c
 }
 
-// PushOption is an option of PushDeviceParameters.
+// PushOption is an option of a call that changes something: PushDeviceParameters and
+// DeleteMerchantDocument.
 type PushOption func(*http.Request)
 
 func (o PushOption) apply(c *call) { c.prepare = append(c.prepare, o) }
 
-// WithIdempotencyKey sends an Idempotency-Key with the push (1 to 255 printable ASCII
-// characters): a push repeated with the same key by the same user gets the first one's answer
-// back instead of running again, so a push whose answer was lost can be sent again safely.
+// WithIdempotencyKey sends an Idempotency-Key (1 to 255 printable ASCII characters) with a push
+// or a deletion. A push repeated with the same key by the same user gets the first one's answer
+// back instead of running again, so a push whose answer was lost can be sent again safely. A
+// deletion repeated with its key succeeds again (where without the key it would be a 404, like a
+// wrong id): Response.IdempotentReplayed tells the repeat. A key names one request for 24 hours:
+// the same key for another one is a 409 idempotency_key_reused.
 func WithIdempotencyKey(key string) PushOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
 }
@@ -166,15 +174,15 @@ func (r *Response) RateLimit() string { return r.Header.Get("RateLimit") }
 // (`"credential";q=100;w=2`: 100 requests per 2 s); "" when no rate limit is configured.
 func (r *Response) RateLimitPolicy() string { return r.Header.Get("RateLimit-Policy") }
 
-// IdempotentReplayed tells a push answered with the kept answer of an earlier push with the same
-// Idempotency-Key: it did not run again.
+// IdempotentReplayed tells a push or a deletion answered with the kept answer of an earlier
+// request with the same Idempotency-Key: it did not run again.
 func (r *Response) IdempotentReplayed() bool { return r.Header.Get("Idempotent-Replayed") == "true" }
 
 // RequestID is the answer's X-Request-Id, which the service's log lines of the request carry.
 func (r *Response) RequestID() string { return r.Header.Get("X-Request-Id") }
 
-// PushDeviceParameters re-sends a line item's device parameters to its gateway (seed 4.1) and
-// returns the line item.
+// PushDeviceParameters re-sends a line item's device parameters to its gateway (operation 4.1)
+// and returns the line item.
 func (c *Client) PushDeviceParameters(ctx context.Context, orderID, lineItemID string, opts ...CallOption) (*LineItem, error) {
 	var li LineItem
 	path := "/v1/crm/deployment-orders/" + url.PathEscape(orderID) + "/line-items/" + url.PathEscape(lineItemID) + "/device-parameters"
@@ -184,7 +192,7 @@ func (c *Client) PushDeviceParameters(ctx context.Context, orderID, lineItemID s
 	return &li, nil
 }
 
-// ListSAMActionLogs returns one page of an entity's SAM action logs (seed 4.2), newest first.
+// ListSAMActionLogs returns one page of an entity's SAM action logs (operation 4.2), newest first.
 // page counts from 1; size 0 asks for the service's default (20), otherwise 1 to 100.
 func (c *Client) ListSAMActionLogs(ctx context.Context, entityID string, page int64, size int, opts ...CallOption) (*SAMActionLogPage, error) {
 	var p SAMActionLogPage
@@ -308,7 +316,7 @@ func (c *Client) AuditEvents(ctx context.Context, f AuditFilter, size int) iter.
 	}
 }
 
-// ServiceAcceptance returns a lead's service acceptance (seed 4.3).
+// ServiceAcceptance returns a lead's service acceptance (operation 4.3).
 func (c *Client) ServiceAcceptance(ctx context.Context, leadID string, opts ...CallOption) (*ServiceAcceptance, error) {
 	var sa ServiceAcceptance
 	if err := c.do(ctx, http.MethodGet, "/v1/crm/leads/"+url.PathEscape(leadID)+"/service-acceptance", nil, newCall(opts), &sa); err != nil {
@@ -317,7 +325,8 @@ func (c *Client) ServiceAcceptance(ctx context.Context, leadID string, opts ...C
 	return &sa, nil
 }
 
-// DecryptPrincipalSSN returns a lead principal's SSN (seed 4.4). The service audits every call.
+// DecryptPrincipalSSN returns a lead principal's SSN (operation 4.4). The service audits every
+// call.
 func (c *Client) DecryptPrincipalSSN(ctx context.Context, leadID, principalID string, opts ...CallOption) (SSN, error) {
 	var body struct {
 		SSN string `json:"ssn"`
@@ -329,7 +338,9 @@ func (c *Client) DecryptPrincipalSSN(ctx context.Context, leadID, principalID st
 	return SSN(body.SSN), nil
 }
 
-// DeleteMerchantDocument deletes a merchant's document (seed 4.5); a second delete is a 404.
+// DeleteMerchantDocument deletes a merchant's document (operation 4.5); a second delete is a 404,
+// unless both were sent WithIdempotencyKey with the same key: then the second succeeds too, and
+// WithResponse's IdempotentReplayed says it was the first one's answer.
 func (c *Client) DeleteMerchantDocument(ctx context.Context, merchantID, documentID string, opts ...CallOption) error {
 	path := "/v1/crm/merchants/" + url.PathEscape(merchantID) + "/documents/" + url.PathEscape(documentID)
 	return c.do(ctx, http.MethodDelete, path, nil, newCall(opts), nil)

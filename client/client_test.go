@@ -25,14 +25,16 @@ import (
 
 // The demo dataset's records (internal/app/demo.go), which the README's examples use too.
 const (
-	lead       = "00000000-0000-4000-8000-000000000301"
-	principal  = "00000000-0000-4000-8000-000000000401"
-	merchant   = "00000000-0000-4000-8000-000000000501"
-	document   = "00000000-0000-4000-8000-000000000601"
-	order      = "00000000-0000-4000-8000-000000000801"
-	lineItem   = "00000000-0000-4000-8000-000000001101"
-	terminalID = "TID/DEMO 0001"
-	staffUser  = "00000000-0000-4000-8000-000000000101"
+	lead      = "00000000-0000-4000-8000-000000000301"
+	principal = "00000000-0000-4000-8000-000000000401"
+	merchant  = "00000000-0000-4000-8000-000000000501"
+	document  = "00000000-0000-4000-8000-000000000601"
+	// otherDocument is the demo merchant's second document.
+	otherDocument = "00000000-0000-4000-8000-000000000602"
+	order         = "00000000-0000-4000-8000-000000000801"
+	lineItem      = "00000000-0000-4000-8000-000000001101"
+	terminalID    = "TID/DEMO 0001"
+	staffUser     = "00000000-0000-4000-8000-000000000101"
 
 	sessionToken = "client-test-session-token-0001"
 	partnerKey   = "demo-partner-api-key-not-for-production" // SAM logs of another partner only
@@ -172,10 +174,16 @@ func TestOperations(t *testing.T) {
 			t.Errorf("the repeated push was not a replay: %v", r)
 		}
 
-		if err := c.DeleteMerchantDocument(ctx, merchant, document); err != nil {
-			t.Fatal(err)
+		var res client.Response
+		if err := c.DeleteMerchantDocument(ctx, merchant, document, client.WithIdempotencyKey("delete-0001"), client.WithResponse(&res)); err != nil || res.IdempotentReplayed() {
+			t.Fatalf("delete: %v, replayed %v", err, res.IdempotentReplayed())
+		}
+		// Its answer lost, the deletion is sent again with its key: it succeeds, replayed.
+		if err := c.DeleteMerchantDocument(ctx, merchant, document, client.WithIdempotencyKey("delete-0001"), client.WithResponse(&res)); err != nil || !res.IdempotentReplayed() {
+			t.Fatalf("repeated delete: %v, replayed %v", err, res.IdempotentReplayed())
 		}
 		wantError(t, c.DeleteMerchantDocument(ctx, merchant, document), http.StatusNotFound, "not_found")
+		wantError(t, c.DeleteMerchantDocument(ctx, merchant, otherDocument, client.WithIdempotencyKey("delete-0001")), http.StatusConflict, "idempotency_key_reused")
 
 		// A session token works as well as a key.
 		bearer := newClient(t, svc.serve(t), http.DefaultTransport, client.WithBearerToken(sessionToken))
@@ -196,6 +204,17 @@ func TestErrors(t *testing.T) {
 		wantError(t, err, http.StatusUnauthorized, "unauthenticated")
 		_, err = staff.ServiceAcceptance(ctx, "not-a-uuid")
 		wantError(t, err, http.StatusBadRequest, "invalid_parameter")
+		if e := new(client.Error); !errors.As(err, &e) || e.Parameter != "leadId" {
+			t.Errorf("400's parameter: %+v", err)
+		}
+		_, err = staff.ListSAMActionLogs(ctx, lead, 1, 101)
+		if e := new(client.Error); !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Parameter != "size" {
+			t.Errorf("size 101: %v, parameter %q", err, e.Parameter)
+		}
+		_, err = staff.DecryptPrincipalSSN(ctx, lead, "00000000-0000-4000-8000-000000000402") // no SSN on file
+		if e := new(client.Error); !errors.As(err, &e) || e.Parameter != "" {
+			t.Errorf("a 404 names a parameter: %+v", err)
+		}
 		_, err = newClient(t, base, http.DefaultTransport, client.WithAPIKey(partnerKey)).ServiceAcceptance(ctx, lead)
 		wantError(t, err, http.StatusForbidden, "forbidden")
 		_, err = staff.DecryptPrincipalSSN(ctx, lead, "00000000-0000-4000-8000-000000000402") // no SSN on file

@@ -54,7 +54,7 @@ func TestDocumentedModuleRuns(t *testing.T) {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}
 	for _, want := range []string{"configured: true card plans: 4 request: true\n", "pushed; replayed: false\npushed; replayed: true\n",
-		" " + staffUser + " granted\n"} {
+		"deleted; replayed: false\ndeleted; replayed: true\n", "refused: invalid_parameter parameter: size\n", " " + staffUser + " granted\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

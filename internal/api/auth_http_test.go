@@ -8,7 +8,11 @@ import (
 
 func samPath(entity string) string { return "/v1/crm/sam-action-logs/" + entity }
 
-// Every operation, with valid ids of partner A's objects, for the checks that apply to all.
+// auditEventsPath is the audit list, the sixth route of operations().
+const auditEventsPath = "/v1/audit-events"
+
+// Every operation a credential calls: the five operations, with valid ids of partner A's objects,
+// and the audit list, for the checks that apply to all.
 func operations() []struct{ method, path string } {
 	return []struct{ method, path string }{
 		{http.MethodPost, "/v1/crm/deployment-orders/" + orderA.String() + "/line-items/" + itemOK.String() + "/device-parameters"},
@@ -16,6 +20,7 @@ func operations() []struct{ method, path string } {
 		{http.MethodGet, "/v1/crm/leads/" + leadA.String() + "/service-acceptance"},
 		{http.MethodGet, "/v1/crm/leads/" + leadA.String() + "/principals/" + principalA.String() + "/decrypt/ssn"},
 		{http.MethodDelete, "/v1/crm/merchants/" + merchantA.String() + "/documents/" + docA1.String()},
+		{http.MethodGet, auditEventsPath},
 	}
 }
 
@@ -80,10 +85,16 @@ func TestEveryOperationNeedsItsPermission(t *testing.T) {
 	})
 }
 
+// Another partner's objects answer as missing ones. The audit list names every partner's objects:
+// a partner's user may not read it at all.
 func TestCrossPartnerAccessIs404(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		for _, op := range operations() {
 			r := h.do(op.method, op.path, "Api-Key "+partnerBKey)
+			if op.path == auditEventsPath {
+				wantError(t, r, http.StatusForbidden, "forbidden")
+				continue
+			}
 			wantError(t, r, http.StatusNotFound, "not_found")
 			if strings.Contains(string(r.Body), "partner") {
 				t.Errorf("%s %s: the 404 hints at another partner: %s", op.method, op.path, r.Body)
@@ -103,14 +114,32 @@ func TestInvalidIDsAre400NamingTheParameter(t *testing.T) {
 		for _, c := range cases {
 			r := h.get(c.path, staffKey)
 			wantError(t, r, http.StatusBadRequest, "invalid_parameter")
-			if e := r.err(t); !strings.Contains(e.Detail, c.param) {
-				t.Errorf("%s: detail %q does not name %s", c.path, e.Detail, c.param)
+			if e := r.err(t); !strings.Contains(e.Detail, c.param) || e.Parameter != c.param {
+				t.Errorf("%s: detail %q, parameter %q; want both to name %s", c.path, e.Detail, e.Parameter, c.param)
 			}
 		}
-		r := h.do(http.MethodDelete, "/v1/crm/merchants/"+merchantA.String()+"/documents/zzz", "Api-Key "+staffKey)
-		wantError(t, r, http.StatusBadRequest, "invalid_parameter")
-		r = h.do(http.MethodPost, "/v1/crm/deployment-orders/zzz/line-items/"+itemOK.String()+"/device-parameters", "Api-Key "+staffKey)
-		wantError(t, r, http.StatusBadRequest, "invalid_parameter")
+		for _, c := range []struct{ method, path, param string }{
+			{http.MethodDelete, "/v1/crm/merchants/" + merchantA.String() + "/documents/zzz", "documentId"},
+			{http.MethodDelete, "/v1/crm/merchants/zzz/documents/" + docA1.String(), "merchantId"},
+			{http.MethodPost, "/v1/crm/deployment-orders/zzz/line-items/" + itemOK.String() + "/device-parameters", "orderId"},
+			{http.MethodPost, "/v1/crm/deployment-orders/" + orderA.String() + "/line-items/zzz/device-parameters", "lineItemId"},
+			{http.MethodGet, samPath(leadA.String()) + "?page=0", "page"},
+			{http.MethodGet, samPath(leadA.String()) + "?size=101", "size"},
+			{http.MethodGet, "/v1/audit-events?outcome=maybe", "outcome"},
+			{http.MethodGet, "/v1/audit-events?from=yesterday", "from"},
+			{http.MethodGet, "/v1/audit-events?actorUserId=x", "actorUserId"},
+		} {
+			r := h.do(c.method, c.path, "Api-Key "+staffKey)
+			wantError(t, r, http.StatusBadRequest, "invalid_parameter")
+			if e := r.err(t); e.Parameter != c.param {
+				t.Errorf("%s %s: parameter %q, want %s", c.method, c.path, e.Parameter, c.param)
+			}
+		}
+		r := h.get(decryptPath(leadA, principalA, "dob"), staffKey)
+		wantError(t, r, http.StatusBadRequest, "unsupported_field")
+		if e := r.err(t); e.Parameter != "field" {
+			t.Errorf("unsupported field: parameter %q, want field", e.Parameter)
+		}
 	})
 }
 
@@ -166,7 +195,7 @@ func TestRouterErrorsUseTheErrorBody(t *testing.T) {
 func TestOpenAPIDocumentIsServed(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		r := h.do(http.MethodGet, "/openapi.yaml", "")
-		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "version: 1.2.0") {
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "version: 1.3.0") {
 			t.Fatalf("status %d, body starts %.80q", r.Status, r.Body)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	// The runtime that oapi-codegen's output imports. Importing it here keeps it in go.mod and
 	// go.sum and in the module cache, so the generated code compiles offline.
 	_ "github.com/oapi-codegen/runtime"
@@ -17,7 +19,10 @@ import (
 // TestGeneratedClientCompiles does what an integrator does with openapi.yaml: it generates types
 // and a client with oapi-codegen (the version pinned in go.mod's tool block, default options) and
 // compiles the result in a module of its own. A document that a generator cannot turn into
-// compiling code, or that types a number loosely, fails here.
+// compiling code, that types a number loosely, that makes an enum member of null (oapi-codegen
+// turns it into a constant "<nil>" that Valid accepts), or that leaves an operation's errors
+// without the one convenient type (ClientWithResponses' JSONDefault, from the default response)
+// fails here.
 func TestGeneratedClientCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates and compiles a client: slow")
@@ -36,6 +41,22 @@ func TestGeneratedClientCompiles(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`(?m)^\s*\w+\s+\*?float(32|64)\b.*$`).FindAll(src, -1); len(m) > 0 {
 		t.Errorf("fields typed as floats, but the service produces only integers: %q", m)
+	}
+	if m := regexp.MustCompile(`(?m)^\s*\w+\s+\w+\s*=\s*"<nil>"`).FindAll(src, -1); len(m) > 0 {
+		t.Errorf("enum members made of null: %q", m)
+	}
+	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			name := strings.ToUpper(op.OperationID[:1]) + op.OperationID[1:] + "Response"
+			body := regexp.MustCompile(`(?s)type ` + name + ` struct \{(.*?)\n\}`).FindSubmatch(src)
+			if body == nil || !regexp.MustCompile(`\bJSONDefault\s+\*Error\b`).Match(body[1]) {
+				t.Errorf("%s has no JSONDefault *Error: a client cannot read every error of %s as one type", name, op.OperationID)
+			}
+		}
 	}
 }
 

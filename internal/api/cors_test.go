@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/push"
 )
 
 const (
@@ -14,14 +17,10 @@ const (
 	otherOrigin = "https://evil.example.com"
 )
 
-// corsOperations are the routes a page of an allowed origin may call: the five operations and
-// the audit list.
-func corsOperations() []struct{ method, path string } {
-	return append(operations(), struct{ method, path string }{http.MethodGet, "/v1/audit-events"})
-}
-
-// preflight is what a browser sends before a call that is not "simple".
-func preflight(h http.Handler, origin, method, path string) *httptest.ResponseRecorder {
+// preflight is what a browser sends before a call that is not "simple". Its answer is validated
+// against the document, which declares the preflights.
+func preflight(t *testing.T, h http.Handler, origin, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodOptions, path, nil)
 	if origin != "" {
 		req.Header.Set("Origin", origin)
@@ -32,6 +31,7 @@ func preflight(h http.Handler, origin, method, path string) *httptest.ResponseRe
 	req.Header.Set("Access-Control-Request-Headers", "authorization,idempotency-key")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	validate(t, req, recorded(req, rec))
 	return rec
 }
 
@@ -60,8 +60,8 @@ func varies(h http.Header, name string) bool {
 func TestCORSPreflight(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		h.withDeps(t, func(d *api.Deps) { d.CORSOrigins = []string{"http://localhost:3000", crmOrigin} })
-		for _, op := range corsOperations() {
-			rec := preflight(h.handler, crmOrigin, op.method, op.path)
+		for _, op := range operations() {
+			rec := preflight(t, h.handler, crmOrigin, op.method, op.path)
 			if rec.Code != http.StatusNoContent || rec.Body.Len() != 0 {
 				t.Errorf("preflight of %s %s: %d %s", op.method, op.path, rec.Code, rec.Body)
 			}
@@ -102,7 +102,7 @@ func TestCORSPreflight(t *testing.T) {
 			t.Errorf("two Origin headers: %d %v, want no CORS answer", rec.Code, rec.Header())
 		}
 		for _, c := range refused {
-			rec := preflight(h.handler, c.origin, c.method, c.path)
+			rec := preflight(t, h.handler, c.origin, c.method, c.path)
 			if rec.Code == http.StatusNoContent || len(corsHeaders(rec.Header())) != 0 {
 				t.Errorf("%s: %d %v, want no CORS answer", c.name, rec.Code, corsHeaders(rec.Header()))
 			}
@@ -156,7 +156,7 @@ func TestCORSActualResponses(t *testing.T) {
 // Off by default: no preflight is answered and no answer carries a CORS header.
 func TestCORSOffByDefault(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		rec := preflight(h.handler, crmOrigin, http.MethodGet, samPath(leadA.String()))
+		rec := preflight(t, h.handler, crmOrigin, http.MethodGet, samPath(leadA.String()))
 		if rec.Code != http.StatusMethodNotAllowed || len(corsHeaders(rec.Header())) != 0 {
 			t.Errorf("preflight: %d %v", rec.Code, rec.Header())
 		}
@@ -165,6 +165,45 @@ func TestCORSOffByDefault(t *testing.T) {
 		req.Header.Set("Authorization", "Api-Key "+staffKey)
 		if r := h.send(req); r.Status != http.StatusOK || len(corsHeaders(r.Header)) != 0 {
 			t.Errorf("call: %d %v", r.Status, r.Header)
+		}
+	})
+}
+
+// With the rate limit and CORS both on, every answer carries every header it can, and each is one
+// the document declares for that answer (validate checks): each operation's success, its refusals
+// after authentication (403, 404, a push's 409 and 502), a 401 (no RateLimit: no credential was
+// proven), and the HEADs.
+func TestEveryHeaderSentIsDeclared(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.withDeps(t, func(d *api.Deps) {
+			d.Limits = api.Limits{Rate: 1000, Burst: 1000, Now: func() time.Time { return fixtureNow }}
+			d.CORSOrigins = []string{crmOrigin}
+			d.Pusher = push.New(push.Config{Store: h.st, Logger: slog.New(slog.DiscardHandler)}) // no gateway: 502
+		})
+		call := func(method, path, key string) response {
+			req := httptest.NewRequest(method, path, nil)
+			req.Header.Set("Origin", crmOrigin)
+			if key != "" {
+				req.Header.Set("Authorization", "Api-Key "+key)
+			}
+			return h.send(req)
+		}
+		ops := append(operations(), struct{ method, path string }{http.MethodPost, pushPath(orderA, itemCanceled)})
+		for _, op := range ops {
+			for _, key := range []string{staffKey, noPermKey, partnerBKey} {
+				r := call(op.method, op.path, key)
+				if r.Header.Get("RateLimit") == "" || r.Header.Get("Access-Control-Allow-Origin") != crmOrigin {
+					t.Errorf("%s %s as %s -> %d: headers %v", op.method, op.path, key, r.Status, r.Header)
+				}
+			}
+			if r := call(op.method, op.path, ""); r.Status != http.StatusUnauthorized || r.Header.Get("RateLimit") != "" {
+				t.Errorf("%s %s without a credential -> %d: headers %v", op.method, op.path, r.Status, r.Header)
+			}
+			if op.method == http.MethodGet && !strings.Contains(op.path, "/decrypt/") {
+				if r := call(http.MethodHead, op.path, staffKey); r.Status != http.StatusOK || r.Header.Get("RateLimit") == "" {
+					t.Errorf("HEAD %s -> %d: headers %v", op.path, r.Status, r.Header)
+				}
+			}
 		}
 	})
 }

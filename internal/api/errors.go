@@ -25,11 +25,13 @@ var statusOf = map[domain.Kind]int{
 	domain.KindInternal:        http.StatusInternalServerError,
 }
 
-// errorBody is the one error shape of the contract (seed section 7).
+// errorBody is the one error shape of the contract. Parameter, on a 400, names the request
+// parameter at fault; it is left out of the other answers.
 type errorBody struct {
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail"`
+	Parameter string `json:"parameter,omitempty"`
 }
 
 // writeError renders err. Anything that is not an application error is our own fault: it is
@@ -66,7 +68,7 @@ func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
 	}
-	writeErrorBody(w, status, e.Code, e.Detail)
+	writeJSON(w, status, errorBody{Status: status, Code: e.Code, Detail: e.Detail, Parameter: e.Parameter})
 }
 
 // statusClientClosedRequest is logged for a request whose caller left before its answer.

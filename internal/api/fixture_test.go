@@ -47,7 +47,10 @@ var (
 	itemOK, itemCanceled, itemReturned, itemTerminal = id(1101), id(1102), id(1103), id(1104)
 	itemNoEquipment, itemNoVendorID, itemNoVarsheet  = id(1105), id(1106), id(1107)
 	itemNoFileBuild, itemNoPricing, itemB            = id(1108), id(1109), id(1110)
-	orphanEquipment                                  = id(1099)
+	// itemBare passes every precondition with no inventory unit and no shipment: its push answers
+	// both embedded objects null.
+	itemBare        = id(1111)
+	orphanEquipment = id(1099)
 )
 
 var fixtureNow = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
@@ -151,6 +154,7 @@ func fixture() *dataset.Dataset {
 		{itemNoFileBuild, orderA, gatewayModel, "provisioned", true, ptr("TID-F"), true, false},
 		{itemNoPricing, orderNoPricing, gatewayModel, "provisioned", true, ptr("TID-P"), true, true},
 		{itemB, orderB, gatewayModel, "deployed", true, ptr("TID-B"), true, true},
+		{itemBare, orderA, gatewayModel, "deployed", true, ptr("TID-N"), true, true},
 	}
 	for n, it := range items {
 		li := domain.LineItem{ID: it.id, OrderID: it.order, OrderType: "gateway", DeploymentModelID: it.model, Status: it.status, Stamps: st}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -147,7 +148,9 @@ func decrypt(log *slog.Logger, r *http.Request, st DecryptStore, ring secrets.Op
 		return domain.SSN{}, err
 	}
 	if field := r.PathValue("field"); field != "ssn" {
-		return domain.SSN{}, domain.Errorf(domain.KindInvalid, "unsupported_field", "field %q cannot be decrypted; supported: ssn", auditTarget(field))
+		e := domain.Errorf(domain.KindInvalid, "unsupported_field", "field %q cannot be decrypted; supported: ssn", auditTarget(field))
+		e.Parameter = "field"
+		return domain.SSN{}, e
 	}
 	if err := require(actor, domain.PermDecryptPrincipals); err != nil {
 		return domain.SSN{}, err
@@ -205,37 +208,62 @@ func auditTarget(s string) string {
 // DocumentStore is what the document deletion needs.
 type DocumentStore interface {
 	DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error
+	// DeleteMerchantDocumentOnce deletes under the caller's Idempotency-Key: a repeat of the key
+	// replays the deletion (replayed true); a key given another request is domain.ErrKeyReused.
+	DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent, key domain.KeyUse) (replayed bool, err error)
 	RecordAudit(ctx context.Context, e domain.AuditEvent) error
 }
 
 const deleteDocumentAction = "merchant_document.delete"
 
+// handleDeleteDocument deletes a document. With an Idempotency-Key the deletion is kept under the
+// key, so that a caller who repeats it (its first answer lost) learns that its own request
+// deleted the document (204, Idempotent-Replayed) instead of a 404 it could not tell from a
+// wrong id.
 func handleDeleteDocument(st DocumentStore, now func() time.Time) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
-		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: deleteDocumentAction,
+		at := now()
+		event := domain.AuditEvent{At: at, ActorUserID: actor.UserID, Action: deleteDocumentAction,
 			TargetID: auditTarget(r.PathValue("documentId")), Detail: "merchant " + auditTarget(r.PathValue("merchantId"))}
-		merchant, document, err := documentParams(r, actor)
+		merchant, document, key, err := documentParams(r, actor)
 		if err != nil {
 			event.Outcome = outcomeOf(err)
 			return errors.Join(err, st.RecordAudit(r.Context(), event))
 		}
-		err = st.DeleteMerchantDocument(r.Context(), actor.Scope(), merchant, document, event)
-		if isNotFound(err) {
-			return domain.NotFound("document " + document.String() + " of merchant " + merchant.String())
+		replayed := false
+		if key == "" {
+			err = st.DeleteMerchantDocument(r.Context(), actor.Scope(), merchant, document, event)
+		} else {
+			hash := sha256.Sum256([]byte(key))
+			replayed, err = st.DeleteMerchantDocumentOnce(r.Context(), actor.Scope(), merchant, document, event,
+				domain.KeyUse{User: actor.UserID, Hash: hash[:], Now: at, KeepUntil: at.Add(keptFor)})
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, domain.ErrKeyReused):
+			return errKeyReused
+		case isNotFound(err):
+			return domain.NotFound("document " + document.String() + " of merchant " + merchant.String())
+		case err != nil:
 			return err
+		}
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 }
 
-func documentParams(r *http.Request, actor domain.Actor) (merchant, document domain.ID, err error) {
+// documentParams checks a deletion's request in the contract's order: the ids and the
+// Idempotency-Key (400), then the permission (403).
+func documentParams(r *http.Request, actor domain.Actor) (merchant, document domain.ID, key string, err error) {
 	if merchant, err = pathID(r, "merchantId"); err != nil {
 		return
 	}
 	if document, err = pathID(r, "documentId"); err != nil {
+		return
+	}
+	if key, err = idempotencyKey(r); err != nil {
 		return
 	}
 	err = require(actor, domain.PermDeleteMerchantDocuments)

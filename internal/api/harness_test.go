@@ -59,10 +59,16 @@ func withoutGateway(c *push.Config) { c.Gateway = nil }
 
 func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
 	t.Helper()
+	return newHarnessOf(t, st, fixture(), opts...)
+}
+
+// newHarnessOf is a harness over another dataset than the fixture.
+func newHarnessOf(t *testing.T, st *store.Store, ds *dataset.Dataset, opts ...harnessOption) *harness {
+	t.Helper()
 	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(t)
-	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
-		t.Fatalf("import fixture: %v", err)
+	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
+		t.Fatalf("import dataset: %v", err)
 	}
 	h := &harness{t: t, st: st, logs: &syncBuffer{}, sim: gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})}
 	gw := httptest.NewServer(h.sim)
@@ -93,8 +99,18 @@ func (h *harness) do(method, target, authorization string) response {
 	}
 	rec := httptest.NewRecorder()
 	h.handler.ServeHTTP(rec, req)
-	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	res := recorded(req, rec)
 	validate(h.t, req, res)
+	return res
+}
+
+// recorded is the answer a client receives: a HEAD's body, which the recorder keeps, is dropped
+// as the HTTP server drops it.
+func recorded(req *http.Request, rec *httptest.ResponseRecorder) response {
+	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	if req.Method == http.MethodHead {
+		res.Body = nil
+	}
 	return res
 }
 
@@ -124,10 +140,12 @@ func router(t testing.TB) routers.Router {
 }
 
 // strictDocument is openapi.yaml closed for what this service sends. The document lets the
-// contract grow: response objects may gain fields and the error codes are an open set, so that
-// clients ignore what they do not know. What the service sends today must still be exactly what
-// the document lists: here every named object schema refuses properties it does not declare,
-// and every x-extensible-enum (the known codes) is an enum.
+// contract grow: response objects may gain fields, the error codes are an open set, and every
+// operation has a default response for statuses a later version may add, so that clients
+// accept what they do not know. What the service sends today must still be exactly what the
+// document lists: here every named object schema refuses properties it does not declare, every
+// x-extensible-enum (the known codes) is an enum, and no operation has a default response, so an
+// answer's status must be one its operation lists.
 func strictDocument() (*openapi3.T, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
 	if err != nil {
@@ -142,6 +160,11 @@ func strictDocument() (*openapi3.T, error) {
 			s.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
 		}
 		closeEnums(ref.Value, map[*openapi3.Schema]bool{})
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			op.Responses.Delete("default")
+		}
 	}
 	return doc, doc.Validate(context.Background())
 }
@@ -166,26 +189,31 @@ func closeEnums(s *openapi3.Schema, seen map[*openapi3.Schema]bool) {
 	}
 }
 
-// validate checks one response against the operation of the document that matches the request.
-// Answers to requests no operation describes (unknown routes, wrong methods) must still be the
-// error body.
+// validate checks one response against the operation of the document that matches the request:
+// its status, its headers (each one declared, the required ones present and well formed) and its
+// body, read by kin-openapi and again by a JSON Schema validator (jsonschema_test.go). Answers to
+// requests no operation describes (unknown routes, wrong methods) must still be the error body.
+// Every answer accepted is kept for the ajv check of TestMain.
 func validate(t testing.TB, req *http.Request, res response) {
 	t.Helper()
 	ct := res.Header.Get("Content-Type")
-	if res.Status == http.StatusNoContent {
+	switch {
+	case res.Status == http.StatusNoContent || req.Method == http.MethodHead:
 		if len(res.Body) != 0 {
-			t.Errorf("%s %s: 204 with a body: %q", req.Method, req.URL, res.Body)
+			t.Errorf("%s %s: %d with a body: %q", req.Method, req.URL, res.Status, res.Body)
 		}
-	} else if !strings.HasPrefix(ct, "application/json") && !notJSON(req.URL.Path) {
+	case !strings.HasPrefix(ct, "application/json") && !notJSON(req.URL.Path):
 		t.Errorf("%s %s: Content-Type %q, want application/json", req.Method, req.URL, ct)
 	}
 	route, params, err := router(t).FindRoute(req)
 	if err != nil {
-		checkErrorBody(t, req, res)
+		if req.Method != http.MethodHead {
+			checkErrorBody(t, req, res)
+		}
 		return
 	}
 	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
-	if notJSON(req.URL.Path) {
+	if notJSON(req.URL.Path) || req.Method == http.MethodHead {
 		opts.ExcludeResponseBody = true
 	}
 	in := &openapi3filter.ResponseValidationInput{
@@ -195,24 +223,42 @@ func validate(t testing.TB, req *http.Request, res response) {
 		Options:                opts,
 	}
 	in.SetBodyBytes(res.Body)
+	accepted := true
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("%s %s -> %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL, res.Status, err, res.Body)
+		accepted = false
 	}
-	if res.Status >= 400 {
+	declared := route.Operation.Responses.Status(res.Status)
+	if declared == nil {
+		return // kin-openapi has said so
+	}
+	checkHeadersDeclared(t, req, res.Status, declared.Value.Headers, res.Header)
+	if media := declared.Value.Content.Get("application/json"); media != nil && !opts.ExcludeResponseBody {
+		if err := strictJSONSchemas(t).validateBody(media.Schema, res.Body); err != nil {
+			t.Errorf("%s %s -> %d: the body fails the document's schema as JSON Schema: %v\nbody: %s", req.Method, req.URL, res.Status, err, res.Body)
+			accepted = false
+		}
+		if accepted {
+			// ajv must accept what these accepted (answers refused here are some tests' point).
+			keepForAjv(route.Method+" "+route.Path, res.Status, media.Schema, res.Body)
+		}
+	}
+	if res.Status >= 400 && req.Method != http.MethodHead {
 		checkErrorBody(t, req, res)
 	}
 }
 
-// notJSON tells the paths that serve documents, not JSON: the OpenAPI document and the reference
-// page with its script.
+// notJSON tells the paths that serve documents, not JSON: the OpenAPI document, the reference
+// page with its script, and the metrics.
 func notJSON(path string) bool {
-	return path == "/openapi.yaml" || path == "/docs" || path == "/docs/redoc.standalone.js"
+	return path == "/openapi.yaml" || path == "/docs" || path == "/docs/redoc.standalone.js" || path == "/metrics"
 }
 
 type errorBody struct {
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail"`
+	Parameter string `json:"parameter"`
 }
 
 func checkErrorBody(t testing.TB, req *http.Request, res response) {
@@ -224,6 +270,10 @@ func checkErrorBody(t testing.TB, req *http.Request, res response) {
 	}
 	if e.Status != res.Status || e.Code == "" || e.Detail == "" {
 		t.Errorf("%s %s -> %d: bad error body %+v", req.Method, req.URL, res.Status, e)
+	}
+	// A 400 names the parameter at fault, and only a 400 names one.
+	if (e.Parameter != "") != (res.Status == http.StatusBadRequest) {
+		t.Errorf("%s %s -> %d: parameter %q", req.Method, req.URL, res.Status, e.Parameter)
 	}
 }
 
@@ -328,7 +378,7 @@ func validBody(t *testing.T, r routers.Router, req *http.Request, status int, bo
 	opts := &openapi3filter.Options{IncludeResponseStatus: true}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
-		Status:                 status, Header: http.Header{"Content-Type": {"application/json"}}, Options: opts,
+		Status:                 status, Header: http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"0123456789abcdef"}}, Options: opts,
 	}
 	in.SetBodyBytes([]byte(body))
 	return openapi3filter.ValidateResponse(context.Background(), in)

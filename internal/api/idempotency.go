@@ -14,9 +14,14 @@ import (
 // An idempotent push: a caller whose push timed out on its side may send it again with the same
 // Idempotency-Key. The first request with a key runs; its answer is kept for keptFor, and a repeat
 // by the same user (on any replica) gets that answer back, marked Idempotent-Replayed, without a
-// second gateway call or note. Keys belong to the user who sent them.
+// second gateway call or note. Keys belong to the user who sent them, and a key names one
+// request: the document deletion takes keys too (handleDeleteDocument), from the same table.
 
-// keptFor is how long a push's answer is kept for repeats of its key.
+// errKeyReused answers a key its user already gave another request: another line item's push, or
+// a deletion.
+var errKeyReused = domain.Conflict("idempotency_key_reused", "this Idempotency-Key was used for another request; use a new key for a new request")
+
+// keptFor is how long an answer is kept for repeats of its key.
 const keptFor = 24 * time.Hour
 
 // maxIdempotencyKey bounds a key's length.
@@ -69,7 +74,7 @@ func pushOnce(log *slog.Logger, w http.ResponseWriter, r *http.Request, p Pusher
 		e.RetryAfter = p.Remaining(claim.RunningUntil)
 		return e
 	case domain.KeyReused:
-		return domain.Conflict("idempotency_key_reused", "this Idempotency-Key was used for another line item; use a new key for a new push")
+		return errKeyReused
 	}
 	rec := &recording{header: http.Header{}}
 	err = runPush(rec, r, p, actor, order, item, key)

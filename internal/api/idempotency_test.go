@@ -37,7 +37,18 @@ func newIdempotent(t *testing.T, h *harness) *idempotent {
 
 func (h *idempotent) pushWithKey(order, item domain.ID, apiKey string, idempotencyKeys ...string) response {
 	h.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, pushPath(order, item), nil)
+	return h.withKeys(http.MethodPost, pushPath(order, item), apiKey, idempotencyKeys)
+}
+
+func (h *idempotent) deleteWithKey(merchant, doc domain.ID, apiKey string, idempotencyKeys ...string) response {
+	h.t.Helper()
+	return h.withKeys(http.MethodDelete, documentPath(merchant, doc), apiKey, idempotencyKeys)
+}
+
+// withKeys sends a request with an Idempotency-Key header per key.
+func (h *idempotent) withKeys(method, path, apiKey string, idempotencyKeys []string) response {
+	h.t.Helper()
+	req := httptest.NewRequest(method, path, nil)
 	req.Header.Set("Authorization", "Api-Key "+apiKey)
 	for _, k := range idempotencyKeys {
 		req.Header.Add("Idempotency-Key", k)
@@ -194,4 +205,119 @@ func TestIdempotencyKeySyntax(t *testing.T) {
 func sha256Of(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
+}
+
+// A deletion repeated with its Idempotency-Key by the same user answers 204 again, marked
+// replayed, on any replica until the key expires: the caller can tell its own deletion from a
+// wrong id, which stays 404. Without the key, or with another user's, a second delete is 404.
+func TestIdempotentDeleteReplays(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		first := ih.deleteWithKey(merchantA, docA1, partnerAKey, "ticket-9-delete")
+		if first.Status != http.StatusNoContent || first.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("first delete: %d %s %v", first.Status, first.Body, first.Header)
+		}
+		replica := newIdempotent(t, h)
+		replica.clock = fixtureNow.Add(23 * time.Hour)
+		again := replica.deleteWithKey(merchantA, docA1, partnerAKey, "ticket-9-delete")
+		if again.Status != http.StatusNoContent || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat: %d %s %v; want 204, replayed", again.Status, again.Body, again.Header)
+		}
+		wantError(t, replica.deleteWithKey(merchantA, docA1, partnerAKey), http.StatusNotFound, "not_found")
+		wantError(t, replica.deleteWithKey(merchantA, docA1, staffKey, "ticket-9-delete"), http.StatusNotFound, "not_found")
+		wantError(t, replica.deleteWithKey(merchantA, id(9999), partnerAKey, "ticket-9-wrong-id"), http.StatusNotFound, "not_found")
+		// A day on, the key is forgotten: the repeat is a delete of a document that is gone.
+		replica.clock = fixtureNow.Add(25 * time.Hour)
+		wantError(t, replica.deleteWithKey(merchantA, docA1, partnerAKey, "ticket-9-delete"), http.StatusNotFound, "not_found")
+
+		// The deletion happened once, and every attempt is in the audit trail.
+		var got []string
+		for _, e := range h.audit(t, "merchant_document.delete") {
+			got = append(got, e.Outcome+" "+e.TargetID+" "+e.Detail)
+		}
+		want := []string{
+			"granted " + docA1.String() + " merchant " + merchantA.String(),
+			"granted " + docA1.String() + " merchant " + merchantA.String() + "; replayed (Idempotency-Key)",
+			"not_found " + docA1.String() + " merchant " + merchantA.String(),
+			"not_found " + docA1.String() + " merchant " + merchantA.String(),
+			"not_found " + id(9999).String() + " merchant " + merchantA.String(),
+			"not_found " + docA1.String() + " merchant " + merchantA.String(),
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("audit events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}
+
+// A deletion's key names one request: the same key for another document, or for a push, is 409
+// idempotency_key_reused (and a push's key for a deletion too); a 404 keeps no key, so the key
+// can still be used once the id is right; a malformed key is 400 naming the header.
+func TestIdempotentDeleteKeyNamesOneRequest(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		if r := ih.deleteWithKey(merchantA, docA1, staffKey, "k1"); r.Status != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		wantError(t, ih.deleteWithKey(merchantA, docA2, staffKey, "k1"), http.StatusConflict, "idempotency_key_reused")
+		wantError(t, ih.deleteWithKey(merchantB, docA1, staffKey, "k1"), http.StatusConflict, "idempotency_key_reused")
+		wantError(t, ih.pushWithKey(orderA, itemOK, staffKey, "k1"), http.StatusConflict, "idempotency_key_reused")
+		if r := ih.pushWithKey(orderA, itemOK, staffKey, "k2"); r.Status != http.StatusOK {
+			t.Fatalf("push: %d %s", r.Status, r.Body)
+		}
+		wantError(t, ih.deleteWithKey(merchantA, docA2, staffKey, "k2"), http.StatusConflict, "idempotency_key_reused")
+		// docA2 is still there: nothing was deleted under a reused key.
+		wantError(t, ih.deleteWithKey(merchantA, id(9999), staffKey, "k3"), http.StatusNotFound, "not_found")
+		if r := ih.deleteWithKey(merchantA, docA2, staffKey, "k3"); r.Status != http.StatusNoContent || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("delete with a key whose first use was a 404: %d %s %v", r.Status, r.Body, r.Header)
+		}
+		for _, bad := range [][]string{{""}, {"a", "b"}, {strings.Repeat("k", 256)}, {"tab\there"}} {
+			r := ih.deleteWithKey(merchantA, docB1, staffKey, bad...)
+			wantError(t, r, http.StatusBadRequest, "invalid_parameter")
+			if e := r.err(t); e.Parameter != "Idempotency-Key" {
+				t.Errorf("%q: parameter %q", bad, e.Parameter)
+			}
+		}
+		var reused int
+		for _, e := range h.audit(t, "merchant_document.delete") {
+			if e.Outcome == domain.OutcomeDenied {
+				reused++
+			}
+		}
+		if reused != 3 {
+			t.Errorf("%d denied delete events, want the 3 reused keys", reused)
+		}
+	})
+}
+
+// Repeats racing the first request with the same key delete the document once: one answers 204,
+// the others replay it (the key's row waits for the first transaction), none answers 404 or 500.
+func TestIdempotentDeleteConcurrentRepeats(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		ih := newIdempotent(t, h)
+		const n = 8
+		results := make(chan response, n)
+		for range n {
+			go func() {
+				req := httptest.NewRequest(http.MethodDelete, documentPath(merchantA, docA1), nil)
+				req.Header.Set("Authorization", "Api-Key "+staffKey)
+				req.Header.Set("Idempotency-Key", "race")
+				rec := httptest.NewRecorder()
+				ih.handler.ServeHTTP(rec, req)
+				results <- recorded(req, rec)
+			}()
+		}
+		fresh := 0
+		for range n {
+			r := <-results
+			if r.Status != http.StatusNoContent {
+				t.Errorf("status %d: %s", r.Status, r.Body)
+			}
+			if r.Header.Get("Idempotent-Replayed") == "" {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("%d answers not replayed, want 1", fresh)
+		}
+	})
 }

@@ -34,11 +34,22 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		{"bad enum", strings.Replace(acceptance, `"amexProgram":null`, `"amexProgram":"gold"`, 1), 200, false},
 		{"undocumented status", acceptance, 418, false},
 		{"error body without code", `{"status":404,"detail":"x"}`, 404, false},
+		{"400 without the parameter", `{"status":400,"code":"invalid_parameter","detail":"x"}`, 400, false},
+		{"parameter on another status", `{"status":404,"code":"not_found","detail":"x","parameter":"leadId"}`, 404, false},
+		{"undeclared header", acceptance, 200, false},
+		{"no request id", acceptance, 200, false},
 	}
 	for _, c := range cases {
 		rec := &recorderTB{TB: t}
 		req := httptest.NewRequest(http.MethodGet, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", nil)
-		validate(rec, req, response{Status: c.status, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(c.body)})
+		header := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"0123456789abcdef"}}
+		switch c.name {
+		case "undeclared header":
+			header.Set("X-Debug", "1")
+		case "no request id":
+			header.Del("X-Request-Id")
+		}
+		validate(rec, req, response{Status: c.status, Header: header, Body: []byte(c.body)})
 		if ok := len(rec.errors) == 0; ok != c.ok {
 			t.Errorf("%s: valid=%v, want %v (%v)", c.name, ok, c.ok, rec.errors)
 		}

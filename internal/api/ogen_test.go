@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	// The runtime that ogen's output imports. Importing it here keeps it in go.mod and go.sum and
@@ -32,8 +33,12 @@ import (
 // nobody here wrote: ogen (pinned in go.mod's tool block, default options) generates a client
 // from openapi.yaml, and that client calls this service as a later version might answer: every
 // JSON object of every answer with a field the document does not list, every error with a code
-// it does not know. The client must read them all. A closed schema (additionalProperties: false)
-// or a closed enum of codes fails here.
+// it does not know, and a status no operation lists. The client must read them all, the last as
+// ogen's convenient error type (made from the operations' default response). A closed schema
+// (additionalProperties: false), a closed enum of codes, or a document without a common default
+// response fails here; so does a null member in an enum (ogen makes a constant of it) and a
+// nullable object the client cannot decode as null (the line item without inventory unit or
+// shipment).
 func TestOgenClientReadsAGrownContract(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates, compiles and runs a client: slow")
@@ -48,9 +53,21 @@ func TestOgenClientReadsAGrownContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"GOPROXY=off", "GOFLAGS=-mod=readonly", "GROWN_URL=" + grown.URL, "GROWN_KEY=Api-Key " + staffKey,
-		"LEAD=" + leadA.String(), "ORDER=" + orderA.String(), "LINE_ITEM=" + itemCanceled.String()}
+		"LEAD=" + leadA.String(), "ORDER=" + orderA.String(), "LINE_ITEM=" + itemCanceled.String(), "BARE_LINE_ITEM=" + itemBare.String(),
+		"TEAPOT_LEAD=" + teapotLead}
 	api.GoCmd(t, ".", env, "test", "-count=1", "./"+filepath.ToSlash(dir))
+	src, err := os.ReadFile(filepath.Join(dir, "oas_schemas_gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(src, []byte(`"<nil>"`)) {
+		t.Error(`the generated client has an enum member "<nil>"`)
+	}
 }
+
+// teapotLead is a lead whose service acceptance the grown service answers with a status no
+// operation lists.
+const teapotLead = "00000000-0000-4000-8000-000000000418"
 
 // grow answers as next handler does, with a field "addedInALaterVersion" in every JSON object
 // and, on an error, the code "gone_forever".
@@ -58,6 +75,13 @@ func grow(t *testing.T, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
+		if strings.Contains(r.URL.Path, teapotLead) {
+			rec = httptest.NewRecorder()
+			rec.Header().Set("Content-Type", "application/json")
+			rec.Header().Set("X-Request-Id", "0123456789abcdef")
+			rec.WriteHeader(http.StatusTeapot)
+			_, _ = rec.WriteString(`{"status":418,"code":"teapot","detail":"a status of a later version"}`)
+		}
 		body := rec.Body.Bytes()
 		if len(body) > 0 && rec.Header().Get("Content-Type") == "application/json" {
 			dec := json.NewDecoder(bytes.NewReader(body))
@@ -100,6 +124,7 @@ const grownClientTest = `package gen
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 
@@ -151,8 +176,25 @@ func TestGrownAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("404 with an unknown code: %v", err)
 	}
-	if got, ok := missing.(*NotFoundError); !ok || got.Code != "gone_forever" {
+	if got, ok := missing.(*NotFoundHeaders); !ok || got.Response.Code != "gone_forever" || got.XRequestID == "" {
 		t.Errorf("missing lead: %#v", missing)
+	}
+
+	// A status no operation lists comes as the convenient error type, the error body decoded.
+	_, err = c.GetLeadServiceAcceptance(ctx, GetLeadServiceAcceptanceParams{LeadId: os.Getenv("TEAPOT_LEAD")})
+	var e *ErrorStatusCodeWithHeaders
+	if !errors.As(err, &e) || e.StatusCode != 418 || e.Response.Code != "gone_forever" || e.XRequestID == "" {
+		t.Errorf("a status no operation lists: %v", err)
+	}
+
+	// A line item without inventory unit and shipment: both decode as null.
+	bare, err := c.PushLineItemDeviceParameters(ctx, PushLineItemDeviceParametersParams{OrderId: os.Getenv("ORDER"), LineItemId: os.Getenv("BARE_LINE_ITEM")})
+	if err != nil {
+		t.Fatalf("push of a line item with null objects: %v", err)
+	}
+	got, ok := bare.(*DeploymentOrderLineItemHeaders)
+	if !ok || !got.Response.InventoryUnit.IsNull() || !got.Response.Shipment.IsNull() || got.Response.Equipment.IsNull() {
+		t.Errorf("push of a line item with null objects: %#v", bare)
 	}
 }
 `

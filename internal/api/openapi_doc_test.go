@@ -2,14 +2,18 @@ package api
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// TestOpenAPIDocument checks that openapi.yaml is a valid OpenAPI 3.0.3 document
-// and that it describes the five operations of the contract, each behind both
-// authentication schemes.
+// TestOpenAPIDocument checks that openapi.yaml is a valid OpenAPI 3.0.3 document, that it
+// describes the five operations of the contract and the audit list, each behind both
+// authentication schemes with its browser preflight, and that every operation of every path
+// has a default response (ogen's convenient error type is made from it) and declares
+// X-Request-Id on every response, and every GET path but decrypt its HEAD.
 func TestOpenAPIDocument(t *testing.T) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
@@ -23,7 +27,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if got, want := doc.OpenAPI, "3.0.3"; got != want {
 		t.Errorf("openapi = %q, want %q", got, want)
 	}
-	if got, want := doc.Info.Version, "1.2.0"; got != want {
+	if got, want := doc.Info.Version, "1.3.0"; got != want {
 		t.Errorf("info.version = %q, want %q", got, want)
 	}
 
@@ -35,6 +39,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/crm/leads/{leadId}/service-acceptance", "getLeadServiceAcceptance"},
 		{"GET", "/v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", "decryptLeadPrincipalField"},
 		{"DELETE", "/v1/crm/merchants/{merchantId}/documents/{documentId}", "deleteMerchantDocument"},
+		{"GET", "/v1/audit-events", "listAuditEvents"},
 	}
 	for _, o := range ops {
 		item := doc.Paths.Value(o.path)
@@ -57,5 +62,53 @@ func TestOpenAPIDocument(t *testing.T) {
 		if op.Responses.Value("401") == nil || op.Responses.Value("500") == nil || op.Responses.Value("503") == nil {
 			t.Errorf("%s: 401, 500 and 503 responses must be documented", o.operationID)
 		}
+		if item.Options == nil || item.Options.Responses.Value("204") == nil {
+			t.Errorf("%s: no CORS preflight (OPTIONS with a 204)", o.operationID)
+		}
+	}
+	for name, ref := range doc.Components.Schemas {
+		walkSchema(ref.Value, map[*openapi3.Schema]bool{}, func(s *openapi3.Schema) {
+			if slices.Contains(s.Enum, nil) {
+				t.Errorf("schema %s: an enum with a null member %v; nullable: true says it", name, s.Enum)
+			}
+			if s.Nullable && len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) > 0 {
+				t.Errorf("schema %s: nullable beside allOf/anyOf/oneOf, which a JSON Schema validator reads as not null", name)
+			}
+		})
+	}
+	for path, item := range doc.Paths.Map() {
+		if item.Get != nil && (item.Head == nil) != strings.Contains(path, "/decrypt/") {
+			t.Errorf("%s: HEAD declared %v; every GET path answers it but decrypt", path, item.Head != nil)
+		}
+		for method, op := range item.Operations() {
+			if d := op.Responses.Default(); d == nil || d.Ref != "#/components/responses/Error" {
+				t.Errorf("%s %s: no default response (components/responses/Error)", method, path)
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value.Headers["X-Request-Id"] == nil {
+					t.Errorf("%s %s -> %s: X-Request-Id not declared", method, path, status)
+				}
+			}
+		}
+	}
+}
+
+// walkSchema calls fn on s and every schema within it.
+func walkSchema(s *openapi3.Schema, seen map[*openapi3.Schema]bool, fn func(*openapi3.Schema)) {
+	if s == nil || seen[s] {
+		return
+	}
+	seen[s] = true
+	fn(s)
+	for _, list := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, r := range list {
+			walkSchema(r.Value, seen, fn)
+		}
+	}
+	for _, r := range s.Properties {
+		walkSchema(r.Value, seen, fn)
+	}
+	if s.Items != nil {
+		walkSchema(s.Items.Value, seen, fn)
 	}
 }

@@ -74,7 +74,7 @@ func (h *harness) send(req *http.Request) response {
 	h.t.Helper()
 	rec := httptest.NewRecorder()
 	h.handler.ServeHTTP(rec, req)
-	res := response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	res := recorded(req, rec)
 	validate(h.t, req, res)
 	return res
 }

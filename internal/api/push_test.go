@@ -12,9 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"backoffice/internal/app"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/gateway"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
 )
 
 func pushPath(order, item domain.ID) string {
@@ -85,6 +88,33 @@ type lineItemView struct {
 	} `json:"equipment"`
 	Varsheet *domain.Varsheet `json:"varsheet"`
 	Shipment *domain.Shipment `json:"shipment"`
+}
+
+// A line item with no inventory unit and no shipment answers both as null, and the answer is
+// what the document declares (validate reads it with kin-openapi, a JSON Schema validator, and
+// ajv after the tests).
+func TestPushAnswersAbsentObjectsAsNull(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		r := h.push(orderA, itemBare, partnerAKey)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		var v lineItemView
+		r.decode(t, &v)
+		if v.InventoryUnit != nil || v.Shipment != nil || v.Equipment == nil || v.Varsheet == nil {
+			t.Fatalf("embedded objects: %s", r.Body)
+		}
+		if v.Equipment.SerialNumber != nil {
+			t.Errorf("serialNumber of equipment without an inventory unit: %q", *v.Equipment.SerialNumber)
+		}
+		var raw map[string]json.RawMessage
+		r.decode(t, &raw)
+		for _, k := range []string{"inventoryUnit", "shipment", "inventoryUnitId"} {
+			if string(raw[k]) != "null" {
+				t.Errorf("%s = %s, want null", k, raw[k])
+			}
+		}
+	})
 }
 
 // statuses lists every status a push must leave alone.
@@ -258,6 +288,40 @@ func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 		}
 		if n := len(h.export(t).MerchantNotes); n != 1 {
 			t.Fatalf("%d notes, want 1", n)
+		}
+	})
+}
+
+// The demo's answers are what the document declares too, the push of its line item without
+// inventory unit or shipment included (both null).
+func TestDemoAnswersMatchTheDocument(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ds := app.DemoDataset(fixtureNow)
+		h := newHarnessOf(t, st, ds)
+		var bare domain.LineItem
+		for _, li := range ds.LineItems {
+			if li.InventoryUnitID == nil {
+				bare = li
+			}
+		}
+		if bare.ID == "" {
+			t.Fatal("the demo dataset has no line item without an inventory unit")
+		}
+		for _, li := range ds.LineItems {
+			r := h.push(li.OrderID, li.ID, app.DemoAPIKey)
+			if r.Status != http.StatusOK {
+				t.Fatalf("push of %s: %d %s", li.ID, r.Status, r.Body)
+			}
+			if li.ID == bare.ID && (!strings.Contains(string(r.Body), `"inventoryUnit":null`) || !strings.Contains(string(r.Body), `"shipment":null`)) {
+				t.Errorf("push of %s: %s, want inventoryUnit and shipment null", li.ID, r.Body)
+			}
+		}
+		lead := ds.Leads[0].ID
+		for _, path := range []string{samPath(lead.String()) + "?size=5", "/v1/crm/leads/" + lead.String() + "/service-acceptance",
+			decryptPath(lead, ds.Principals[0].ID, "ssn"), auditEventsPath} {
+			if r := h.get(path, app.DemoAPIKey); r.Status != http.StatusOK {
+				t.Errorf("%s: %d %s", path, r.Status, r.Body)
+			}
 		}
 	})
 }

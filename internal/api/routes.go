@@ -1,5 +1,5 @@
-// Package api is the HTTP interface of the back office: the five operations of the contract, its
-// error body, its pagination, and the middleware around them.
+// Package api is the HTTP interface of the back office: the five operations of the contract and
+// the audit list, the error body, pagination, and the middleware around them.
 package api
 
 import (

@@ -83,8 +83,8 @@ func TestImportThenExport(t *testing.T) {
 		}
 	}
 	got := e.export()
-	if len(got.Leads) != len(ds.Leads) || len(got.SAMActionLogs) != len(ds.SAMActionLogs) || len(got.LineItems) != 1 || len(got.FileBuilds) != 1 {
-		t.Fatalf("export lost records: %d leads, %d logs", len(got.Leads), len(got.SAMActionLogs))
+	if len(got.Leads) != len(ds.Leads) || len(got.SAMActionLogs) != len(ds.SAMActionLogs) || len(got.LineItems) != len(ds.LineItems) || len(got.FileBuilds) != len(ds.FileBuilds) {
+		t.Fatalf("export lost records: %d leads, %d logs, %d line items, %d file builds", len(got.Leads), len(got.SAMActionLogs), len(got.LineItems), len(got.FileBuilds))
 	}
 	withSecrets := e.export("--include-secrets")
 	var ssns []string

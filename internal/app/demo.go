@@ -146,6 +146,8 @@ var (
 	demoOrder      = demoID(801)
 	demoLineItem   = demoID(1101)
 	demoTerminalID = "TID/DEMO 0001"
+	// demoBareLineItem has no inventory unit and no shipment: its push answers both as null.
+	demoBareLineItem = demoID(1102)
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -156,6 +158,7 @@ func demoDataset(now time.Time) *dataset.Dataset {
 	stamps := domain.Stamps{CreatedAt: now, CreatedBy: staff, UpdatedAt: now, UpdatedBy: staff}
 	model := demoID(701)
 	unit, equipment, varsheet := demoID(901), demoID(1001), demoID(1201)
+	bareEquipment := demoID(1002)
 	plans := []domain.CardPlan{
 		{ID: demoID(201), Code: "visa", DisplayName: "Visa", SortOrder: 1},
 		{ID: demoID(202), Code: "mastercard", DisplayName: "Mastercard", SortOrder: 2},
@@ -205,13 +208,24 @@ func demoDataset(now time.Time) *dataset.Dataset {
 		Varsheets: []domain.Varsheet{{ID: varsheet, EntityID: demoLead, EntityType: "lead", MidID: demoID(3001), VNumber: "V1234567",
 			TerminalIDNumber: ptr("7000001"), MerchantNumber: ptr("4445550001"), CurrencyCode: ptr("840"), TimeZoneCode: ptr("708"),
 			PinDebit: ptr(true), EBTFoodStamps: ptr(true), EBTCash: ptr(false), Stamps: stamps}},
-		Equipment: []domain.Equipment{{ID: equipment, EntityID: demoLead, EntityType: "lead", DeploymentModelID: model, InventoryUnitID: &unit,
-			VendorTerminalID: ptr(demoTerminalID), VarsheetID: &varsheet, Status: "active", DeployedDate: ptr(now.AddDate(0, 0, -2)), Stamps: stamps}},
-		LineItems: []domain.LineItem{{ID: demoLineItem, OrderID: demoOrder, OrderType: "gateway", DeploymentModelID: model,
-			ConnectionType: []string{"ip", "wifi"}, Status: "deployed", InventoryUnitID: &unit, EquipmentID: &equipment, VarsheetID: &varsheet, Stamps: stamps}},
+		Equipment: []domain.Equipment{
+			{ID: equipment, EntityID: demoLead, EntityType: "lead", DeploymentModelID: model, InventoryUnitID: &unit,
+				VendorTerminalID: ptr(demoTerminalID), VarsheetID: &varsheet, Status: "active", DeployedDate: ptr(now.AddDate(0, 0, -2)), Stamps: stamps},
+			{ID: bareEquipment, EntityID: demoLead, EntityType: "lead", DeploymentModelID: model,
+				VendorTerminalID: ptr("TID/DEMO 0002"), VarsheetID: &varsheet, Status: "active", Stamps: stamps},
+		},
+		LineItems: []domain.LineItem{
+			{ID: demoLineItem, OrderID: demoOrder, OrderType: "gateway", DeploymentModelID: model,
+				ConnectionType: []string{"ip", "wifi"}, Status: "deployed", InventoryUnitID: &unit, EquipmentID: &equipment, VarsheetID: &varsheet, Stamps: stamps},
+			{ID: demoBareLineItem, OrderID: demoOrder, OrderType: "gateway", DeploymentModelID: model,
+				Status: "deployed", EquipmentID: &bareEquipment, VarsheetID: &varsheet, Stamps: stamps},
+		},
 		Shipments: []dataset.Shipment{{LineItemID: demoLineItem, Shipment: domain.Shipment{ID: demoID(1301), Status: "delivered",
 			CarrierCode: ptr("ups"), TrackingNumber: ptr("1Z999AA10123456784"), ShippedDate: ptr(now.AddDate(0, 0, -5))}}},
-		FileBuilds: []domain.FileBuild{{ID: demoID(1401), LineItemID: demoLineItem, Settings: settings}},
+		FileBuilds: []domain.FileBuild{
+			{ID: demoID(1401), LineItemID: demoLineItem, Settings: settings},
+			{ID: demoID(1402), LineItemID: demoBareLineItem, Settings: settings},
+		},
 	}
 	actions := []string{"add_equipment_purchase", "add_equipment_purchase_fail", "update_mid", "board_merchant"}
 	for i := range 45 {
@@ -221,7 +235,7 @@ func demoDataset(now time.Time) *dataset.Dataset {
 	return ds
 }
 
-// printCurls prints a ready-to-paste line for each operation.
+// printCurls prints a ready-to-paste line for each operation and the audit list.
 func (d *demoSetup) printCurls(w io.Writer, base string) {
 	auth := fmt.Sprintf("-H 'Authorization: Api-Key %s'", demoAPIKey)
 	fmt.Fprintf(w, `
@@ -239,13 +253,19 @@ curl -s %[2]s '%[1]s/v1/crm/leads/%[3]s/principals/%[4]s/decrypt/ssn'
 # Push a terminal's device parameters to its gateway
 curl -s -X POST %[2]s '%[1]s/v1/crm/deployment-orders/%[5]s/line-items/%[6]s/device-parameters'
 
+# The same for a line item with no inventory unit and no shipment: both answered null
+curl -s -X POST %[2]s '%[1]s/v1/crm/deployment-orders/%[5]s/line-items/%[11]s/device-parameters'
+
 # Delete a merchant document (204 the first time, 404 after)
 curl -s -i -X DELETE %[2]s '%[1]s/v1/crm/merchants/%[7]s/documents/%[8]s'
+
+# The audit trail, newest first: the decrypt and the deletion above are in it (staff only)
+curl -s %[2]s '%[1]s/v1/audit-events?size=5'
 
 # The same with a session token, and as another partner's user (404: not theirs)
 curl -s -H 'Authorization: Bearer %[9]s' '%[1]s/v1/crm/leads/%[3]s/service-acceptance'
 curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
-`, base, auth, demoLead, demoPrincipal, demoOrder, demoLineItem, demoMerchant, demoDocument, demoSessionToken, demoPartnerAPIKey)
+`, base, auth, demoLead, demoPrincipal, demoOrder, demoLineItem, demoMerchant, demoDocument, demoSessionToken, demoPartnerAPIKey, demoBareLineItem)
 	if d.gatewayURL != "" {
 		fmt.Fprintf(w, "\n# What the in-process gateway simulator received for the terminal\ncurl -s '%s/v1/terminals/%s/parameters'\n",
 			d.gatewayURL, strings.ReplaceAll(strings.ReplaceAll(demoTerminalID, "/", "%2F"), " ", "%20"))

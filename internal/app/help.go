@@ -27,14 +27,16 @@ const demoFlagText = "use the database and development master key of 'serve --de
 
 var commandDocs = []commandDoc{
 	{name: "serve", synopsis: "[--demo] [flags]", summary: "run the HTTP API (applies pending migrations first)",
-		details: "Serves until SIGINT or SIGTERM, then drains in-flight requests (up to 30 s) and exits 0.\n" +
+		details: "Serves until SIGINT or SIGTERM, then drains in-flight requests and exits 0: it waits up to 30 s, or the\n" +
+			"gateway budget (BACKOFFICE_GATEWAY_TIMEOUT) + 10 s when that is longer, and past that still for a push\n" +
+			"that holds a lease, until it has written its merchant note.\n" +
 			"With --demo it needs no configuration: an embedded SQLite database and a development master key in\n" +
 			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.",
 		example: "backoffice serve --demo\nBACKOFFICE_DATABASE_URL=postgres://db.internal/backoffice BACKOFFICE_MASTER_KEY_FILE=/run/secrets/master.key backoffice serve --addr :8080"},
 	{name: "import", synopsis: "FILE|- [flags]", summary: "add a dataset file's records, all or nothing",
 		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input. " +
 			"With --upsert, a stored id is replaced whole and the file's deletes key removes records (docs/dataset.md).",
-		example: "backoffice export --demo demo.json && backoffice import --database-url sqlite:copy.db demo.json"},
+		example: "backoffice export --demo /tmp/demo.json && backoffice import --database-url sqlite:/tmp/copy.db /tmp/demo.json"},
 	{name: "export", synopsis: "FILE|- [--include-secrets] [flags]", summary: "write the whole database as a dataset file",
 		details: "A file is written with mode 0600 and renamed into place whole; - writes standard output.\n" +
 			"SSNs are left out unless --include-secrets (which needs the master key); credentials never leave.",

@@ -163,6 +163,13 @@ func (s *tracedStore) NoteAbandonedPushes(ctx context.Context, now time.Time, no
 	return n, err
 }
 
+func (s *tracedStore) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent, key domain.KeyUse) (bool, error) {
+	ctx, span := s.start(ctx, "DeleteMerchantDocumentOnce")
+	replayed, err := s.next.DeleteMerchantDocumentOnce(ctx, scope, merchantID, documentID, event, key)
+	end(span, err)
+	return replayed, err
+}
+
 func (s *tracedStore) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte, lineItem domain.ID, now time.Time, runningFor time.Duration) (domain.KeyClaim, error) {
 	ctx, span := s.start(ctx, "ClaimPushKey")
 	claim, err := s.next.ClaimPushKey(ctx, user, keyHash, lineItem, now, runningFor)

@@ -28,6 +28,9 @@ type Error struct {
 	Code   string
 	Detail string
 	Err    error
+	// Parameter names the request parameter at fault (a path or query parameter, or a header),
+	// for a program to act on; "" when the error is not about one.
+	Parameter string
 	// RetryAfter, when positive, is how long until the request can succeed: the answer carries
 	// it as Retry-After, in whole seconds rounded up.
 	RetryAfter time.Duration
@@ -53,9 +56,9 @@ func NotFound(what string) *Error {
 	return &Error{Kind: KindNotFound, Code: "not_found", Detail: what + " was not found"}
 }
 
-// InvalidParameter reports a path or query parameter that failed to parse.
+// InvalidParameter reports a request parameter (path, query or header) that failed to parse.
 func InvalidParameter(name, problem string) *Error {
-	return &Error{Kind: KindInvalid, Code: "invalid_parameter", Detail: "parameter " + name + ": " + problem}
+	return &Error{Kind: KindInvalid, Code: "invalid_parameter", Detail: "parameter " + name + ": " + problem, Parameter: name}
 }
 
 // Conflict reports a failed precondition on the current state.

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // KeyClaim is what a push made with an Idempotency-Key found when it claimed its key.
 type KeyClaim struct {
@@ -25,3 +28,16 @@ const (
 	// KeyReused: the key was used for another line item.
 	KeyReused
 )
+
+// KeyUse is a request made under an Idempotency-Key, as the store keeps it: whose key, its
+// SHA-256 (the store never sees the key itself), the request's time, and until when its answer
+// is kept.
+type KeyUse struct {
+	User      ID
+	Hash      []byte
+	Now       time.Time
+	KeepUntil time.Time
+}
+
+// ErrKeyReused reports an Idempotency-Key its user already used for another request.
+var ErrKeyReused = errors.New("idempotency key used for another request")

@@ -36,6 +36,61 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 	return nil
 }
 
+// DeleteMerchantDocumentOnce is DeleteMerchantDocument under the caller's Idempotency-Key. The
+// key, the deletion and the audit event are one transaction: a deletion is kept under its key
+// (until key.KeepUntil) exactly when it is committed, so a repeat of the key by the same user
+// replays it (replayed true, the event recorded as granted again with "replayed" in its detail)
+// instead of finding the document gone. A concurrent repeat waits for the first to commit and
+// replays it. A key its user gave another request (another document, or a push) is
+// domain.ErrKeyReused, recorded as denied. A deletion that found nothing keeps no key.
+func (s *Store) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent, key domain.KeyUse) (replayed bool, err error) {
+	var found, reused bool
+	chain := s.chain()
+	target := documentKeyTarget(merchantID, documentID)
+	insertOrSkip, skipTail := s.engine.InsertOrSkip()
+	err = s.tx(ctx, func(q *sqltx.Tx) error {
+		replayed, reused, found = false, false, false
+		claimed, err := claimKeyFor(ctx, q, insertOrSkip, skipTail, key, target)
+		if err != nil {
+			return err
+		}
+		switch {
+		case claimed == keyOtherRequest:
+			reused = true
+			event.Outcome = domain.OutcomeDenied
+			event.Detail += "; Idempotency-Key used for another request"
+		case claimed == keyDeleted:
+			replayed = true
+			event.Outcome = domain.OutcomeGranted
+			event.Detail += "; replayed (Idempotency-Key)"
+		default:
+			if found, err = deleteDocument(ctx, q, scope, merchantID, documentID); err != nil {
+				return err
+			}
+			event.Outcome = domain.OutcomeGranted
+			if !found {
+				event.Outcome = domain.OutcomeNotFound
+				if err := forgetKey(ctx, q, key); err != nil {
+					return err
+				}
+			}
+		}
+		return chain.insertAudit(ctx, q, event)
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case reused:
+		return false, domain.ErrKeyReused
+	case replayed:
+		return true, nil
+	case !found:
+		return false, errNotFound
+	}
+	s.purgeDeleted(ctx)
+	return false, nil
+}
+
 // purgeDeleted has the engine drop copies of deleted bytes it still keeps (SQLite's WAL). It
 // returns at once: the request waits for no reader; the deletion itself is committed either way.
 func (s *Store) purgeDeleted(ctx context.Context) {
