@@ -126,9 +126,10 @@ func (a *Authenticator) Verify(ctx context.Context, at Attempt) (domain.Actor, e
 
 // usable is the credential rule: the stored hash equals the presented one, compared in constant
 // time (the index found the row; comparing again keeps the decision itself free of timing
-// differences), the credential is not revoked, and it has not expired: it expires at its instant.
+// differences), the credential is not revoked, it has not expired (it expires at its instant),
+// and its user is not disabled.
 func usable(c domain.Credential, hash []byte, now time.Time) bool {
-	if !secrets.Equal(c.Hash, hash) || c.RevokedAt != nil {
+	if !secrets.Equal(c.Hash, hash) || c.RevokedAt != nil || c.UserDisabled {
 		return false
 	}
 	return c.ExpiresAt == nil || c.ExpiresAt.After(now)
