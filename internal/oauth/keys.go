@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -296,8 +297,12 @@ func (c *keyCache) getJSON(ctx context.Context, u string, v any) error {
 	}
 	req.Header.Set("Accept", "application/json")
 	res, err := c.client.Do(req)
-	if errors.Is(err, errNotHTTPS) {
+	var untrusted *tls.CertificateVerificationError
+	switch {
+	case errors.Is(err, errNotHTTPS):
 		return fmt.Errorf("%s: %w", u, err) // the provider's answer, not its absence
+	case errors.As(err, &untrusted):
+		return fmt.Errorf("%s: the provider's certificate is not trusted (for a private CA, give its certificate in SSL_CERT_FILE): %w", u, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", u, ErrUnreachable, err)
