@@ -4,7 +4,9 @@
 # Builds the service, generates a large dataset (default: 1,000,000 SAM action logs on one lead,
 # 10,000 leads with principals, 1,000 line items), imports it, serves it on loopback, and runs
 # wrk against each read operation and against a bare net/http server that writes the same bytes
-# (bench/bare: the machine's limit). Prints a table: requests/s at $CONNS connections and the
+# (bench/bare: the machine's limit). The service acceptance is also read with a session token and
+# with an identity provider's access token (bench/idp, ES256), to compare what each credential
+# costs; every other case authenticates with an API key. Prints a table: requests/s at $CONNS connections and the
 # ratio to the bare server, the server's CPU time per request, p99 latency at $CONNS and at one
 # connection, non-2xx answers, the server's memory, and the import rate.
 #
@@ -23,7 +25,9 @@
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
 #   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32
 #   SERVER_CPUS=0 LOAD_CPUS=(every other core) THREADS=(one per load core)
-#   PORT=18080 BARE_PORT=18081 LIMIT_PORT=18082 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
+#   CASES="acceptance acceptance_session acceptance_token decrypt sam_page_1 sam_page_50000" (which
+#     cases run, in this order)
+#   PORT=18080 BARE_PORT=18081 LIMIT_PORT=18082 IDP_PORT=18443 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 #   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
 #   PGBOUNCER=0 (1: through a PgBouncer in transaction mode, started by .ci/pgbouncer on
 #     PGBOUNCER_PORT=16432 with a pool of PGBOUNCER_POOL=20, in front of the PostgreSQL server on
@@ -46,6 +50,7 @@ SERVER_PROCS=$(count_cpus "$SERVER_CPUS")
 THREADS=${THREADS:-$(count_cpus "$LOAD_CPUS")}
 PORT=${PORT:-18080}
 BARE_PORT=${BARE_PORT:-18081}
+IDP_PORT=${IDP_PORT:-18443}
 KEEP=${KEEP:-0}
 WORKDIR=${WORKDIR:-$(mktemp -d -t backoffice-bench.XXXXXX)}
 mkdir -p "$WORKDIR"
@@ -74,6 +79,7 @@ go build -o "$WORKDIR/backoffice" ./cmd/backoffice
 go build -o "$WORKDIR/bare" ./bench/bare
 go build -o "$WORKDIR/gen" ./bench/gen
 go build -o "$WORKDIR/durable" ./bench/durable
+go build -o "$WORKDIR/idp" ./bench/idp
 
 # --- dataset and import ------------------------------------------------------------------------
 say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_ITEMS line items"
@@ -117,8 +123,19 @@ sam_per_s=$(echo "$BENCH_SAM_LOGS / $import_s" | bc -l)
 # --- servers -----------------------------------------------------------------------------------
 # The rate limits are off: a load run measures the service, not 429s (the limiters' own cost is
 # BenchmarkOperations' concern).
+# The identity provider answers the service's key fetches only (at start, then every minute): it
+# runs beside wrk, off the server's cores.
+say "identity provider on 127.0.0.1:$IDP_PORT"
+taskset -c "$LOAD_CPUS" "$WORKDIR/idp" -addr "127.0.0.1:$IDP_PORT" -cert "$WORKDIR/idp.pem" -token "$WORKDIR/token.txt" \
+  -sub "$BENCH_USER" -audience https://backoffice.bench 2>"$WORKDIR/idp.log" &
+pids+=("$!")
+for _ in $(seq 1 100); do [ -s "$WORKDIR/token.txt" ] && break; sleep 0.1; done
+[ -s "$WORKDIR/token.txt" ] || { echo "the identity provider did not start" >&2; cat "$WORKDIR/idp.log" >&2; exit 1; }
+
 say "serving on 127.0.0.1:$PORT"
 BACKOFFICE_ADDR="127.0.0.1:$PORT" BACKOFFICE_RATE_LIMIT=off BACKOFFICE_AUTH_FAILURE_LIMIT=off \
+  BACKOFFICE_OAUTH_ISSUER="https://127.0.0.1:$IDP_PORT" BACKOFFICE_OAUTH_AUDIENCE=https://backoffice.bench \
+  SSL_CERT_FILE="$WORKDIR/idp.pem" \
   GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/backoffice" serve 2>"$WORKDIR/serve.log" &
 server=$!
 pids+=("$server")
@@ -128,26 +145,32 @@ for _ in $(seq 1 100); do
 done
 curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "the service did not become ready" >&2; cat "$WORKDIR/serve.log" >&2; exit 1; }
 
-AUTH="Authorization: Api-Key $BENCH_API_KEY"
-declare -A path
+declare -A path auth
 path[acceptance]="/v1/crm/leads/$BENCH_LEAD/service-acceptance"
+path[acceptance_session]=${path[acceptance]}
+path[acceptance_token]=${path[acceptance]}
 path[decrypt]="/v1/crm/leads/$BENCH_LEAD/principals/$BENCH_PRINCIPAL/decrypt/ssn"
 path[sam_page_1]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=1&size=20"
 path[sam_page_50000]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=50000&size=20"
-names=(acceptance decrypt sam_page_1 sam_page_50000)
+for n in "${!path[@]}"; do auth[$n]="Authorization: Api-Key $BENCH_API_KEY"; done
+auth[acceptance_session]="Authorization: Bearer $BENCH_SESSION"
+auth[acceptance_token]="Authorization: Bearer $(cat "$WORKDIR/token.txt")"
+read -r -a names <<<"${CASES:-acceptance acceptance_session acceptance_token decrypt sam_page_1 sam_page_50000}"
+for n in "${names[@]}"; do [ -n "${path[$n]:-}" ] || { echo "CASES: no case $n" >&2; exit 1; }; done
 
 # The bare server answers with the service's own bytes for each request.
 mkdir -p "$WORKDIR/bodies"
 for n in "${names[@]}"; do
-  curl -fs -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >"$WORKDIR/bodies/$n.json"
+  curl -fs -H "${auth[$n]}" "http://127.0.0.1:$PORT${path[$n]}" >"$WORKDIR/bodies/$n.json" ||
+    { echo "$n: the service refused the request" >&2; tail -5 "$WORKDIR/serve.log" >&2; exit 1; }
 done
-if [ "$BENCH_SAM_LOGS" -ge 1000000 ] && ! grep -q '"id"' "$WORKDIR/bodies/sam_page_50000.json"; then
+if [ "$BENCH_SAM_LOGS" -ge 1000000 ] && [ -s "$WORKDIR/bodies/sam_page_50000.json" ] && ! grep -q '"id"' "$WORKDIR/bodies/sam_page_50000.json"; then
   echo "page 50000 came back empty" >&2; exit 1
 fi
 GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/bare" -addr "127.0.0.1:$BARE_PORT" -dir "$WORKDIR/bodies" &
 bare=$!
 pids+=("$bare")
-for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/acceptance" >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/${names[0]}" >/dev/null 2>&1 && break; sleep 0.1; done
 
 # --- the durable limit (bench/durable), decrypt's baseline --------------------------------------
 # Same engine and settings as the service: a SQLite file of its own beside the service's, or the
@@ -185,12 +208,12 @@ rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
-# run URL CONNS THREADS PID: one bounded wrk run (wrk on LOAD_CPUS) against the server PID;
-# prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
+# run URL CONNS THREADS PID HEADER: one bounded wrk run (wrk on LOAD_CPUS) against the server PID,
+# sending HEADER; prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
 run() {
   local out t0 t1
   t0=$(cpu_ticks "$4")
-  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency -H "$AUTH" "$1" 2>&1) || true
+  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency -H "$5" "$1" 2>&1) || true
   t1=$(cpu_ticks "$4")
   echo "$out" >>"$WORKDIR/wrk.log"
   echo "$out" | awk '
@@ -219,15 +242,15 @@ rss_start=$(rss_kb VmRSS)
 for n in "${names[@]}"; do
   say "$n"
   # A short unmeasured run first: the measured ones see warm caches, as a serving process does.
-  timeout 30 taskset -c "$LOAD_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s -H "$AUTH" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
+  timeout 30 taskset -c "$LOAD_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s -H "${auth[$n]}" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
   # Throughput: service and bare server in turn, ROUNDS times; the table takes each figure's
   # median, so that a burst of load from elsewhere on the machine during one run moves neither much.
   svc_rates=(); bare_rates=(); svc_p99=(); bare_p99=(); svc_cpu=(); non2xx=0; errs=0
   for _ in $(seq 1 "$ROUNDS"); do
-    out=$(run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server")
+    out=$(run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server" "${auth[$n]}")
     svc_rates+=("$(field "$out" 1)"); svc_p99+=("$(field "$out" 3)"); svc_cpu+=("$(field "$out" 6)")
     non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
-    out=$(run "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS" "$bare")
+    out=$(run "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS" "$bare" "${auth[$n]}")
     bare_rates+=("$(field "$out" 1)"); bare_p99+=("$(field "$out" 3)")
     limit_round "$n"
   done
@@ -235,9 +258,9 @@ for n in "${names[@]}"; do
   svc32[$n]="$(median "${svc_rates[@]}") $(median "${svc_p99[@]}") $non2xx $errs $(median "${svc_cpu[@]}")"
   bare32[$n]="$(median "${bare_rates[@]}") $(median "${bare_p99[@]}")"
   rates[$n]="${svc_rates[*]} / ${bare_rates[*]}"
-  svc1[$n]=$(run "http://127.0.0.1:$PORT${path[$n]}" 1 1 "$server")
+  svc1[$n]=$(run "http://127.0.0.1:$PORT${path[$n]}" 1 1 "$server" "${auth[$n]}")
   rss_after[$n]=$(rss_kb VmRSS)
-  bare1[$n]=$(run "http://127.0.0.1:$BARE_PORT/$n" 1 1 "$bare")
+  bare1[$n]=$(run "http://127.0.0.1:$BARE_PORT/$n" 1 1 "$bare" "${auth[$n]}")
   limit_one "$n"
 done
 peak_kb=$(rss_kb VmHWM)
@@ -268,9 +291,9 @@ printf 'backoffice load benchmark (%s): server on cores %s (GOMAXPROCS=%s), wrk 
 printf '%s connections for req/s, CPU and p99 (medians of %s rounds), 1 connection for p50/p99 at 1\n' "$CONNS" "$ROUNDS"
 printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
   "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
-printf '| %-15s | %9s | %9s | %5s | %9s | %8s | %8s | %8s | %8s | %8s | %7s | %7s |\n' \
+printf '| %-18s | %9s | %9s | %5s | %9s | %8s | %8s | %8s | %8s | %8s | %7s | %7s |\n' \
   operation 'req/s' 'bare r/s' ratio 'CPU µs/r' 'p99 @32' 'bare @32' 'p50 @1' 'p99 @1' 'bare @1' 'non-2xx' 'RSS MiB'
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------: ----------: ----------: ------: ----------: ---------: ---------: ---------: ---------: ---------: --------: --------:
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' --------------------: ----------: ----------: ------: ----------: ---------: ---------: ---------: ---------: ---------: --------: --------:
 bad=0
 for n in "${names[@]}"; do
   r=$(field "${svc32[$n]}" 1); br=$(field "${bare32[$n]}" 1)
@@ -278,7 +301,7 @@ for n in "${names[@]}"; do
   non2xx=$(( $(field "${svc32[$n]}" 3) + $(field "${svc1[$n]}" 4) ))
   errs=$(( $(field "${svc32[$n]}" 4) + $(field "${svc1[$n]}" 5) ))
   [ "$non2xx" -eq 0 ] && [ "$errs" -eq 0 ] || bad=1
-  printf '| %-15s | %9.0f | %9.0f | %5.2f | %9.1f | %8.3f | %8.3f | %8.3f | %8.3f | %8.3f | %7s | %7.0f |\n' \
+  printf '| %-18s | %9.0f | %9.0f | %5.2f | %9.1f | %8.3f | %8.3f | %8.3f | %8.3f | %8.3f | %7s | %7.0f |\n' \
     "$n" "$r" "$br" "$ratio" "$(field "${svc32[$n]}" 5)" "$(field "${svc32[$n]}" 2)" "$(field "${bare32[$n]}" 2)" \
     "$(field "${svc1[$n]}" 2)" "$(field "${svc1[$n]}" 3)" "$(field "${bare1[$n]}" 3)" \
     "$non2xx${errs:+/$errs}" "$(echo "${rss_after[$n]} / 1024" | bc -l)"
@@ -293,7 +316,7 @@ if [ -s "$WORKDIR/import.rss" ]; then
 fi
 printf 'non-2xx column: non-2xx answers/socket errors, all runs of the service\n'
 printf 'req/s of each round (service / bare):\n'
-for n in "${names[@]}"; do printf '  %-15s %s\n' "$n" "${rates[$n]}"; done
+for n in "${names[@]}"; do printf '  %-18s %s\n' "$n" "${rates[$n]}"; done
 report_limit
 printf 'wrk output: %s/wrk.log; server log: %s/serve.log\n' "$WORKDIR" "$WORKDIR"
 [ "$bad" -eq 0 ] || { echo "some requests failed or answered non-2xx" >&2; exit 1; }

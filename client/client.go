@@ -30,6 +30,8 @@ type Client struct {
 	base          *url.URL
 	http          *http.Client
 	authorization string
+	// token, when set, gives the access token of each request.
+	token func(ctx context.Context) (string, error)
 	// rateLimitRetries bounds how many 429s one call waits out.
 	rateLimitRetries int
 	// sleep waits out a 429; tests replace it to move a fake clock instead.
@@ -47,6 +49,14 @@ func WithAPIKey(key string) Option {
 // WithBearerToken authenticates with a session token (Authorization: Bearer <token>).
 func WithBearerToken(token string) Option {
 	return func(c *Client) { c.authorization = "Bearer " + token }
+}
+
+// WithTokenSource authenticates with access tokens of the organisation's identity provider
+// (Authorization: Bearer <token>), asking token for one before each request, 429 retries
+// included. token should hand back the token it holds until that is about to expire, and a new
+// one then, as golang.org/x/oauth2's TokenSource does; its error ends the call, unsent.
+func WithTokenSource(token func(ctx context.Context) (string, error)) Option {
+	return func(c *Client) { c.token = token }
 }
 
 // WithHTTPClient sends requests through hc (its transport, timeouts and redirects policy)
@@ -362,8 +372,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("backoffice: %w", err)
 		}
 		req.Header.Set("Accept", "application/json")
-		if c.authorization != "" {
-			req.Header.Set("Authorization", c.authorization)
+		if err := c.authorize(ctx, req); err != nil {
+			return fmt.Errorf("backoffice: %s %s: %w", method, path, err)
 		}
 		for _, prepare := range opts.prepare {
 			prepare(req)
@@ -391,6 +401,22 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		return decode(res, out)
 	}
+}
+
+// authorize sets the request's credential: the token source's token, or the fixed one.
+func (c *Client) authorize(ctx context.Context, req *http.Request) error {
+	if c.token != nil {
+		tok, err := c.token(ctx)
+		if err != nil {
+			return fmt.Errorf("access token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}
+	if c.authorization != "" {
+		req.Header.Set("Authorization", c.authorization)
+	}
+	return nil
 }
 
 func decode(res *http.Response, out any) error {

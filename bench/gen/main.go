@@ -1,7 +1,7 @@
 // Command gen writes a large, valid dataset file for the load benchmark (bench/load.sh): by
 // default 1,000,000 SAM action logs on one lead, 10,000 leads each with a principal and an SSN,
-// and 1,000 line items, plus the partner, user and API key to call the service with. It writes
-// JSON by hand, in one pass, so that a million records take about a second.
+// and 1,000 line items, plus the partner, user, API key and session to call the service with. It
+// writes JSON by hand, in one pass, so that a million records take about a second.
 //
 //	go run ./bench/gen -out bench.json -targets targets.env
 //
@@ -46,8 +46,8 @@ func main() {
 		os.Exit(1)
 	}
 	if *targets != "" {
-		env := fmt.Sprintf("BENCH_API_KEY=%s\nBENCH_SAM_ENTITY=%s\nBENCH_LEAD=%s\nBENCH_PRINCIPAL=%s\nBENCH_SAM_LOGS=%d\nBENCH_RECORDS=%d\n",
-			apiKey, t.samEntity, t.lead, t.principal, *samLogs, g.records)
+		env := fmt.Sprintf("BENCH_API_KEY=%s\nBENCH_SESSION=%s\nBENCH_USER=%s\nBENCH_SAM_ENTITY=%s\nBENCH_LEAD=%s\nBENCH_PRINCIPAL=%s\nBENCH_SAM_LOGS=%d\nBENCH_RECORDS=%d\n",
+			apiKey, sessionToken, fixed(kUser, 1), t.samEntity, t.lead, t.principal, *samLogs, g.records)
 		if err := os.WriteFile(*targets, []byte(env), 0o600); err != nil {
 			fmt.Fprintln(os.Stderr, "gen:", err)
 			os.Exit(1)
@@ -55,8 +55,12 @@ func main() {
 	}
 }
 
-// apiKey is the benchmark's credential: a staff user with every permission.
-const apiKey = "bench-staff-api-key-not-for-production"
+// apiKey and sessionToken are the benchmark's credentials, of a staff user with every
+// permission (who is also the sub of bench/idp's access token).
+const (
+	apiKey       = "bench-staff-api-key-not-for-production"
+	sessionToken = "bench-staff-session-token-not-for-production"
+)
 
 type gen struct {
 	w       *bufio.Writer
@@ -81,6 +85,7 @@ const (
 	kModel
 	kOrder
 	kLineItem
+	kSession
 )
 
 // random appends a random version-4 uuid: SAM log ids arrive in no particular order.
@@ -138,6 +143,9 @@ func (g *gen) dataset(samLogs, leads, lineItems int) targets {
 	})
 	g.section("apiKeys", false, 1, func(b []byte, _ int) []byte {
 		return fmt.Appendf(b, `{"id":%q,"userId":%q,"key":%q,"expiresAt":null}`, fixed(kKey, 1), user, apiKey)
+	})
+	g.section("sessions", false, 1, func(b []byte, _ int) []byte {
+		return fmt.Appendf(b, `{"id":%q,"userId":%q,"token":%q,"expiresAt":"2099-01-01T00:00:00Z"}`, fixed(kSession, 1), user, sessionToken)
 	})
 	names := []string{"Visa", "Mastercard", "Discover", "American Express"}
 	g.section("cardPlans", false, len(plans), func(b []byte, i int) []byte {

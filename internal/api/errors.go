@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"backoffice/internal/auth"
 	"backoffice/internal/domain"
 )
 
@@ -63,12 +65,34 @@ func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 			slog.String("code", e.Code), slog.String("cause", e.Err.Error()))
 	}
 	if e.Kind == domain.KindUnauthenticated {
-		w.Header().Set("WWW-Authenticate", "Bearer, Api-Key")
+		w.Header().Set("WWW-Authenticate", challenge(err))
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(e.RetryAfter))
 	}
 	writeJSON(w, status, errorBody{Status: status, Code: e.Code, Detail: e.Detail, Parameter: e.Parameter})
+}
+
+// challenge is the WWW-Authenticate value of a 401: the schemes the service accepts, and for a
+// refused access token RFC 6750's error and its description (section 3), Bearer's parameters
+// before the next scheme.
+func challenge(err error) string {
+	var te *auth.TokenError
+	if !errors.As(err, &te) {
+		return "Bearer, Api-Key"
+	}
+	return `Bearer error="invalid_token", error_description="` + quotable(te.Description) + `", Api-Key`
+}
+
+// quotable keeps to the characters RFC 6750 allows in error_description (printable ASCII but the
+// double quote and the backslash): anything else becomes '?'.
+func quotable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // statusClientClosedRequest is logged for a request whose caller left before its answer.

@@ -23,6 +23,7 @@ var OpenAPIDocument []byte
 // Store is everything the handlers read and write.
 type Store interface {
 	auth.Lookup
+	auth.Accounts
 	SAMLogStore
 	AcceptanceStore
 	DecryptStore
@@ -52,6 +53,9 @@ type Deps struct {
 	// CORSOrigins are the origins (scheme://host[:port]) whose pages may call the operations
 	// from a browser; empty turns CORS off.
 	CORSOrigins []string
+	// Tokens, when set, accepts the identity provider's access tokens as Bearer credentials
+	// (internal/oauth); nil accepts session tokens alone.
+	Tokens auth.Tokens
 }
 
 // Observer receives what the service measures; internal/metrics implements it with Prometheus.
@@ -93,7 +97,11 @@ func New(d Deps) http.Handler {
 	// Every line this package logs carries the request's id (and trace id): from the context the
 	// line is logged with.
 	log := reqlog.Wrap(d.Logger)
-	a := auth.New(d.Store, d.Now)
+	var tokens []auth.Option
+	if d.Tokens != nil {
+		tokens = append(tokens, auth.WithTokens(d.Tokens, d.Store))
+	}
+	a := auth.New(d.Store, d.Now, tokens...)
 	g := newGuard(d.Limits)
 	withAuth := func(h handlerFunc) http.Handler { return authenticated(a, g, log, h) }
 	mux := http.NewServeMux()

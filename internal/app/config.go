@@ -55,6 +55,8 @@ type Config struct {
 	// AuditCheckpoints is the file serve appends signed checkpoints of the audit trail to, and
 	// audit verify reads ("": serve keeps them in its log only, and warns).
 	AuditCheckpoints string
+	// OAuth is the identity provider whose access tokens serve accepts (Issuer "": none).
+	OAuth OAuthConfig
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -162,6 +164,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if c.MemoryLimit, err = parseMemoryLimit(v); err != nil {
 			return c, fmt.Errorf("BACKOFFICE_MEMORY_LIMIT: %w", err)
 		}
+	}
+	if err := loadOAuth(getenv, &c.OAuth); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -371,6 +376,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.Var(memoryFlag{&c.MemoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 512MiB, or off; GOMEMLIMIT wins (BACKOFFICE_MEMORY_LIMIT)")
 	fs.Var(originsFlag{&c.CORSOrigins}, "cors-origins", "origins whose pages may call the API from a browser, comma-separated, e.g. https://crm.example.com; none: CORS off (BACKOFFICE_CORS_ORIGINS)")
 	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
+	c.OAuth.flags(fs)
 }
 
 // errNoMasterKey says how to make a key, in one line.

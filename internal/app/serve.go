@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"backoffice/internal/api"
+	"backoffice/internal/auth"
 	"backoffice/internal/buildinfo"
 	"backoffice/internal/gateway"
 	"backoffice/internal/metrics"
@@ -47,6 +48,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
+	if _, _, err := cfg.OAuth.verifierConfig(); err != nil {
+		return err
+	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	applyMemoryLimit(cfg, log)
 	tp, stopTracing, err := tracing.Setup(ctx, env.Getenv)
@@ -79,6 +83,12 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := checkKeyCoverage(ctx, st, ring, log); err != nil {
 		return err
 	}
+	tokensCtx, stopTokens := context.WithCancel(ctx)
+	defer stopTokens()
+	tokens, err := startTokens(tokensCtx, cfg.OAuth, log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -103,7 +113,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		closeAll(listeners)
 		return err
 	}
-	handler, pushes := newServing(cfg, st, ring, log, m, tp)
+	handler, pushes := newServing(cfg, st, ring, log, m, tp, tokens)
 	listeners[0].handler = handler
 	defer runSettler(ctx, pushes)() // stopped before the store closes
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
@@ -166,13 +176,13 @@ func applyMemoryLimit(cfg Config, log *slog.Logger) {
 // listener unless it has one of its own. tp, when not nil, traces it: a span per request, per
 // store call and per gateway attempt.
 func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) http.Handler {
-	h, _ := newServing(cfg, st, ring, log, m, tp)
+	h, _ := newServing(cfg, st, ring, log, m, tp, nil)
 	return h
 }
 
 // newServing is newHandler, with the push service it wired: serve waits for its pushes to settle
-// before closing the store.
-func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) (http.Handler, *push.Service) {
+// before closing the store. tokens, when not nil, accepts the identity provider's access tokens.
+func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider, tokens auth.Tokens) (http.Handler, *push.Service) {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
@@ -189,7 +199,7 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
-	}, CORSOrigins: cfg.CORSOrigins}
+	}, CORSOrigins: cfg.CORSOrigins, Tokens: tokens}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m
 		if cfg.MetricsAddr == "" {

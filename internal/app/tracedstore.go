@@ -72,6 +72,13 @@ func (s *tracedStore) Credential(ctx context.Context, kind string, hash []byte) 
 	return c, err
 }
 
+func (s *tracedStore) Account(ctx context.Context, ref domain.UserRef) (domain.Account, error) {
+	ctx, span := s.start(ctx, "Account")
+	a, err := s.next.Account(ctx, ref)
+	end(span, err)
+	return a, err
+}
+
 func (s *tracedStore) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) ([]domain.SAMActionLog, int64, bool, error) {
 	ctx, span := s.start(ctx, "ListVisibleSAMActionLogs")
 	logs, total, visible, err := s.next.ListVisibleSAMActionLogs(ctx, scope, entity, page, size)

@@ -121,6 +121,9 @@ func (c *checker) user(p string, r *domain.User) {
 			c.fail(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q", perm)
 		}
 	}
+	if r.ExternalID != nil {
+		c.text(p+".externalId", *r.ExternalID)
+	}
 }
 
 func (c *checker) apiKey(p string, r *domain.APIKey) {

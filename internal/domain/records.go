@@ -13,11 +13,16 @@ type Partner struct {
 	Name string `json:"name"`
 }
 
+// User is a person or a service that acts on the API. ExternalID, when set, is the id the
+// organisation's identity provider knows the user by (an access token may name the user by it);
+// a disabled user's credentials are all refused. Both are left out of an export when unset.
 type User struct {
 	ID          ID           `json:"id"`
 	PartnerID   *ID          `json:"partnerId"`
 	Email       string       `json:"email"`
 	Permissions []Permission `json:"permissions"`
+	ExternalID  *string      `json:"externalId,omitempty"`
+	Disabled    bool         `json:"disabled,omitempty"`
 }
 
 // APIKey and Session carry their plaintext secret only on the way in (import); the store keeps a

@@ -14,10 +14,16 @@ import (
 // Each kind's lookup, in plain sight. Sessions record no last use; CAST keeps the column list
 // the same shape for both engines.
 const (
-	apiKeyLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, c.key_hash, c.expires_at, c.revoked_at, c.last_used_at
+	apiKeyLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, u.disabled, c.key_hash, c.expires_at, c.revoked_at, c.last_used_at
 FROM api_keys c JOIN users u ON u.id = c.user_id WHERE c.key_hash = ?`
-	sessionLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, c.token_hash, c.expires_at, c.revoked_at, CAST(NULL AS BIGINT)
+	sessionLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, u.disabled, c.token_hash, c.expires_at, c.revoked_at, CAST(NULL AS BIGINT)
 FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
+)
+
+// The user an access token names, by either of the user's identifiers.
+const (
+	accountByID         = `SELECT id, partner_id, permissions, disabled FROM users WHERE id = ?`
+	accountByExternalID = `SELECT id, partner_id, permissions, disabled FROM users WHERE external_id = ?`
 )
 
 // Credential reads the credential of the kind (domain.CredentialAPIKey or
@@ -45,7 +51,7 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 	var partner sql.NullString
 	var perms string
 	var expires, revoked, lastUsed sql.NullInt64
-	err := s.q().QueryRow(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.Hash, &expires, &revoked, &lastUsed)
+	err := s.q().QueryRow(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.UserDisabled, &c.Hash, &expires, &revoked, &lastUsed)
 	if err != nil {
 		return c, notFoundOr(err, "credential lookup")
 	}
@@ -53,6 +59,40 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 	c.Actor.Permissions = domain.ParsePermissions(perms)
 	c.ExpiresAt, c.RevokedAt, c.LastUsedAt = column.TimePtr(expires), column.TimePtr(revoked), column.TimePtr(lastUsed)
 	return c, nil
+}
+
+// Account reads the user ref names (by id or by external id), or domain.ErrNotFound: whom an
+// access token acts as. Whether the user may act is auth's rule. Like Credential, it is read
+// afresh once anything a credential lookup reads has changed, by anyone.
+func (s *Store) Account(ctx context.Context, ref domain.UserRef) (domain.Account, error) {
+	read := "account by id"
+	if ref.Key == domain.UserKeyExternalID {
+		read = "account by external id"
+	}
+	return cached(ctx, s.cache, cacheKey{read: read, a: ref.Value},
+		func() (domain.Account, error) { return s.account(ctx, ref) }, copyAccount)
+}
+
+func copyAccount(a domain.Account) domain.Account {
+	a.Actor.Permissions = slices.Clone(a.Actor.Permissions)
+	return a
+}
+
+func (s *Store) account(ctx context.Context, ref domain.UserRef) (domain.Account, error) {
+	query := accountByID
+	if ref.Key == domain.UserKeyExternalID {
+		query = accountByExternalID
+	}
+	var a domain.Account
+	var partner sql.NullString
+	var perms string
+	err := s.q().QueryRow(ctx, query, ref.Value).Scan(&a.Actor.UserID, &partner, &perms, &a.Disabled)
+	if err != nil {
+		return a, notFoundOr(err, "account lookup")
+	}
+	a.Actor.PartnerID = domain.ID(partner.String)
+	a.Actor.Permissions = domain.ParsePermissions(perms)
+	return a, nil
 }
 
 // NoteAPIKeyUse stamps an API key's last use in the background: bookkeeping must neither delay nor

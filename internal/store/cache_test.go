@@ -312,7 +312,16 @@ func TestCacheSeesPlainSQLOnEachCachedTable(t *testing.T) {
 		credential := func(kind, secret string) func() (string, error) {
 			return func() (string, error) {
 				c, err := st.Credential(ctx, kind, secrets.HashCredential(kind, secret))
-				return fmt.Sprint(c.RevokedAt != nil, c.Actor.Permissions), err
+				return fmt.Sprint(c.RevokedAt != nil, c.Actor.Permissions, c.UserDisabled), err
+			}
+		}
+		account := func(ref domain.UserRef) func() (string, error) {
+			return func() (string, error) {
+				a, err := st.Account(ctx, ref)
+				if errors.Is(err, domain.ErrNotFound) {
+					return "no such user", nil
+				}
+				return fmt.Sprint(a.Actor.UserID, a.Disabled), err
 			}
 		}
 		acceptance := func() (string, error) {
@@ -339,6 +348,10 @@ func TestCacheSeesPlainSQLOnEachCachedTable(t *testing.T) {
 		}{
 			{"api_keys", "UPDATE api_keys SET revoked_at = 1 WHERE id = '" + string(id(111)) + "'", credential(domain.CredentialAPIKey, staffKey)},
 			{"users", "UPDATE users SET permissions = '' WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
+			{"users", "UPDATE users SET disabled = true WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
+			{"users", "UPDATE users SET disabled = false WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyID, Value: string(userA)})},
+			{"users", "UPDATE users SET external_id = 'idp-7' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
+			{"users", "UPDATE users SET external_id = 'idp-8' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
 			{"sessions", "UPDATE sessions SET revoked_at = 1 WHERE id = '" + string(id(121)) + "'", credential(domain.CredentialSession, staffSession)},
 			{"leads", "UPDATE leads SET sa_amex_program = 'retail' WHERE id = '" + string(leadA) + "'", acceptance},
 			{"card_plans", "UPDATE card_plans SET display_name = 'Visa Classic' WHERE id = '" + string(planVisa) + "'", acceptance},

@@ -399,6 +399,8 @@ func TestCredentialRule(t *testing.T) {
 			{"api key sent as a session", domain.CredentialSession, staffKey, nil},
 			{"session sent as an api key", domain.CredentialAPIKey, staffSession, nil},
 			{"unknown", domain.CredentialAPIKey, "unknown-key-00000000000001", nil},
+			{"api key of a disabled user", domain.CredentialAPIKey, testdb.DisabledKey, nil},
+			{"session of a disabled user", domain.CredentialSession, testdb.DisabledToken, nil},
 		}
 		for _, c := range cases {
 			got, err := actor(st, c.kind, c.secret)
@@ -420,6 +422,45 @@ func TestCredentialRule(t *testing.T) {
 		st.SetClock(func() time.Time { return fixtureNow.Add(24 * time.Hour) })
 		if _, err := actor(st, domain.CredentialAPIKey, partnerKey); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("api key at its expiry: %v, want not found", err)
+		}
+	})
+}
+
+// TestAccount reads the user an access token names, by id or by external id, as stored: whether
+// the user may act (not disabled) is auth's rule, checked on what this returns.
+func TestAccount(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.Import(t, st, fixture())
+		partner := domain.Account{Actor: domain.Actor{UserID: userA, PartnerID: partnerA, Permissions: []domain.Permission{domain.PermReadSAMActionLogs, domain.PermDecryptPrincipals}}}
+		disabled := domain.Account{Actor: domain.Actor{UserID: testdb.DisabledUser, Permissions: []domain.Permission{domain.PermAll}}, Disabled: true}
+		for _, c := range []struct {
+			name string
+			ref  domain.UserRef
+			want *domain.Account // nil: not found
+		}{
+			{"by id", domain.UserRef{Key: domain.UserKeyID, Value: string(userA)}, &partner},
+			{"disabled, by id", domain.UserRef{Key: domain.UserKeyID, Value: string(testdb.DisabledUser)}, &disabled},
+			{"disabled, by external id", domain.UserRef{Key: domain.UserKeyExternalID, Value: testdb.DisabledExternalID}, &disabled},
+			{"external id in another case", domain.UserRef{Key: domain.UserKeyExternalID, Value: strings.ToUpper(testdb.DisabledExternalID)}, nil},
+			{"an id as an external id", domain.UserRef{Key: domain.UserKeyExternalID, Value: string(userA)}, nil},
+			{"an external id as an id", domain.UserRef{Key: domain.UserKeyID, Value: testdb.DisabledExternalID}, nil},
+			{"unknown id", domain.UserRef{Key: domain.UserKeyID, Value: string(id(199))}, nil},
+		} {
+			for range 2 { // read, then from the cache
+				got, err := st.Account(ctx, c.ref)
+				if c.want == nil {
+					if !errors.Is(err, domain.ErrNotFound) {
+						t.Errorf("%s: %+v, %v; want not found", c.name, got, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if diff := cmp.Diff(*c.want, got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", c.name, diff)
+				}
+			}
 		}
 	})
 }

@@ -22,17 +22,23 @@ const (
 	ExpiredKey     = "expired-key-00000000000001"
 	StaffSession   = "staff-session-000000000001"
 	ExpiredSession = "expired-session-0000000001"
-	PrincipalSSN   = "123-45-6789"
-	OtherSSN       = "987-65-4321"
+	DisabledKey    = "disabled-user-key-00000001"
+	DisabledToken  = "disabled-user-session-0001"
+	// DisabledExternalID is the external id of the disabled user.
+	DisabledExternalID = "idp|disabled-user"
+	PrincipalSSN       = "123-45-6789"
+	OtherSSN           = "987-65-4321"
 )
 
 // Ids of the fixture's records.
 const (
-	PartnerA       domain.ID = "00000000-0000-4000-8000-000000000001"
-	PartnerB       domain.ID = "00000000-0000-4000-8000-000000000002"
-	StaffUser      domain.ID = "00000000-0000-4000-8000-000000000101"
-	UserA          domain.ID = "00000000-0000-4000-8000-000000000102"
-	UserB          domain.ID = "00000000-0000-4000-8000-000000000103"
+	PartnerA  domain.ID = "00000000-0000-4000-8000-000000000001"
+	PartnerB  domain.ID = "00000000-0000-4000-8000-000000000002"
+	StaffUser domain.ID = "00000000-0000-4000-8000-000000000101"
+	UserA     domain.ID = "00000000-0000-4000-8000-000000000102"
+	UserB     domain.ID = "00000000-0000-4000-8000-000000000103"
+	// DisabledUser is a staff user with every permission, disabled.
+	DisabledUser   domain.ID = "00000000-0000-4000-8000-000000000104"
 	PlanVisa       domain.ID = "00000000-0000-4000-8000-000000000201"
 	PlanMC         domain.ID = "00000000-0000-4000-8000-000000000202"
 	PlanAmex       domain.ID = "00000000-0000-4000-8000-000000000203"
@@ -77,15 +83,19 @@ func Fixture() *dataset.Dataset {
 			{ID: StaffUser, Email: "staff@example.com", Permissions: []domain.Permission{domain.PermAll}},
 			{ID: UserA, PartnerID: ptr(PartnerA), Email: "a@example.com", Permissions: []domain.Permission{domain.PermReadSAMActionLogs, domain.PermDecryptPrincipals}},
 			{ID: UserB, PartnerID: ptr(PartnerB), Email: "b@example.com", Permissions: []domain.Permission{}},
+			{ID: DisabledUser, Email: "left@example.com", Permissions: []domain.Permission{domain.PermAll},
+				ExternalID: ptr(DisabledExternalID), Disabled: true},
 		},
 		APIKeys: []domain.APIKey{
 			{ID: FixtureID(111), UserID: StaffUser, Key: StaffKey},
 			{ID: FixtureID(112), UserID: UserA, Key: PartnerKey, ExpiresAt: ptr(now.Add(24 * time.Hour))},
 			{ID: FixtureID(113), UserID: StaffUser, Key: ExpiredKey, ExpiresAt: ptr(now.Add(-time.Hour))},
+			{ID: FixtureID(114), UserID: DisabledUser, Key: DisabledKey},
 		},
 		Sessions: []domain.Session{
 			{ID: FixtureID(121), UserID: StaffUser, Token: StaffSession, ExpiresAt: now.Add(time.Hour)},
 			{ID: FixtureID(122), UserID: UserA, Token: ExpiredSession, ExpiresAt: now.Add(-time.Minute)},
+			{ID: FixtureID(123), UserID: DisabledUser, Token: DisabledToken, ExpiresAt: now.Add(time.Hour)},
 		},
 		// Sort order differs from id order, so that the catalogue's order is seen to be sortOrder.
 		CardPlans: []domain.CardPlan{

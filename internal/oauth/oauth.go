@@ -1,0 +1,265 @@
+// Package oauth checks the access tokens of the organisation's identity provider: JWTs as RFC
+// 9068 profiles them, signed with a key the provider publishes in its JWKS, which its discovery
+// document (OpenID Connect Discovery, or RFC 8414) names. It answers which user a token acts for;
+// internal/auth decides what that user may do. It never logs a token.
+//
+// The JOSE work (parsing, algorithm allow-list, signature, the registered claims) is
+// github.com/go-jose/go-jose/v4's; this package adds what it leaves to its callers: where the keys
+// come from and for how long they are trusted, the RFC 9068 header and claim rules, and which
+// user a token names.
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"backoffice/internal/auth"
+	"backoffice/internal/domain"
+)
+
+// Leeway is how far the service's clock and the provider's may disagree: a token is accepted up
+// to this long after its exp, and this long before its nbf or iat.
+const Leeway = 30 * time.Second
+
+// DefaultKeysMaxAge is how long a fetched key set is trusted unless Config.KeysMaxAge says
+// otherwise: a key the provider removes stops being accepted within it.
+const DefaultKeysMaxAge = 2 * time.Minute
+
+// Algorithms are the signature algorithms a token may use. None is symmetric: a shared secret
+// would let whoever checks tokens also make them; "none" signs nothing.
+var Algorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
+}
+
+// Config says which provider's tokens are accepted and how a token names its user.
+type Config struct {
+	// Issuer is the provider's issuer identifier, exactly as its tokens' iss claim and its
+	// discovery document spell it (an https URL).
+	Issuer string
+	// Audience is this service's identifier at the provider: a token's aud claim must hold it.
+	Audience string
+	// UserClaim names the claim that names the user ("" means sub).
+	UserClaim string
+	// UserKey says what the claim's value is: the user's id (the default) or external id.
+	UserKey domain.UserKey
+	// AllowJWTType also accepts tokens whose typ header is JWT, or absent, besides at+jwt.
+	AllowJWTType bool
+	// KeysMaxAge is how long a fetched key set is trusted (0: DefaultKeysMaxAge).
+	KeysMaxAge time.Duration
+	// HTTPClient fetches the discovery document and the keys; nil uses the system's certificate
+	// store (SSL_CERT_FILE and SSL_CERT_DIR apply) and the environment's proxy.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives what the key fetches find; nil discards it.
+	Logger *slog.Logger
+}
+
+// Verifier checks access tokens. It is safe for concurrent use.
+type Verifier struct {
+	issuer, audience string
+	userClaim        string
+	userKey          domain.UserKey
+	allowJWTType     bool
+	now              func() time.Time
+	keys             *keyCache
+	verified         *verifiedCache
+}
+
+// ErrUnreachable marks a failure to reach the provider (a network error, a timeout, a 5xx): a
+// fetch may succeed later. Any other failure of a fetch is the provider's answer, and says the
+// configuration (or the provider's) is wrong.
+var ErrUnreachable = errors.New("the identity provider could not be reached")
+
+// New checks cfg and fetches the provider's discovery document and keys once. It fails when the
+// configuration is unusable or the provider answers that it is wrong (no discovery document at
+// the issuer, another issuer named in it, no usable jwks_uri). When the provider cannot be reached
+// it returns the verifier all the same, with an error that wraps ErrUnreachable: tokens are
+// refused until a later fetch (Run, or a token's arrival) succeeds.
+func New(ctx context.Context, cfg Config) (*Verifier, error) {
+	if err := checkIssuer(cfg.Issuer); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(cfg.Audience) == "" {
+		return nil, errors.New("oauth: the audience is empty: set this service's identifier at the identity provider")
+	}
+	if cfg.UserClaim == "" {
+		cfg.UserClaim = "sub"
+	}
+	if cfg.KeysMaxAge <= 0 {
+		cfg.KeysMaxAge = DefaultKeysMaxAge
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	v := &Verifier{
+		issuer: cfg.Issuer, audience: cfg.Audience, userClaim: cfg.UserClaim, userKey: cfg.UserKey,
+		allowJWTType: cfg.AllowJWTType, now: cfg.Now,
+		keys:     newKeyCache(cfg.Issuer, fetchClient(cfg.HTTPClient), cfg.KeysMaxAge, cfg.Now, cfg.Logger),
+		verified: newVerifiedCache(),
+	}
+	if err := v.keys.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if err := v.keys.lastError(); err != nil {
+		if errors.Is(err, ErrUnreachable) {
+			return v, err
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkIssuer refuses an issuer that is not an absolute https URL without query or fragment
+// (RFC 8414 section 2; OpenID Connect Discovery section 2).
+func checkIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("oauth: issuer %q is not an https URL without query or fragment (the provider's issuer identifier, as its tokens' iss claim spells it)", issuer)
+	}
+	return nil
+}
+
+// Run keeps the keys fresh until ctx ends, so that requests find them without waiting: it
+// fetches them again once half their trusted time has passed, and while the provider cannot be
+// reached, as often as fetches may be made.
+func (v *Verifier) Run(ctx context.Context) {
+	for {
+		t := time.NewTimer(v.keys.untilDue(v.now()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		_ = v.keys.refresh(ctx)
+	}
+}
+
+// refuse is a refusal with a reason the caller may be shown; cause goes to the log.
+func refuse(description string, cause error) *auth.TokenError {
+	return &auth.TokenError{Description: description, Err: cause}
+}
+
+// Verify checks token (RFC 9068 section 4) and returns the user it names. A refusal is a
+// *auth.TokenError; an error of ctx is returned as it is.
+func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, error) {
+	now := v.now()
+	sum := sha256.Sum256([]byte(token))
+	if ref, ok := v.verified.get(sum, now, v.keys); ok {
+		return ref, nil
+	}
+	jws, err := jose.ParseSignedCompact(token, Algorithms)
+	if err != nil {
+		return domain.UserRef{}, refuse("the token is not a JWT signed with an accepted algorithm (RS256, ES256, PS256, EdDSA and their longer forms)", err)
+	}
+	h := jws.Signatures[0].Header
+	if !v.acceptedType(h.ExtraHeaders[jose.HeaderType]) {
+		return domain.UserRef{}, refuse("the token is not an access token (its typ header is not at+jwt)", nil)
+	}
+	if h.KeyID == "" {
+		return domain.UserRef{}, refuse("the token names no signing key (kid header)", nil)
+	}
+	key, err := v.keys.key(ctx, h.KeyID, h.Algorithm)
+	if err != nil {
+		return domain.UserRef{}, err
+	}
+	payload, err := jws.Verify(key.jwk.Key)
+	if err != nil {
+		return domain.UserRef{}, refuse("the token's signature does not verify", err)
+	}
+	var claims jwt.Claims
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return domain.UserRef{}, refuse("the token's claims are not a JSON object of the registered types (RFC 7519)", err)
+	}
+	if err := v.checkClaims(claims, now); err != nil {
+		return domain.UserRef{}, err
+	}
+	ref, err := v.user(claims, payload)
+	if err != nil {
+		return domain.UserRef{}, err
+	}
+	v.verified.put(sum, verifiedToken{ref: ref, kid: h.KeyID, thumbprint: key.thumbprint, expiry: claims.Expiry.Time()}, now)
+	return ref, nil
+}
+
+// acceptedType is RFC 9068's typ rule: at+jwt, with or without the application/ prefix, in any
+// letter case (RFC 7515 section 4.1.9). AllowJWTType also takes JWT and no typ at all.
+func (v *Verifier) acceptedType(header any) bool {
+	typ, isString := header.(string)
+	if header != nil && !isString {
+		return false
+	}
+	typ = strings.ToLower(strings.TrimPrefix(strings.ToLower(typ), "application/"))
+	switch {
+	case typ == "at+jwt":
+		return true
+	case v.allowJWTType:
+		return header == nil || typ == "jwt"
+	}
+	return false
+}
+
+// checkClaims holds the registered claims to the configuration and the clock.
+func (v *Verifier) checkClaims(c jwt.Claims, now time.Time) error {
+	if c.Expiry == nil {
+		return refuse("the token has no expiry (exp claim)", nil)
+	}
+	err := c.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: now}, Leeway)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return refuse("the token's issuer is not the configured identity provider", fmt.Errorf("iss %q, configured %q: %w", c.Issuer, v.issuer, err))
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return refuse("the token's audience does not include this service", fmt.Errorf("aud %q, configured %q: %w", []string(c.Audience), v.audience, err))
+	case errors.Is(err, jwt.ErrExpired):
+		return refuse("the token has expired", err)
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return refuse("the token is not valid yet (nbf claim)", err)
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return refuse("the token was issued in the future (iat claim)", err)
+	}
+	return refuse("the token's claims are not accepted", err)
+}
+
+// user reads the user claim. Its value is never shown to the caller nor logged: it may be a
+// person's name or address.
+func (v *Verifier) user(c jwt.Claims, payload []byte) (domain.UserRef, error) {
+	value := c.Subject
+	if v.userClaim != "sub" {
+		var all map[string]json.RawMessage
+		value = ""
+		if json.Unmarshal(payload, &all) == nil {
+			if json.Unmarshal(all[v.userClaim], &value) != nil {
+				value = ""
+			}
+		}
+	}
+	if value == "" {
+		return domain.UserRef{}, refuse("the token has no "+v.userClaim+" claim (a non-empty string) to name its user", nil)
+	}
+	if v.userKey == domain.UserKeyExternalID {
+		return domain.UserRef{Key: domain.UserKeyExternalID, Value: value}, nil
+	}
+	id, err := domain.ParseID(value)
+	if err != nil {
+		return domain.UserRef{}, refuse("the token's "+v.userClaim+" claim is not a user id of this service (a uuid)", nil)
+	}
+	return domain.UserRef{Key: domain.UserKeyID, Value: string(id)}, nil
+}
