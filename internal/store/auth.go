@@ -26,7 +26,7 @@ FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
 // or expiry holds from the next request on, on every replica sharing the database: the read cache
 // keeps a credential only while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
-	return cached(ctx, s.cache, cacheKey{read: "credential", a: kind, b: string(hash)},
+	return cached(ctx, s.cache, cacheKey{read: credentialRead, a: kind, b: string(hash)},
 		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)
 }
 

@@ -56,9 +56,37 @@ type readCache struct {
 
 // cacheKey names one read: which read, and its arguments.
 type cacheKey struct {
-	read       string
+	read       cachedRead
 	a, b       string
 	page, size int64
+}
+
+// cachedRead is one of the reads the read cache keeps. Each lists the statements it runs:
+// TestTriggersCoverWhatCachedReadsRead has the engine say which columns those read, and fails
+// unless the generation's triggers move on every change to them.
+type cachedRead uint8
+
+const (
+	credentialRead cachedRead = iota // Credential
+	acceptanceRead                   // ServiceAcceptance
+	ssnRead                          // PrincipalSSN
+	samPageRead                      // ListVisibleSAMActionLogs
+	cachedReads                      // how many there are
+)
+
+// queries are the statements the read runs.
+func (r cachedRead) queries() []string {
+	switch r {
+	case credentialRead:
+		return []string{apiKeyLookup, sessionLookup}
+	case acceptanceRead:
+		return []string{acceptanceQuery}
+	case ssnRead:
+		return []string{principalSSNQuery}
+	case samPageRead:
+		return []string{samVisiblePageQuery, samTotalVisibleQuery}
+	}
+	return nil
 }
 
 func newReadCache(changes versioner) *readCache {

@@ -52,3 +52,12 @@ func WithoutReadCache(s *Store) { s.cache = nil }
 func ChainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
 	return chainLink(sig, prev, e)
 }
+
+// CachedReadQueries are the statements of each read the read cache keeps, a list per read.
+func CachedReadQueries() [][]string {
+	var out [][]string
+	for r := range cachedReads {
+		out = append(out, r.queries())
+	}
+	return out
+}
