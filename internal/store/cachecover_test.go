@@ -241,13 +241,12 @@ type sqliteObject struct {
 	partial bool
 }
 
+// sqliteSchema is what a program's instructions refer to by number.
 type sqliteSchema struct {
-	byRoot           map[int64]*sqliteObject
-	generationRoot   int64
-	triggers         map[string]string // name to SQL
-	cachedTables     []string
-	columnsOfTable   map[string][]string
-	generatedColumns map[string]bool
+	byRoot         map[int64]*sqliteObject // tables and indexes by root page
+	generationRoot int64                   // cache_generation's
+	triggers       map[string]string       // name to SQL
+	columnsOfTable map[string][]string
 }
 
 func readSQLiteSchema(ctx context.Context, db *sql.DB) (*sqliteSchema, error) {
