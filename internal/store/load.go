@@ -24,7 +24,11 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
 		defer end()
-		if err := bulkload.Run(ctx, q, engine, &importChain{chain: chain, moved: moved}, conn, fn); err != nil {
+		ic := &importChain{chain: chain}
+		if !engine.SingleWriter() {
+			ic.moved = moved
+		}
+		if err := bulkload.Run(ctx, q, engine, ic, conn, fn); err != nil {
 			return err
 		}
 		if err := moved(); err != nil {
@@ -38,11 +42,13 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 // generation, and so takes its lock, before it first takes the chain's head: the order of every
 // other writer of both (a credential's issue or revocation changes its row, whose trigger moves
 // the generation, then records its event), so that no two of them wait for each other in a
-// cycle. An import with no audit events takes the generation only before it commits.
+// cycle. An import with no audit events takes the generation only before it commits. On an
+// engine with one writer at a time (SQLite) no two writers hold locks at once: moved is nil, and
+// the triggers stay aside until the end (the SAM logs come after the audit events).
 type importChain struct {
 	chain auditChain
-	moved func() error
-	took  bool // the generation, already
+	moved func() error // nil: nothing to take first
+	took  bool         // the generation, already
 }
 
 func (c *importChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
@@ -60,7 +66,7 @@ func (c *importChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
 }
 
 func (c *importChain) takeGeneration(q *sqltx.Tx) error {
-	if c.took {
+	if c.took || c.moved == nil {
 		return nil
 	}
 	if err := c.moved(); err != nil {

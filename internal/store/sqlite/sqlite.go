@@ -149,10 +149,9 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 // write transactions already run one at a time.
 //
 // It also sets the read cache's generation triggers aside for the import's rows (see
-// cacheTriggers); moved puts them back, the first time it is called, and moves the generation
-// (the store calls it before the import commits, and before the import's first audit event: the
-// triggers are back for what it writes after that). end gives the page cache back, whatever the
-// outcome.
+// cacheTriggers); moved puts them back and moves the generation once, before the import
+// commits (were it called earlier, the triggers would be back for what the import writes after).
+// end gives the page cache back, whatever the outcome.
 func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
 	if _, err := tx.ExecContext(ctx, "PRAGMA cache_size = -32768"); err != nil {
 		return nil, nil, fmt.Errorf("sqlite: import settings: %w", err)
