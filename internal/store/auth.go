@@ -32,7 +32,7 @@ const (
 // or expiry holds from the next request on, on every replica sharing the database: the read cache
 // keeps a credential only while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
-	return cached(ctx, s.cache, cacheKey{read: "credential", a: kind, b: string(hash)},
+	return cached(ctx, s.cache, cacheKey{read: credentialRead, a: kind, b: string(hash)},
 		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)
 }
 
@@ -65,11 +65,11 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 // access token acts as. Whether the user may act is auth's rule. Like Credential, it is read
 // afresh once anything a credential lookup reads has changed, by anyone.
 func (s *Store) Account(ctx context.Context, ref domain.UserRef) (domain.Account, error) {
-	read := "account by id"
+	by := "id"
 	if ref.Key == domain.UserKeyExternalID {
-		read = "account by external id"
+		by = "external id"
 	}
-	return cached(ctx, s.cache, cacheKey{read: read, a: ref.Value},
+	return cached(ctx, s.cache, cacheKey{read: accountRead, a: by, b: ref.Value},
 		func() (domain.Account, error) { return s.account(ctx, ref) }, copyAccount)
 }
 

@@ -22,7 +22,8 @@ type versioner interface {
 
 // generation is the read cache's check: cache_generation.n, which the triggers of migration
 // 0010 (SQLite) and 0011 (PostgreSQL) move in the same transaction as any change to a table or
-// column a cached read reads, whoever makes it. It is an ordinary read on the pool, made on the
+// column a cached read reads, whoever makes it (an import, with the triggers set aside, moves it
+// itself before it commits: Engine.BeginImport). It is an ordinary read on the pool, made on the
 // caller's goroutine: outside any transaction (autocommit), so on PostgreSQL it sees every commit
 // made before it began, whatever a snapshot elsewhere holds. Audit commits touch no cached table
 // and leave it as it was.
@@ -56,9 +57,40 @@ type readCache struct {
 
 // cacheKey names one read: which read, and its arguments.
 type cacheKey struct {
-	read       string
+	read       cachedRead
 	a, b       string
 	page, size int64
+}
+
+// cachedRead is one of the reads the read cache keeps. Each lists the statements it runs:
+// TestTriggersCoverWhatCachedReadsRead has the engine say which columns those read, and fails
+// unless the generation's triggers move on every change to them.
+type cachedRead uint8
+
+const (
+	credentialRead cachedRead = iota // Credential
+	acceptanceRead                   // ServiceAcceptance
+	ssnRead                          // PrincipalSSN
+	samPageRead                      // ListVisibleSAMActionLogs
+	accountRead                      // Account
+	cachedReads                      // how many there are
+)
+
+// queries are the statements the read runs.
+func (r cachedRead) queries() []string {
+	switch r {
+	case credentialRead:
+		return []string{apiKeyLookup, sessionLookup}
+	case acceptanceRead:
+		return []string{acceptanceQuery}
+	case ssnRead:
+		return []string{principalSSNQuery}
+	case samPageRead:
+		return []string{samVisiblePageQuery, samTotalVisibleQuery}
+	case accountRead:
+		return []string{accountByID, accountByExternalID}
+	}
+	return nil
 }
 
 func newReadCache(changes versioner) *readCache {

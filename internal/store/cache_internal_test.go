@@ -23,7 +23,7 @@ func (f *fakeVersion) Version(context.Context) (int64, error) { f.reads++; retur
 func TestReadCacheIsBounded(t *testing.T) {
 	c := newReadCache(&fakeVersion{v: 1})
 	for i := range cacheEntries + 10 {
-		key := cacheKey{read: "sam", page: int64(i)}
+		key := cacheKey{read: samPageRead, page: int64(i)}
 		if _, err := cached(t.Context(), c, key, func() (int, error) { return i, nil }, func(v int) int { return v }); err != nil {
 			t.Fatal(err)
 		}
@@ -39,13 +39,13 @@ func TestReadCacheDropsAnswersOfAnOlderVersion(t *testing.T) {
 	ctx := t.Context()
 	f := &fakeVersion{v: 1}
 	c := newReadCache(f)
-	key := cacheKey{read: "acceptance", a: "lead"}
+	key := cacheKey{read: acceptanceRead, a: "lead"}
 	_, _, version, ok, _ := c.get(ctx, key)
 	if !ok || version != 1 {
 		t.Fatalf("get: version %d, ok %v", version, ok)
 	}
 	f.v = 2
-	c.get(ctx, cacheKey{read: "acceptance", a: "other"})
+	c.get(ctx, cacheKey{read: acceptanceRead, a: "other"})
 	c.put(key, "read under version 1", version)
 	if _, hit, _, _, _ := c.get(ctx, key); hit {
 		t.Error("an answer read before a change was served after it")
@@ -57,7 +57,7 @@ func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
 	c := newReadCache(&fakeVersion{err: errors.New("database gone")})
 	loads := 0
 	for range 3 {
-		if _, err := cached(t.Context(), c, cacheKey{read: "ssn"}, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
+		if _, err := cached(t.Context(), c, cacheKey{read: ssnRead}, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,27 +71,27 @@ func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
 func TestRequestReadsShareOneVersionCheck(t *testing.T) {
 	f := &fakeVersion{v: 1}
 	c := newReadCache(f)
-	read := func(ctx context.Context, key string) {
+	read := func(ctx context.Context, key cachedRead) {
 		t.Helper()
-		if _, err := cached(ctx, c, cacheKey{read: key}, func() (string, error) { return key, nil }, func(v string) string { return v }); err != nil {
+		if _, err := cached(ctx, c, cacheKey{read: key}, func() (cachedRead, error) { return key, nil }, func(v cachedRead) cachedRead { return v }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	req := domain.ShareFreshness(t.Context())
-	read(req, "credential")
-	read(req, "acceptance")
+	read(req, credentialRead)
+	read(req, acceptanceRead)
 	if f.reads != 1 {
 		t.Fatalf("one request's two reads checked the version %d times; want once", f.reads)
 	}
 	forgetFreshness(req) // what a write with the request's context does
-	read(req, "acceptance")
+	read(req, acceptanceRead)
 	if f.reads != 2 {
 		t.Fatalf("a read after the request's write checked %d times in all; want 2", f.reads)
 	}
 	f.v = 2
 	next := domain.ShareFreshness(t.Context())
 	loads := 0
-	if _, err := cached(next, c, cacheKey{read: "credential"}, func() (string, error) { loads++; return "fresh", nil }, func(v string) string { return v }); err != nil {
+	if _, err := cached(next, c, cacheKey{read: credentialRead}, func() (string, error) { loads++; return "fresh", nil }, func(v string) string { return v }); err != nil {
 		t.Fatal(err)
 	}
 	if f.reads != 3 || loads != 1 {
@@ -123,7 +123,7 @@ func TestAuditCommitsKeepTheReadCache(t *testing.T) {
 		}
 		return v
 	}
-	key := cacheKey{read: "acceptance", a: "lead"}
+	key := cacheKey{read: acceptanceRead, a: "lead"}
 	loads := 0
 	read := func() {
 		t.Helper()

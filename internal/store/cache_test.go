@@ -514,9 +514,10 @@ func TestLastUseIsStampedOncePerInterval(t *testing.T) {
 
 // On PostgreSQL a transaction that changes a cached table holds the cache generation's row lock
 // to its end. A credential's revocation takes it, then the audit chain's head; an import takes it
-// first of all, so that one that appends audit events and then deletes a lead (deletes of records
-// others may refer to come last) never holds the chain's head while waiting for it: the
-// revocation's turn at the chain is not held up, and both commit.
+// before its first audit event (and otherwise at its end), so that one that appends audit events
+// and then deletes a lead (deletes of records others may refer to come last) never holds the
+// chain's head while waiting for it: the revocation's turn at the chain is not held up, and both
+// commit.
 func TestImportAndRevocationTakeLocksInOneOrder(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t, "postgres")

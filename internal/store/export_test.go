@@ -70,3 +70,12 @@ func SetBusyWait(s *Store, d time.Duration) {
 		s.writes.wait = d
 	}
 }
+
+// CachedReadQueries are the statements of each read the read cache keeps, a list per read.
+func CachedReadQueries() [][]string {
+	var out [][]string
+	for r := range cachedReads {
+		out = append(out, r.queries())
+	}
+	return out
+}

@@ -209,3 +209,63 @@ func TestStatementsOutliveAnImportsSchemaChange(t *testing.T) {
 		t.Errorf("page after an import elsewhere: %v, %v; want the imported log first", logs, err)
 	}
 }
+
+// On PostgreSQL the triggers leave the cache generation alone inside an import, which moves it
+// itself just before it commits (postgres.BeginImport): moving it takes its row lock to the end
+// of the transaction, and a revocation on another replica, which changes a cached table, would
+// wait for the whole import. It commits while the import is still open; what the import wrote is
+// seen by every replica's next read once the import commits, not before.
+func TestRevocationsDoNotWaitForAnImport(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t, "postgres")
+	importer := testdb.OpenURL(t, url)
+	testdb.Import(t, importer, fixture())
+	replica := testdb.OpenURL(t, url)
+	replica.SetChainSigner(testdb.Ring(t))
+	total := func() int64 {
+		t.Helper()
+		_, n, err := store.ListSAMActionLogs(ctx, replica, leadA, 1, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := total()
+
+	written, release, imported := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		imported <- importer.Load(ctx, func(b *bulkload.Bulk) error {
+			if err := b.AddSAMLogs(testdb.SAMLogs(leadA, 1, 100)); err != nil {
+				return err
+			}
+			close(written)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-written:
+	case err := <-imported:
+		t.Fatalf("the import ended before it was held open: %v", err)
+	}
+	// A hang, not a duration, is what fails here: the revocation would wait for the import's end.
+	revocation, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := replica.RevokeAPIKey(revocation, id(111), fixtureNow, event("api_key.revoke", id(111)))
+	if err != nil {
+		t.Errorf("a revocation beside an open import: %v", err)
+	}
+	if c := staffCredential(t, replica); err == nil && c.RevokedAt == nil {
+		t.Error("the revoked key still reads as not revoked")
+	}
+	if n := total(); n != before {
+		t.Errorf("before the import commits the replica reads %d logs, want the %d of before", n, before)
+	}
+	close(release)
+	if err := <-imported; err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != before+100 {
+		t.Errorf("after the import the replica reads %d logs, want %d", n, before+100)
+	}
+}

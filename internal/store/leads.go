@@ -11,12 +11,27 @@ import (
 	"backoffice/internal/store/column"
 )
 
+// acceptanceQuery reads a lead's service acceptance: the lead's columns repeat on each catalogue
+// row (on one row with no plan columns when the catalogue is empty); no row at all means no such
+// lead.
+const acceptanceQuery = `
+SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
+       c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
+FROM leads l
+LEFT JOIN card_plans c ON TRUE
+LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = l.id
+WHERE l.id = ?
+ORDER BY c.sort_order, c.id`
+
+// principalSSNQuery reads a principal's sealed SSN with the partner of its lead.
+const principalSSNQuery = `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`
+
 // ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,
 // sorted by sortOrder, marking the lead's plans. A lead with none stored reads as not configured.
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
-	owned, err := cached(ctx, s.cache, cacheKey{read: "acceptance", a: string(leadID)},
+	owned, err := cached(ctx, s.cache, cacheKey{read: acceptanceRead, a: string(leadID)},
 		rereading(ctx, s, func() (ownedAcceptance, error) { return s.serviceAcceptance(ctx, leadID) }), copyAcceptance)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
@@ -40,14 +55,7 @@ type ownedAcceptance struct {
 
 func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
-	rows, err := s.q().Query(ctx, `
-SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
-       c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
-FROM leads l
-LEFT JOIN card_plans c ON TRUE
-LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = l.id
-WHERE l.id = ?
-ORDER BY c.sort_order, c.id`, leadID)
+	rows, err := s.q().Query(ctx, acceptanceQuery, leadID)
 	if err != nil {
 		return ownedAcceptance{}, fmt.Errorf("store: lead %s: %w", leadID, err)
 	}
@@ -83,7 +91,7 @@ ORDER BY c.sort_order, c.id`, leadID)
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error) {
-	owned, err := cached(ctx, s.cache, cacheKey{read: "ssn", a: string(leadID), b: string(principalID)},
+	owned, err := cached(ctx, s.cache, cacheKey{read: ssnRead, a: string(leadID), b: string(principalID)},
 		func() (ownedSSN, error) { return s.principalSSN(ctx, leadID, principalID) }, copySSN)
 	if err != nil {
 		return domain.SealedSSN{}, err
@@ -109,8 +117,7 @@ func (s *Store) principalSSN(ctx context.Context, leadID, principalID domain.ID)
 	var out domain.SealedSSN
 	var partner string
 	var keyID sql.NullString
-	err := s.q().QueryRow(ctx, `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`,
-		principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
+	err := s.q().QueryRow(ctx, principalSSNQuery, principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
 	if err != nil {
 		return ownedSSN{}, notFoundOr(err, "principal %s", principalID)
 	}

@@ -19,19 +19,61 @@ import (
 func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error {
 	engine, chain := s.engine, s.chain()
 	return s.loadTx(ctx, func(conn *sql.Conn, q *sqltx.Tx) error {
-		finish, end, err := engine.BeginImport(ctx, q.SQL())
+		moved, end, err := engine.BeginImport(ctx, q.SQL())
 		if err != nil {
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
 		defer end()
-		if err := bulkload.Run(ctx, q, engine, chain, conn, fn); err != nil {
+		ic := &importChain{chain: chain}
+		if !engine.SingleWriter() {
+			ic.moved = moved
+		}
+		if err := bulkload.Run(ctx, q, engine, ic, conn, fn); err != nil {
 			return err
 		}
-		if err := finish(); err != nil {
+		if err := moved(); err != nil {
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
 		return nil
 	})
+}
+
+// importChain is the audit chain as an import writes to it. The import moves the read cache's
+// generation, and so takes its lock, before it first takes the chain's head: the order of every
+// other writer of both (a credential's issue or revocation changes its row, whose trigger moves
+// the generation, then records its event), so that no two of them wait for each other in a
+// cycle. An import with no audit events takes the generation only before it commits. On an
+// engine with one writer at a time (SQLite) no two writers hold locks at once: moved is nil, and
+// the triggers stay aside until the end (the SAM logs come after the audit events).
+type importChain struct {
+	chain auditChain
+	moved func() error // nil: nothing to take first
+	took  bool         // the generation, already
+}
+
+func (c *importChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
+	if err := c.takeGeneration(q); err != nil {
+		return err
+	}
+	return c.chain.Append(ctx, q, events)
+}
+
+func (c *importChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
+	if err := c.takeGeneration(q); err != nil {
+		return err
+	}
+	return c.chain.Adopt(ctx, q)
+}
+
+func (c *importChain) takeGeneration(q *sqltx.Tx) error {
+	if c.took || c.moved == nil {
+		return nil
+	}
+	if err := c.moved(); err != nil {
+		return fmt.Errorf("store: import: %w", q.Classify(err))
+	}
+	c.took = true
+	return nil
 }
 
 // loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened

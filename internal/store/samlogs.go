@@ -74,6 +74,15 @@ UNION ALL SELECT 1 FROM equipment e
   LEFT JOIN merchants m ON m.id = o.merchant_id
   WHERE e.id = ? AND (CAST(? AS TEXT) = '' OR m.partner_id = ?))`
 
+// samVisiblePageQuery is a page of an entity's logs with their total, if the scope sees the
+// entity: samPageArgs, visibleArgs, samPageLimitArgs.
+const samVisiblePageQuery = samPageQuery + `
+AND ` + visibleEntity + samPageOrder
+
+// samTotalVisibleQuery is an entity's total, 0 without logs, and whether the scope sees it (1 or
+// 0): the key, visibleArgs.
+const samTotalVisibleQuery = `SELECT COALESCE((` + samTotalQuery + `), 0), CASE WHEN ` + visibleEntity + ` THEN 1 ELSE 0 END`
+
 func visibleArgs(scope domain.Scope, id domain.ID) []any {
 	p := string(scope.PartnerID)
 	return []any{id, p, p, id, p, p, id, p, p, id, p, p, id, p, p}
@@ -87,7 +96,7 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 //
 // The page is cached for the scope's partner (see readCache): visibility is part of the answer.
 func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
-	p, err := cached(ctx, s.cache, cacheKey{read: "sam", a: string(entity), b: string(scope.PartnerID), page: page, size: size},
+	p, err := cached(ctx, s.cache, cacheKey{read: samPageRead, a: string(entity), b: string(scope.PartnerID), page: page, size: size},
 		rereading(ctx, s, func() (samPage, error) {
 			logs, total, visible, err := s.listVisibleSAMActionLogs(ctx, scope, entity, page, size)
 			return samPage{logs, total, visible}, err
@@ -111,8 +120,7 @@ func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	offset := pageOffset(page, size)
 	key := column.UUIDArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
-	rows, err := s.q().Query(ctx, samPageQuery+`
-AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...)...)
+	rows, err := s.q().Query(ctx, samVisiblePageQuery, append(args, samPageLimitArgs(offset, size)...)...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -134,8 +142,7 @@ AND `+visibleEntity+samPageOrder, append(args, samPageLimitArgs(offset, size)...
 	}
 	// No page: past the end, an entity without logs, or one the scope may not see.
 	var vis int64
-	err = s.q().QueryRow(ctx, `SELECT COALESCE((`+samTotalQuery+`), 0), CASE WHEN `+visibleEntity+` THEN 1 ELSE 0 END`,
-		append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
+	err = s.q().QueryRow(ctx, samTotalVisibleQuery, append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}

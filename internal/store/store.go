@@ -70,9 +70,13 @@ type Engine interface {
 	// session, which a transaction-mode pooler does not keep.
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
-	// load. finish runs in the transaction once the import has written its rows, before it
-	// commits (an error fails the import); end gives the settings back, whatever the outcome.
-	BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error, end func(), err error)
+	// load, under which the tables' triggers leave the read cache's generation alone. moved moves
+	// it for everything the import wrote, and takes its lock: Load calls it once the import has
+	// written its rows, before it commits, and, on an engine whose writers run side by side, also
+	// before the import first takes the audit chain's head (every writer takes the generation
+	// first and the chain second). An error fails the import. end gives the settings back,
+	// whatever the outcome.
+	BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error)
 	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
 	// table, tail after the values.
 	InsertOrSkip() (head, tail string)

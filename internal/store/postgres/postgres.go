@@ -201,21 +201,26 @@ func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 // back whatever happens to the process: two imports counting logs into the same entity's SAM log
 // buckets at once would lose counts.
 //
-// It then moves the read cache's generation itself (migration 0011), which takes its row lock
-// before anything else: an import changes cached tables and may append to the audit chain, and
-// every other writer that does both (a credential's issue or revocation) changes its table before
-// it takes the chain's head. Were the import to take the chain first (a file of audit events and
-// deletes of leads, which come after them), it and a revocation could each wait for the other.
-//
-// Its statement triggers move the generation once per statement, so finish has nothing to do.
-func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error, end func(), err error) {
+// It then tells the read cache's triggers that the transaction is an import
+// (backoffice.import, a setting of the transaction: nothing stays on the connection), so that
+// they leave the generation alone (migration 0013): moving it takes its row lock to the end of
+// the transaction, and an import's first write comes long before its commit. moved moves it
+// instead, for everything the import wrote: the store calls it before the import commits, and
+// before the import first takes the audit chain's head, to take the two in every writer's order.
+func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
 		return nil, nil, fmt.Errorf("postgres: import lock: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
-		return nil, nil, fmt.Errorf("postgres: import: cache generation: %w", err)
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('backoffice.import', 'on', true)`); err != nil {
+		return nil, nil, fmt.Errorf("postgres: import setting: %w", err)
 	}
-	return func() error { return nil }, func() {}, nil
+	moved = func() error {
+		if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
+			return fmt.Errorf("postgres: import: cache generation: %w", err)
+		}
+		return nil
+	}
+	return moved, func() {}, nil
 }
 
 // InsertOrSkip is the standard INSERT … ON CONFLICT DO NOTHING.

@@ -150,9 +150,10 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 // write transactions already run one at a time.
 //
 // It also sets the read cache's generation triggers aside for the import's rows (see
-// cacheTriggers); finish puts them back and moves the generation once, before the import
-// commits. end gives the page cache back, whatever the outcome.
-func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error, end func(), err error) {
+// cacheTriggers); moved puts them back and moves the generation once, before the import
+// commits (were it called earlier, the triggers would be back for what the import writes after).
+// end gives the page cache back, whatever the outcome.
+func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
 	if _, err := tx.ExecContext(ctx, "PRAGMA cache_size = -32768"); err != nil {
 		return nil, nil, fmt.Errorf("sqlite: import settings: %w", err)
 	}
@@ -162,7 +163,12 @@ func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (finish func() error,
 		end()
 		return nil, nil, err
 	}
-	return func() error { return restoreCacheTriggers(ctx, tx, triggers) }, end, nil
+	moved = func() error {
+		err := restoreCacheTriggers(ctx, tx, triggers)
+		triggers = nil
+		return err
+	}
+	return moved, end, nil
 }
 
 // cacheTriggers are the row triggers that move the read cache's generation (migration 0010):

@@ -5,13 +5,12 @@
 -- service, a CLI command, another replica, psql. They fire on INSERT and DELETE and on an UPDATE
 -- of the columns a cached read reads, and on nothing else: not on a key's last use (stamped as
 -- keys are used), not on the audit trail, which no cached read reads, so decrypts' audit commits
--- leave the cache valid. A new cached read, or a new column read by one, needs its trigger here
--- too (TestCacheSeesPlainSQLOnEachCachedTable, internal/store/cache_test.go).
+-- leave the cache valid. TestTriggersCoverWhatCachedReadsRead (internal/store/cachecover_test.go)
+-- fails while a column a cached read reads lacks its trigger.
 --
 -- Statement triggers: one COPY or multi-row statement moves n once. The row lock on
 -- cache_generation is held from a transaction's first change to a cached table to its end, so
--- such transactions take turns (an import and a revocation, say); none holds it long but the
--- import, under its own lock already. TRUNCATE moves it too.
+-- such transactions take turns; an import takes it only at its end (0013). TRUNCATE moves it too.
 CREATE TABLE cache_generation (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   n  BIGINT NOT NULL

@@ -5,8 +5,8 @@
 -- service, a CLI command, another replica, the sqlite3 shell. They fire on INSERT and DELETE and
 -- on an UPDATE of the columns a cached read reads, and on nothing else: not on a key's last use
 -- (stamped as keys are used), not on the audit trail, which no cached read reads, so decrypts'
--- audit commits leave the cache valid. A new cached read, or a new column read by one, needs its
--- trigger here too (TestCacheSeesPlainSQLOnEachCachedTable, internal/store/cache_test.go).
+-- audit commits leave the cache valid. TestTriggersCoverWhatCachedReadsRead
+-- (internal/store/cachecover_test.go) fails while a column a cached read reads lacks its trigger.
 --
 -- n is set to a new random number, not counted up: a database restored from a copy (whose n a
 -- counter could have reached again since, along another history) never shows a number the cache
