@@ -125,7 +125,7 @@ func printTrailKeys(w io.Writer, ring *secrets.Ring, n keyNeeds) error {
 			continue
 		}
 		missing = append(missing, u.KeyID)
-		fmt.Fprintf(w, "WARNING: %d audit links (seq %d to %d) are made under key %s, which is not in the ring, and no anchor under a key of the ring covers them: audit verify cannot check them. Add %s back to BACKOFFICE_MASTER_KEYS if it is one of yours; if you never had a key %s, the trail was altered: run `backoffice audit verify`.\n", u.Links, u.First, u.Last, u.KeyID, u.KeyID, u.KeyID)
+		fmt.Fprintf(w, "WARNING: %d audit links (seq %d to %d) are made under key %s, which is not in the ring, and no anchor under a key of the ring covers them: audit verify cannot check them with this ring. Add %s back to BACKOFFICE_MASTER_KEYS if it is one of yours; if you never had a key %s, the trail was altered: run `backoffice audit verify`.\n", u.Links, u.First, u.Last, u.KeyID, u.KeyID, u.KeyID)
 	}
 	if g := n.genesisKey; g != "" && !slices.Contains(held, g) {
 		missing = append(missing, g+" (the genesis)")
@@ -268,13 +268,23 @@ func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *
 			}
 		}
 	}
-	const refused = "keys rewrap refused, nothing was changed: it anchors the audit trail, and an anchor covers only a trail verified just before it"
-	var b *store.ChainBreak
-	if errors.As(err, &b) {
-		return store.Verified{}, fmt.Errorf("%s; the trail does not verify: %w (%w; `backoffice audit verify` says more)", refused, b, errAuditChainBroken)
+	kind := ErrCannotCheck
+	if errors.As(err, new(*store.ChainBreak)) {
+		kind = errAuditChainBroken
 	}
-	return store.Verified{}, fmt.Errorf("%s; the trail cannot be checked: %w (%w; `backoffice audit verify` says more)", refused, err, ErrCannotCheck)
+	return store.Verified{}, rewrapRefused{why: err, kind: kind}
 }
+
+// rewrapRefused is a keys rewrap that did not run because the trail does not verify: exit 1 when
+// it is broken, 3 when it cannot be checked, as audit verify's.
+type rewrapRefused struct{ why, kind error }
+
+func (r rewrapRefused) Error() string {
+	return "keys rewrap refused, nothing was changed: it anchors the audit trail, and an anchor covers only a trail verified just before it: " +
+		r.why.Error() + " (`backoffice audit verify` says more)"
+}
+
+func (r rewrapRefused) Unwrap() []error { return []error{r.why, r.kind} }
 
 // startRewrap puts the run on record before it changes anything, so that a run killed outright
 // (kill -9, a crash) still leaves its event; then it seals the audit chain's genesis under the
