@@ -82,9 +82,9 @@ type auditColumn struct {
 // attackCase is one change.
 type attackCase struct {
 	table, column, kind string // column "" for a row operation (kind names it)
-	target                  int64
-	what                    string // what the row is
-	stmts                   []string
+	target              int64
+	what                string // what the row is
+	stmts               []string
 	// probe: what the change did on the prepared database, rolled back ("" when it changed it).
 	probe string
 }
