@@ -804,4 +804,3 @@ func joinCells(la, a, lb, b string) string {
 	}
 	return la + a + "; " + lb + b
 }
-
