@@ -194,7 +194,7 @@ func startCheckpoints(ctx context.Context, cfg Config, st *store.Store, ring *se
 func logGenesis(g store.GenesisOpening, ring *secrets.Ring, log *slog.Logger) {
 	switch {
 	case !g.Unsealed:
-	case !g.Sealed:
+	case !g.Sealed && g.Left != nil:
 		log.Error("the audit chain's genesis is unsealed, and the trail does not prove where the chain begins: it is left unsealed; run `backoffice audit verify` to see what changed",
 			slog.Int64("last_unlinked_seq", g.LastUnlinked), slog.String("why", g.Left.Error()))
 	case g.OnTrust && g.LastUnlinked > 0: // a new database's genesis (nothing before the chain) is no news

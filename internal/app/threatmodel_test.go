@@ -271,11 +271,11 @@ func auditCatalog(t *testing.T, st *store.Store) []auditTable {
 			UNION SELECT ii.name FROM pragma_index_list(?1) il, pragma_index_info(il.name) ii WHERE il."unique" = 1
 			AND (SELECT count(*) FROM pragma_index_info(il.name)) = 1`
 	}
-	names := queryStrings(t, db, tablesQ)
+	names := column[string](t, db, tablesQ)
 	var tables []auditTable
 	for _, name := range names {
 		tb := auditTable{name: name}
-		unique := queryStrings(t, db, uniqueQ, name)
+		unique := column[string](t, db, uniqueQ, name)
 		rows, err := db.QueryContext(ctx, columnsQ, name)
 		if err != nil {
 			t.Fatal(err)
@@ -313,20 +313,21 @@ func auditCatalog(t *testing.T, st *store.Store) []auditTable {
 	return tables
 }
 
-func queryStrings(t *testing.T, db *sql.DB, q string, args ...any) []string {
+// column reads the one column q selects.
+func column[T any](t *testing.T, db *sql.DB, q string, args ...any) []T {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out
 }
@@ -338,7 +339,7 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 	st := testdb.OpenAsIs(t, fx.url)
 	var cases []attackCase
 	for _, tb := range fx.tables {
-		targets := queryInts(t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name+` ORDER BY 1`)
+		targets := column[int64](t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name+` ORDER BY 1`)
 		what := map[int64]string{}
 		if tb.name == "audit_events" {
 			targets = nil
@@ -347,7 +348,7 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 				what[x.seq] = x.what
 			}
 		}
-		all := queryInts(t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name)
+		all := column[int64](t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name)
 		last := slices.Max(all)
 		for _, target := range targets {
 			add := func(column, kind string, stmts ...string) {
@@ -456,24 +457,6 @@ func copyRow(tb auditTable, from int64, at string) string {
 		}
 	}
 	return fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s = %d", tb.name, strings.Join(cols, ", "), strings.Join(exprs, ", "), tb.name, tb.order, from)
-}
-
-func queryInts(t *testing.T, db *sql.DB, q string) []int64 {
-	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 // probe runs stmts in a transaction on st's database and rolls it back: "refused by the database"

@@ -215,7 +215,9 @@ func (s *Store) SealUnsealedAuditGenesis(ctx context.Context, ver ChainVerifier,
 		o.Left = err
 		return o, nil
 	}
-	o.Sealed, err = s.SealAuditGenesis(ctx, v)
+	// Sealed now, by this call or by another process's that opened it at the same time.
+	_, err = s.SealAuditGenesis(ctx, v)
+	o.Sealed = err == nil
 	return o, err
 }
 
