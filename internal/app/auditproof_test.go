@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"backoffice/internal/checkpoint"
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -591,5 +593,33 @@ func TestVerifyAnswersAreListed(t *testing.T) {
 		if got := listed(c.code, c.line); got != c.want {
 			t.Errorf("exit %d %q: listed %v, want %v", c.code, c.line, got, c.want)
 		}
+	}
+}
+
+// Anchors are made only by keys rewrap, of a trail it verified: an import that brings one without
+// its place in the chain (to be appended as a new event) is refused, and changes nothing.
+func TestImportRefusesAnUnplacedAnchor(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c := newCLI(t, testdb.URL(t, engine), "k1")
+			ds := testDataset(0)
+			ds.AuditEvents = []domain.AuditEvent{{ID: testdb.FixtureID(9901), At: time.Now().UTC(), ActorUserID: testStaff, Action: store.ActionAuditAnchor,
+				TargetID: "audit_events", Outcome: domain.OutcomeGranted, Detail: "events 1 to 1: digest " + strings.Repeat("ab", 32)}}
+			path := filepath.Join(t.TempDir(), "anchor.json")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dataset.Write(f, ds); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if _, _, err := c.run("import", path); err == nil || !strings.Contains(err.Error(), "anchors are made only by `backoffice keys rewrap`") {
+				t.Fatalf("import of an anchor without its place: %v; want it refused", err)
+			}
+			if out, _, _ := c.run("apikey", "list"); strings.Contains(out, string(testImportKey)) {
+				t.Fatalf("the refused import left its records:\n%s", out)
+			}
+		})
 	}
 }
