@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -201,13 +202,11 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return err
 	}
-	for _, id := range ring.KeyIDs() {
-		pub, err := ring.CheckpointPublicKey(id)
-		if err != nil {
-			return err
-		}
-		keys[id] = pub
+	held, err := ringPublicKeys(ring)
+	if err != nil {
+		return err
 	}
+	maps.Copy(keys, held)
 	files := f.checkpoints
 	if cfg.AuditCheckpoints != "" && !slices.Contains(files, cfg.AuditCheckpoints) {
 		files = append([]string{cfg.AuditCheckpoints}, files...)
@@ -218,12 +217,12 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	}
 	st, err := openStore(ctx, cfg, nil)
 	if err != nil {
-		return err
+		return reportUncheckable(env, fmt.Errorf("%w: the database: %v", ErrCannotCheck, err))
 	}
 	defer st.Close()
 	rep, err := st.VerifyAuditChain(ctx, ring, append(expects, more...))
 	if err != nil {
-		return err
+		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
 	}
 	return reportChain(env, rep, notes, len(files))
 }
@@ -259,16 +258,19 @@ func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
 // is an ErrCannotCheck.
 func checkpointExpects(files []string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, notes []string, err error) {
 	for _, file := range files {
-		entries, err := checkpoint.ReadFile(file)
+		read, err := checkpoint.ReadFile(file)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
 		}
-		vouched, unvouched, err := checkpoint.Vouched(entries, keys)
+		vouched, unvouched, err := checkpoint.Vouched(read.Entries, keys)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(err.Error(), checkpoint.ErrUnverifiable.Error()+": "))
 		}
-		if len(entries) == 0 {
+		if len(read.Entries) == 0 {
 			notes = append(notes, file+" holds no checkpoint yet")
+		}
+		for _, line := range read.Torn {
+			notes = append(notes, fmt.Sprintf("%s line %d is torn (a write cut short by a full disk or a crash): left out; the checkpoints around it were checked", file, line))
 		}
 		if unvouched > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the last %d checkpoints are signed under a key not given, and were not checked", file, unvouched))
@@ -341,7 +343,7 @@ func reportUncheckable(env Env, err error) error {
 func reportChain(env Env, rep store.ChainReport, notes []string, files int) error {
 	if rep.Break != nil {
 		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", rep.Break.Error())
-		return fmt.Errorf("%w: first bad event: seq %d %s", errAuditChainBroken, rep.Break.Seq, orDash(string(rep.Break.ID)))
+		return fmt.Errorf("%w: %s", errAuditChainBroken, rep.Break.Where())
 	}
 	if rep.Unchecked != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(rep.Unchecked.Error(), "cannot check the audit chain: ")))
@@ -359,7 +361,7 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int) erro
 		fmt.Fprintln(env.Stdout)
 	}
 	fmt.Fprintf(env.Stdout, "checkpoints: %d matched, from %d files\n", rep.Matched, files)
-	for _, n := range notes {
+	for _, n := range append(notes, rep.Notes...) {
 		fmt.Fprintf(env.Stdout, "note: %s\n", n)
 	}
 	if files == 0 {

@@ -11,10 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"backoffice/internal/checkpoint"
+	"backoffice/internal/dataset"
+	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -45,7 +48,64 @@ func wantVerify(t *testing.T, c *cli, want error, words string, args ...string) 
 	if want == ErrCannotCheck && strings.Contains(out, "BROKEN") {
 		t.Fatalf("cannot check must not say BROKEN:\n%s", out)
 	}
+	documentedAnswer(t, Report(&strings.Builder{}, err), out)
 	return out
+}
+
+// verifyAnswers are the phrases docs/compliance.md lists for audit verify's first line, by exit
+// status (its table "Every answer of audit verify").
+var verifyAnswers = sync.OnceValues(func() (map[int][]string, error) {
+	b, err := os.ReadFile("../../docs/compliance.md")
+	if err != nil {
+		return nil, err
+	}
+	_, table, _ := strings.Cut(string(b), "## Every answer of audit verify")
+	table, _, _ = strings.Cut(table, "\n## ")
+	out := map[int][]string{}
+	row := regexp.MustCompile("(?m)^\\| ([0-3]) \\| `([^`]+)` \\|")
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		code := int(m[1][0] - '0')
+		out[code] = append(out[code], m[2])
+	}
+	if len(out[0]) == 0 || len(out[1]) == 0 || len(out[3]) == 0 {
+		return nil, fmt.Errorf("docs/compliance.md lists no answers of audit verify")
+	}
+	return out, nil
+})
+
+// documentedAnswer fails the test when the first line of verify's output, given with exit status
+// code, is none of the answers docs/compliance.md lists for it.
+func documentedAnswer(t *testing.T, code int, out string) {
+	t.Helper()
+	answers, err := verifyAnswers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if code == 2 || first == "" {
+		return // usage errors go to standard error
+	}
+	for _, a := range answers[code] {
+		if matchesTemplate(first, a) {
+			return
+		}
+	}
+	t.Errorf("audit verify answered (exit %d) %q, which docs/compliance.md does not list for that exit status", code, first)
+}
+
+// placeholders are the words that stand for a value in the table's phrases.
+var placeholders = regexp.MustCompile(`\b(N\+1-M|A-B|N|M|A|B|K|X)\b`)
+
+// matchesTemplate tells whether line holds phrase, its placeholders standing for any word.
+func matchesTemplate(line, phrase string) bool {
+	var re strings.Builder
+	last := 0
+	for _, m := range placeholders.FindAllStringIndex(phrase, -1) {
+		re.WriteString(regexp.QuoteMeta(phrase[last:m[0]]) + `\S+?`)
+		last = m[1]
+	}
+	re.WriteString(regexp.QuoteMeta(phrase[last:]))
+	return regexp.MustCompile(re.String()).MatchString(line)
 }
 
 // Exit statuses a script can use: 0 intact, 1 broken, 3 cannot check, 2 usage.
@@ -107,6 +167,9 @@ func TestAuditProofSurvivesRotation(t *testing.T) {
 			t.Fatalf("keys status after rewrap and a checkpoint under k2:\n%s", status)
 		}
 		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+		if status := c.mustRun("keys", "status"); !strings.Contains(status, "Key k1 is not in the ring: its 3 audit links (seq 1 to 3) are covered by the anchor at seq 5, under key k2") {
+			t.Errorf("keys status once k1 left the ring:\n%s", status)
+		}
 		wantVerify(t, c, nil, "checkpoints: 2 matched")
 		wantVerify(t, c, nil, "intact: 6 events")
 		// The same with a ring that was never told about the rewrap: cannot check, not broken.
@@ -116,8 +179,10 @@ func TestAuditProofSurvivesRotation(t *testing.T) {
 
 		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 		sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
-		wantVerify(t, c, errAuditChainBroken, "not the ones this anchor fixed")
-		wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
+		// Without k1 the links before the rotation are proven by the anchor's digest alone: some
+		// event of those it fixed differs, which is as precise as a digest can be.
+		wantVerify(t, c, errAuditChainBroken, "broken in seq 1-3: an event in seq 1-3 differs from what the anchor at seq 5")
+		wantVerify(t, c, errAuditChainBroken, "differs from what the checkpoint of", "--checkpoints", file)
 	})
 }
 
@@ -136,7 +201,7 @@ func TestAuditCheckpointsCatchCutTail(t *testing.T) {
 		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file // read by default when configured
 		wantVerify(t, c, errAuditChainBroken, "its tail was cut off")
 		c.mustRun("apikey", "create", "--user", string(testStaff)) // a new seq 3
-		wantVerify(t, c, errAuditChainBroken, "not the one the checkpoint")
+		wantVerify(t, c, errAuditChainBroken, "an event in seq 1-3 differs from what the checkpoint of")
 		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 		// A file that is gone, or altered, cannot be checked: that is not "intact".
 		wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
@@ -159,7 +224,8 @@ func TestCheckpointerRefusesACutChain(t *testing.T) {
 		cp.tick(context.Background())
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		cp.tick(context.Background()) // seq 4, naming the first
-		entries, err := checkpoint.ReadFile(file)
+		read, err := checkpoint.ReadFile(file)
+		entries := read.Entries
 		if err != nil || len(entries) != 2 || entries[1].Seq != 4 || entries[1].Prev != entries[0].ID() {
 			t.Fatalf("two chained checkpoints: %+v %v", entries, err)
 		}
@@ -170,13 +236,13 @@ func TestCheckpointerRefusesACutChain(t *testing.T) {
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		c.mustRun("apikey", "create", "--user", string(testStaff)) // seq 3 and 4 again, other events
 		cp.tick(context.Background())
-		if entries, _ := checkpoint.ReadFile(file); len(entries) != 2 {
+		if read, _ := checkpoint.ReadFile(file); len(read.Entries) != 2 {
 			t.Fatalf("signed the cut chain: %d checkpoints", len(entries))
 		}
 		if !strings.Contains(logs.String(), `"level":"ERROR","msg":"audit checkpoint not signed"`) {
 			t.Errorf("no error logged:\n%s", logs.String())
 		}
-		wantVerify(t, c, errAuditChainBroken, "broken at seq", "--checkpoints", file)
+		wantVerify(t, c, errAuditChainBroken, "differs from what the checkpoint of", "--checkpoints", file)
 	})
 }
 
@@ -202,7 +268,19 @@ func TestAuditVerifyExportOffline(t *testing.T) {
 
 	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
 	c.mustRun("export", export)
-	wantVerify(t, auditor, errAuditChainBroken, "broken at seq 3", args...)
+	// Without the key, the digest of the checkpoint at seq 3 is all that shows it: the auditor is
+	// told the range, not an event that was not touched.
+	out := wantVerify(t, auditor, errAuditChainBroken, "BROKEN: audit chain broken in seq 1-3: an event in seq 1-3 differs from what the checkpoint of", args...)
+	if strings.Contains(out, "at seq") {
+		t.Errorf("offline verify names one event:\n%s", out)
+	}
+	// A cut tail names the events that are missing.
+	sqlOn(t, url, `DELETE FROM audit_events WHERE seq >= 2`)
+	c.mustRun("export", export)
+	_, errOut, err := auditor.run(append([]string{"audit", "verify"}, args...)...)
+	if !errors.Is(err, errAuditChainBroken) || !strings.Contains(err.Error(), "seq 2-3 missing") {
+		t.Errorf("offline verify of a cut tail: %v %s; want seq 2-3 missing", err, errOut)
+	}
 }
 
 // eachAuditCLI runs fn on each engine with auditCLI's database (3 events under key k1), its url,
@@ -232,7 +310,11 @@ func signCheckpoint(t *testing.T, c *cli, file string) checkpoint.Checkpoint {
 	if err := cp.sign(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return cp.last
+	read, err := checkpoint.ReadFile(file)
+	if err != nil || len(read.Entries) == 0 {
+		t.Fatalf("no checkpoint in %s: %v", file, err)
+	}
+	return read.Entries[len(read.Entries)-1].Checkpoint
 }
 
 func readFile(t *testing.T, path string) string {
@@ -312,7 +394,8 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	file := filepath.Join(e.dir, "checkpoints.jsonl")
 	e.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
 	logs = serveAndRead(2)
-	entries, err := checkpoint.ReadFile(file)
+	read, err := checkpoint.ReadFile(file)
+	entries := read.Entries
 	if err != nil || len(entries) != 1 || entries[0].Seq != 3 {
 		t.Fatalf("checkpoints after serve stopped: %+v %v; want one of seq 3", entries, err)
 	}
@@ -391,12 +474,152 @@ func TestCheckpointsCatchAResetGenesis(t *testing.T) {
 		// A command that knows the checkpoints leaves it unsealed: it was sealed before them.
 		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
 		c.mustRun("apikey", "create", "--user", string(testStaff))
-		wantVerify(t, c, errAuditChainBroken, "broken at seq 3")
+		wantVerify(t, c, errAuditChainBroken, "an event in seq 1-3 differs from what the checkpoint of")
 		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 		wantVerify(t, c, ErrCannotCheck, "not sealed")
 		// One that does not seals it, and the database alone then looks whole.
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		wantVerify(t, c, nil, "the first 3 from before the chain")
-		wantVerify(t, c, errAuditChainBroken, "broken at seq 3", "--checkpoints", file)
+		wantVerify(t, c, errAuditChainBroken, "an event in seq 1-3 differs from what the checkpoint of", "--checkpoints", file)
 	})
+}
+
+// The attack on the signers: links after a checkpoint relabelled to a key id no ring holds, and
+// one of those events altered (its link kept). Nothing signs or anchors it: serve's next
+// checkpoint is refused and logged, keys rewrap refuses, and verify names the first relabelled
+// event, before and after; keys status names the made-up key id.
+func TestRelabelledTrailIsNeverVouchedFor(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+		signCheckpoint(t, c, file) // of seq 1-3
+		for range 3 {
+			c.mustRun("apikey", "create", "--user", string(testStaff))
+		}
+		var logs lockedBuffer
+		serving, err := newCheckpointer(file, testdb.OpenAsIs(t, url), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlOn(t, url, `UPDATE audit_events SET chain_key_id = 'kold' WHERE seq > 3`,
+			`UPDATE audit_events SET actor_user_id = '`+string(testPrincipal(7))+`', outcome = 'denied' WHERE seq = 6`)
+		serving.tick(context.Background())
+		if n := len(fileCheckpoints(t, file)); n != 1 {
+			t.Fatalf("serve signed the relabelled trail: %d checkpoints", n)
+		}
+		if !strings.Contains(logs.String(), `"level":"ERROR","msg":"audit checkpoint not signed"`) || !strings.Contains(logs.String(), "relabelled") {
+			t.Errorf("serve's refusal is not logged as an error naming the relabel:\n%s", logs.String())
+		}
+		wantVerify(t, c, errAuditChainBroken, `broken at seq 4 (event`)
+		_, _, err = c.run("keys", "rewrap")
+		if !errors.Is(err, errAuditChainBroken) || !strings.Contains(err.Error(), "keys rewrap refused, nothing was changed") || !strings.Contains(err.Error(), "relabelled") {
+			t.Fatalf("keys rewrap on the relabelled trail: %v; want it refused, naming the break", err)
+		}
+		if anchors := auditEvents(t, c, "audit.anchor"); len(anchors) != 0 {
+			t.Fatalf("anchored: %+v", anchors)
+		}
+		out := wantVerify(t, c, errAuditChainBroken, "its link is made under key k1, which the ring holds, but the event names key \"kold\": relabelled")
+		if !strings.HasPrefix(out, "BROKEN: audit chain broken at seq 4 (") {
+			t.Errorf("verify after the refused rewrap:\n%s", out)
+		}
+		status, _, err := c.run("keys", "status")
+		if err == nil || !strings.Contains(status, "3 audit links (seq 4 to 6) are made under key kold, which is not in the ring") {
+			t.Errorf("keys status does not name kold, or exits 0: %v\n%s", err, status)
+		}
+	})
+}
+
+// Without a checkpoints file the same relabel, of every link, is still a break at seq 1, never
+// "cannot check"; keys rewrap refuses, and a head recorded before does not make it pass.
+func TestRelabelledTrailWithoutCheckpoints(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		out := wantVerify(t, c, nil, "intact: 3 events")
+		head := regexp.MustCompile(`hash: ([0-9a-f]{64})`).FindStringSubmatch(out)[1]
+		sqlOn(t, url, `UPDATE audit_events SET chain_key_id = 'kold'`,
+			`UPDATE audit_events SET outcome = 'denied' WHERE seq = 3`)
+		wantVerify(t, c, errAuditChainBroken, "broken at seq 1 (event")
+		if _, _, err := c.run("keys", "rewrap"); !errors.Is(err, errAuditChainBroken) {
+			t.Fatalf("keys rewrap: %v; want it refused", err)
+		}
+		wantVerify(t, c, errAuditChainBroken, "relabelled", "--head", head)
+		if status, _, _ := c.run("keys", "status"); !strings.Contains(status, "made under key kold") {
+			t.Errorf("keys status does not name kold:\n%s", status)
+		}
+	})
+}
+
+// A genesis relabelled to a key id no ring holds is a break, with checkpoints or without.
+func TestRelabelledGenesisIsABreak(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		signCheckpoint(t, c, file)
+		sqlOn(t, url, `UPDATE audit_chain_genesis SET chain_key_id = 'kold'`)
+		wantVerify(t, c, errAuditChainBroken, `broken at seq 1: the genesis record is sealed under key k1 but names key "kold": relabelled`)
+		wantVerify(t, c, errAuditChainBroken, "relabelled", "--checkpoints", file)
+		if _, _, err := c.run("keys", "rewrap"); !errors.Is(err, errAuditChainBroken) {
+			t.Fatalf("keys rewrap: %v; want it refused", err)
+		}
+		if status, _, _ := c.run("keys", "status"); !strings.Contains(status, "genesis is sealed under key kold") {
+			t.Errorf("keys status does not name kold:\n%s", status)
+		}
+	})
+}
+
+// The answers' table of docs/compliance.md is read, and a line it does not list matches none of
+// its phrases.
+func TestVerifyAnswersAreListed(t *testing.T) {
+	answers, err := verifyAnswers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(code int, line string) bool {
+		for _, a := range answers[code] {
+			if matchesTemplate(line, a) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		code int
+		line string
+		want bool
+	}{
+		{1, `BROKEN: audit chain broken at seq 4 (event x): its link is made under key k1, which the ring holds, but the event names key "kold": relabelled`, true},
+		{1, "BROKEN: audit chain broken in seq 2-3: an event in seq 2-3 differs from what the checkpoint of 2026-11-23T12:00:00Z (f line 1) signed", true},
+		{3, `CANNOT CHECK: cannot check the audit chain from seq 1 to 5: the links are made under key "k0", which the ring does not hold, and …`, true},
+		{0, "intact: 3 events", true},
+		{1, "BROKEN: audit chain broken at seq 4: something no one wrote down", false},
+		{3, "BROKEN: audit chain broken at seq 4 (event x): its link does not match: the event was altered, inserted, or follows an altered one", false},
+	} {
+		if got := listed(c.code, c.line); got != c.want {
+			t.Errorf("exit %d %q: listed %v, want %v", c.code, c.line, got, c.want)
+		}
+	}
+}
+
+// Anchors are made only by keys rewrap, of a trail it verified: an import that brings one without
+// its place in the chain (to be appended as a new event) is refused, and changes nothing.
+func TestImportRefusesAnUnplacedAnchor(t *testing.T) {
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			c := newCLI(t, testdb.URL(t, engine), "k1")
+			ds := testDataset(0)
+			ds.AuditEvents = []domain.AuditEvent{{ID: testdb.FixtureID(9901), At: time.Now().UTC(), ActorUserID: testStaff, Action: store.ActionAuditAnchor,
+				TargetID: "audit_events", Outcome: domain.OutcomeGranted, Detail: "events 1 to 1: digest " + strings.Repeat("ab", 32)}}
+			path := filepath.Join(t.TempDir(), "anchor.json")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dataset.Write(f, ds); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if _, _, err := c.run("import", path); err == nil || !strings.Contains(err.Error(), "anchors are made only by `backoffice keys rewrap`") {
+				t.Fatalf("import of an anchor without its place: %v; want it refused", err)
+			}
+			if out, _, _ := c.run("apikey", "list"); strings.Contains(out, string(testImportKey)) {
+				t.Fatalf("the refused import left its records:\n%s", out)
+			}
+		})
+	}
 }

@@ -64,10 +64,12 @@ var commandDocs = []commandDoc{
 	{name: "keys", synopsis: "COMMAND [flags]", summary: "inspect and rotate the master keys that seal SSNs",
 		example: "backoffice keys status --demo"},
 	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
-		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500).",
+		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500), or when the audit\n" +
+			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).",
 		example: "backoffice keys status --demo"},
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
-		details: "Safe while serving and resumable: each batch is one transaction.",
+		details: "Safe while serving and resumable: each batch is one transaction. It first verifies the whole audit trail (as\n" +
+			"audit verify, with BACKOFFICE_AUDIT_CHECKPOINTS) and refuses, changing nothing, when it does not verify.",
 		example: "backoffice keys rewrap --demo --batch 1000\nBACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
 	{name: "audit", synopsis: "COMMAND [flags]", summary: "read and verify the audit trail",
 		example: "backoffice audit list --demo"},
@@ -78,9 +80,9 @@ var commandDocs = []commandDoc{
 	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
 		details: "Checks every link from the chain's genesis, and the chain against the checkpoints serve signed\n" +
 			"(BACKOFFICE_AUDIT_CHECKPOINTS and each --checkpoints file, one per replica), which catch a cut-off tail.\n" +
-			"Exits 0 when intact, 1 naming the first bad event, 3 when it cannot check (a key or checkpoint missing),\n" +
-			"2 on a usage error. With --export it checks an export against the checkpoints with public keys only:\n" +
-			"no master key, no database. See docs/compliance.md.",
+			"Exits 0 when intact, 1 naming the first bad event (or the range a digest shows), 3 when it cannot check\n" +
+			"(a key or checkpoint missing), 2 on a usage error. With --export it checks an export against the\n" +
+			"checkpoints with public keys only: no master key, no database. See docs/compliance.md.",
 		example: "backoffice audit verify --demo\nbackoffice audit verify --export export.json --checkpoints checkpoints.jsonl --public-key k…:…"},
 	{name: "audit public-key", synopsis: "[--key-id ID] [flags]", summary: "print the public key that checks the audit checkpoints",
 		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.",

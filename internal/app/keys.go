@@ -55,7 +55,7 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err := printKeyStatus(env.Stdout, ring, counts, needs); err != nil {
 		return err
 	}
-	return missingKeys(keyStates(ring, counts))
+	return errors.Join(missingKeys(keyStates(ring, counts)), printTrailKeys(env.Stdout, ring, needs))
 }
 
 // keyNeeds is what, besides SSNs, may still need a master key: audit events linked under it and
@@ -66,12 +66,19 @@ type keyNeeds struct {
 	genesisKey      string
 	checkpointKey   string
 	checkpointsFile string
+	// trail is every key id the audit trail's links name, anchors the anchors that may cover
+	// those the ring lacks.
+	trail   []store.AuditKeyUse
+	anchors []store.AuditAnchor
 }
 
 func readKeyNeeds(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (keyNeeds, error) {
 	var n keyNeeds
 	var err error
 	if n.unanchored, n.genesisKey, err = st.AuditKeyNeeds(ctx, ring.ActiveKeyID()); err != nil {
+		return n, err
+	}
+	if n.trail, n.anchors, _, err = st.AuditKeyUses(ctx); err != nil {
 		return n, err
 	}
 	last, ok, err := lastCheckpoint(cfg)
@@ -94,6 +101,40 @@ func (n keyNeeds) reasons(id string) []string {
 		out = append(out, fmt.Sprintf("The newest audit checkpoint in %s is signed under key %s: let serve sign one under the active key (it does within a minute of the next event) before removing it.", n.checkpointsFile, id))
 	}
 	return out
+}
+
+// printTrailKeys names every key id the audit trail mentions that the ring lacks: for links an
+// anchor under a key of the ring covers, that they need it no more; for any other, and for a
+// genesis sealed under such a key, a warning, and an error for keys status's exit status. It does
+// not verify (audit verify does): a key id no ring of the operator's ever held was written by hand.
+func printTrailKeys(w io.Writer, ring *secrets.Ring, n keyNeeds) error {
+	held := ring.KeyIDs()
+	var missing []string
+	for _, u := range n.trail {
+		if slices.Contains(held, u.KeyID) {
+			continue
+		}
+		var by store.AuditAnchor
+		for _, a := range n.anchors {
+			if slices.Contains(held, a.KeyID) && a.Seq > u.Last && a.Covers >= u.Last && a.Covers > by.Covers {
+				by = a
+			}
+		}
+		if by.Seq > 0 {
+			fmt.Fprintf(w, "Key %s is not in the ring: its %d audit links (seq %d to %d) are covered by the anchor at seq %d, under key %s; the audit proof does not need it.\n", u.KeyID, u.Links, u.First, u.Last, by.Seq, by.KeyID)
+			continue
+		}
+		missing = append(missing, u.KeyID)
+		fmt.Fprintf(w, "WARNING: %d audit links (seq %d to %d) are made under key %s, which is not in the ring, and no anchor under a key of the ring covers them: audit verify cannot check them with this ring. Add %s back to BACKOFFICE_MASTER_KEYS if it is one of yours; if you never had a key %s, the trail was altered: run `backoffice audit verify`.\n", u.Links, u.First, u.Last, u.KeyID, u.KeyID, u.KeyID)
+	}
+	if g := n.genesisKey; g != "" && !slices.Contains(held, g) {
+		missing = append(missing, g+" (the genesis)")
+		fmt.Fprintf(w, "WARNING: the audit chain's genesis is sealed under key %s, which is not in the ring: add it back if it is one of yours; if you never had a key %s, the genesis was altered: run `backoffice audit verify`.\n", g, g)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the audit trail names keys missing from the ring that nothing else covers (%s): see above", strings.Join(missing, ", "))
 }
 
 // missingKeys fails keys status when SSNs are sealed under a key the ring lacks, so that a script
@@ -199,7 +240,11 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	defer st.Close()
-	if err := startRewrap(ctx, st, ring, actor); err != nil {
+	v, err := verifyBeforeAnchor(ctx, cfg, st, ring)
+	if err != nil {
+		return err
+	}
+	if err := startRewrap(ctx, st, ring, actor, v); err != nil {
 		return err
 	}
 	progress := func(b store.RewrapBatch, t rewrapTotals) {
@@ -209,17 +254,53 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	return finishRewrap(ctx, env, st, ring, actor, totals, runErr)
 }
 
+// verifyBeforeAnchor walks the whole audit chain, against the configured checkpoints, before
+// keys rewrap anchors it: an anchor covers only a trail verified just before it. A trail that does
+// not verify refuses the run, which then changes nothing.
+func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (store.Verified, error) {
+	expects, err := configuredExpects(cfg, ring)
+	if err == nil {
+		var rep store.ChainReport
+		if rep, err = st.VerifyAuditChain(ctx, ring, expects); err == nil {
+			var v store.Verified
+			if v, err = rep.Verified(); err == nil {
+				return v, nil
+			}
+		}
+	}
+	kind := ErrCannotCheck
+	if errors.As(err, new(*store.ChainBreak)) {
+		kind = errAuditChainBroken
+	}
+	return store.Verified{}, rewrapRefused{why: err, kind: kind}
+}
+
+// rewrapRefused is a keys rewrap that did not run because the trail does not verify: exit 1 when
+// it is broken, 3 when it cannot be checked, as audit verify's.
+type rewrapRefused struct{ why, kind error }
+
+func (r rewrapRefused) Error() string {
+	return "keys rewrap refused, nothing was changed: it anchors the audit trail, and an anchor covers only a trail verified just before it: " +
+		r.why.Error() + " (`backoffice audit verify` says more)"
+}
+
+func (r rewrapRefused) Unwrap() []error { return []error{r.why, r.kind} }
+
 // startRewrap puts the run on record before it changes anything, so that a run killed outright
-// (kill -9, a crash) still leaves its event, and then anchors the audit trail under the active
-// key: the links made under the key being retired stay proven once it leaves the ring.
-func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID) error {
+// (kill -9, a crash) still leaves its event; then it seals the audit chain's genesis under the
+// active key and anchors the trail as v verified it there: the links made under the key being
+// retired stay proven once it leaves the ring.
+func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID, v store.Verified) error {
 	now := time.Now().UTC()
 	started := domain.AuditEvent{At: now, ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
 		Outcome: domain.OutcomeGranted, Detail: "started: moving SSNs to key " + ring.ActiveKeyID()}
 	if err := st.RecordAudit(ctx, started); err != nil {
 		return err
 	}
-	return st.AnchorAudit(ctx, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted})
+	if _, err := st.SealAuditGenesis(ctx, v); err != nil {
+		return err
+	}
+	return st.AnchorAudit(ctx, v, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted})
 }
 
 // rewrapTotals adds up the batches of one run.

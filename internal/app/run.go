@@ -206,39 +206,49 @@ func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...s
 	return st, err
 }
 
-// genesisSeal is what opening found of the audit chain's genesis: unsealed (left so when
-// checkpoints exist, which were signed after it was sealed).
-type genesisSeal struct {
-	wasUnsealed, leftUnsealed bool
-	lastUnlinked              int64
-}
-
-// openSealed is openMigrated, which also seals where the audit chain begins (its genesis) when
-// given the ring: a process that writes events fixes it (see store.SealAuditGenesis), and serve
-// warns when it found it unsealed. An unsealed genesis is sealed only while no checkpoint exists:
-// after the first start of this release, one that is unsealed had its seal removed.
-func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, genesisSeal, error) {
+// openSealed is openMigrated, which also seals a genesis the migration left unsealed when given
+// the ring (see store.SealUnsealedAuditGenesis): after a walk of the whole trail, against the
+// configured checkpoints, proves where the chain begins; on trust only while no checkpoint
+// exists. serve logs what it did.
+func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, store.GenesisOpening, error) {
 	st, err := openUnsealed(ctx, cfg, ring, opts...)
 	if err != nil || ring == nil {
-		return st, genesisSeal{}, err
+		return st, store.GenesisOpening{}, err
 	}
-	var g genesisSeal
-	checkpointed, err := hasCheckpoints(cfg)
-	if err == nil {
-		g.wasUnsealed, g.lastUnlinked, err = st.SealAuditGenesis(ctx, !checkpointed)
-	}
+	g, err := st.SealUnsealedAuditGenesis(ctx, ring, func() ([]store.ChainExpect, bool, error) {
+		_, checkpointed, err := lastCheckpoint(cfg)
+		if err != nil {
+			return nil, false, err
+		}
+		expects, err := configuredExpects(cfg, ring)
+		return expects, !checkpointed, err
+	})
 	if err != nil {
 		st.Close()
 		return nil, g, err
 	}
-	g.leftUnsealed = g.wasUnsealed && checkpointed
 	return st, g, nil
 }
 
-// hasCheckpoints tells whether the configured checkpoints file holds a checkpoint.
-func hasCheckpoints(cfg Config) (bool, error) {
-	_, ok, err := lastCheckpoint(cfg)
-	return ok, err
+// configuredExpects are the checkpoints of the configured file (BACKOFFICE_AUDIT_CHECKPOINTS, or
+// the demo's) that are signed under a key of the ring, as what the chain must hold: none when no
+// file is configured or it is missing. A file that does not hold together is an error.
+func configuredExpects(cfg Config, ring *secrets.Ring) ([]store.ChainExpect, error) {
+	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.AuditCheckpoints); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	keys, err := ringPublicKeys(ring)
+	if err != nil {
+		return nil, err
+	}
+	expects, _, err := checkpointExpects([]string{cfg.AuditCheckpoints}, keys)
+	if err != nil {
+		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+	}
+	return expects, nil
 }
 
 // lastCheckpoint is the newest checkpoint in the configured file (BACKOFFICE_AUDIT_CHECKPOINTS,
@@ -247,16 +257,16 @@ func lastCheckpoint(cfg Config) (last checkpoint.Entry, ok bool, err error) {
 	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
 		return last, false, err
 	}
-	entries, err := checkpoint.ReadFile(cfg.AuditCheckpoints)
+	file, err := checkpoint.ReadFile(cfg.AuditCheckpoints)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return last, false, nil
 	case err != nil:
 		return last, false, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
-	case len(entries) == 0:
+	case len(file.Entries) == 0:
 		return last, false, nil
 	}
-	return entries[len(entries)-1], true, nil
+	return file.Entries[len(file.Entries)-1], true, nil
 }
 
 func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {

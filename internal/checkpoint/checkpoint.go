@@ -18,6 +18,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
+
+	"backoffice/internal/store"
 )
 
 // Label opens every signed message; the "v1" names this format.
@@ -51,11 +54,21 @@ func (c Checkpoint) ID() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Sign sets the version and the signature.
-func (c Checkpoint) Sign(key ed25519.PrivateKey) Checkpoint {
-	c.V = 1
+// Sign makes the checkpoint of the trail v proved, naming prev (the id of the checkpoint before
+// it, "" for the first) and signed under key, the checkpoint key of the master key keyID. It is
+// the only way this package signs, and v only a walk of the chain makes (store.Verified): no
+// checkpoint covers a trail that was not verified, link by link, just before.
+func Sign(v store.Verified, prev string, at time.Time, keyID string, key ed25519.PrivateKey) (Checkpoint, error) {
+	if err := v.Err(); err != nil {
+		return Checkpoint{}, err
+	}
+	if v.Seq() == 0 {
+		return Checkpoint{}, errors.New("audit checkpoints: the trail is empty: nothing to sign")
+	}
+	c := Checkpoint{V: 1, Seq: v.Seq(), Head: v.Head(), Digest: hex.EncodeToString(v.Digest()), Prev: prev,
+		At: at.UTC().Format(time.RFC3339Nano), KeyID: keyID}
 	c.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(key, c.Message()))
-	return c
+	return c, nil
 }
 
 // SignedBy tells whether pub made the signature.
@@ -76,68 +89,182 @@ func (e Entry) What() string {
 	return fmt.Sprintf("the checkpoint of %s (%s line %d)", e.At, e.File, e.Line)
 }
 
-// Append writes c as one line at the end of the file at path (made if missing, mode 0600), and
-// syncs it to disk before it returns.
-func Append(path string, c Checkpoint) error {
-	line, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("audit checkpoints: %w", err)
-	}
-	_, err = f.Write(append(line, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("audit checkpoints: %s: %w", path, err)
-	}
-	return nil
+// File is a checkpoints file as read.
+type File struct {
+	Name    string
+	Entries []Entry
+	// Torn are the lines a write left unfinished (a full disk, a crash while appending): they are
+	// left out, and the checkpoints around them are checked as if they were not there.
+	Torn []int
 }
 
-// ReadFile reads a checkpoints file. A last line with no newline (a write cut short by a crash)
-// is left out; any other line that is not a checkpoint is an error naming it.
-func ReadFile(path string) ([]Entry, error) {
+// Append appends, as one line at the end of the file at path (made if missing, mode 0600), the
+// checkpoint sign makes given the id of the file's last checkpoint (its predecessor, "" when there
+// is none), and syncs it to disk before it returns. It holds an exclusive lock on the file (flock)
+// from reading the predecessor to the sync, so that processes appending to one file each name the
+// checkpoint truly before theirs. A file that ends in a torn line gets the new one on a line of its
+// own.
+func Append(path string, sign func(prev string) (Checkpoint, error)) (Checkpoint, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit checkpoints: %w", err)
+	}
+	defer f.Close()
+	unlock, err := lockFile(f)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: lock: %w", path, err)
+	}
+	defer unlock()
+	prev, clean, err := lastInFile(f)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	var prevID string
+	if prev != nil {
+		prevID = prev.ID()
+	}
+	c, err := sign(prevID)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	line, err := json.Marshal(c)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	var b []byte
+	if !clean {
+		b = append(b, '\n')
+	}
+	b = append(append(b, line...), '\n')
+	if _, err = f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// tailChunk is how much of a file's end Append reads first to find the last checkpoint.
+const tailChunk = 16 << 10
+
+// lastInFile reads f's last checkpoint (nil when it has none) and whether f ends where a new line
+// may start (empty, or after a newline). It reads the end of the file, more of it while the
+// complete lines there are torn ones.
+func lastInFile(f *os.File) (last *Checkpoint, clean bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	size := st.Size()
+	for chunk := int64(tailChunk); ; chunk *= 2 {
+		from := max(0, size-chunk)
+		b := make([]byte, size-from)
+		if _, err := f.ReadAt(b, from); err != nil && !errors.Is(err, io.EOF) {
+			return nil, false, err
+		}
+		clean = len(b) == 0 || b[len(b)-1] == '\n'
+		lines := bytes.SplitAfter(b, []byte("\n"))
+		if from > 0 {
+			lines = lines[1:] // the first may start before the chunk
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			c, _, err := parseLine(lines[i]) // past a torn or blank line, the one before it
+			switch {
+			case err != nil:
+				return nil, clean, fmt.Errorf("a line near the end is not a checkpoint of version 1: %w", err)
+			case c != nil:
+				return c, clean, nil
+			}
+		}
+		if from == 0 {
+			return nil, clean, nil
+		}
+	}
+}
+
+// ReadFile reads a checkpoints file. A line a write left unfinished (torn) is listed and left
+// out; any other line that is not a checkpoint is an error naming it.
+func ReadFile(path string) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit checkpoints: %w", err)
+		return File{}, fmt.Errorf("audit checkpoints: %w", err)
 	}
 	defer f.Close()
 	return read(f, path)
 }
 
-func read(r io.Reader, name string) ([]Entry, error) {
+func read(r io.Reader, name string) (File, error) {
 	br := bufio.NewReader(r)
-	var out []Entry
+	file := File{Name: name}
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return out, nil // a torn last line, or none
+		if err != nil && !errors.Is(err, io.EOF) {
+			return File{}, fmt.Errorf("audit checkpoints: %s: %w", name, err)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("audit checkpoints: %s: %w", name, err)
+		c, torn, perr := parseLine(line)
+		switch {
+		case perr != nil:
+			return File{}, fmt.Errorf("audit checkpoints: %s line %d: not a checkpoint of version 1", name, n)
+		case torn:
+			file.Torn = append(file.Torn, n)
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+		if c != nil {
+			file.Entries = append(file.Entries, Entry{Checkpoint: *c, File: name, Line: n})
 		}
-		var c Checkpoint
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil || c.V != 1 {
-			return nil, fmt.Errorf("audit checkpoints: %s line %d: not a checkpoint of version 1", name, n)
+		if err != nil { // io.EOF: that was the last line, with or without its newline
+			return file, nil
 		}
-		out = append(out, Entry{Checkpoint: c, File: name, Line: n})
 	}
+}
+
+// parseLine reads one line of a checkpoints file: a checkpoint, nothing (a blank line), or a torn
+// line (torn: a checkpoint cut short, possibly followed on the same line by a whole one, as an
+// append after a torn line left it before appends started on a line of their own). Anything else
+// is an error.
+func parseLine(line []byte) (c *Checkpoint, torn bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false, nil
+	}
+	if c, err := decode(line); err == nil {
+		return c, false, nil
+	} else if !errors.Is(err, io.ErrUnexpectedEOF) {
+		// A torn prefix with a whole checkpoint appended onto it.
+		if i := bytes.LastIndex(line, []byte(`{"v":`)); i > 0 {
+			if _, perr := decode(line[:i]); errors.Is(perr, io.ErrUnexpectedEOF) {
+				if c, err := decode(line[i:]); err == nil {
+					return c, true, nil
+				}
+			}
+		}
+		return nil, false, err
+	}
+	return nil, true, nil
+}
+
+// decode reads one checkpoint of version 1 that fills b; io.ErrUnexpectedEOF when b is one cut
+// short.
+func decode(b []byte) (*Checkpoint, error) {
+	var c Checkpoint
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	if dec.More() || c.V != 1 {
+		return nil, errors.New("not a checkpoint of version 1")
+	}
+	return &c, nil
 }
 
 // ErrUnverifiable marks checkpoints that cannot be checked: none signed under a key given, or
 // the file does not hold together. It is neither intact nor broken.
 var ErrUnverifiable = errors.New("audit checkpoints cannot be checked")
+
+// ErrNoKeyGiven is the ErrUnverifiable of a file whose checkpoints are all signed under keys not
+// given: nothing in it is vouched for, and nothing in it is shown to be wrong.
+var ErrNoKeyGiven = fmt.Errorf("%w", ErrUnverifiable)
 
 // Vouched checks a file's checkpoints and returns those it can vouch for. Each must name the one
 // before it (Prev), so the newest whose signature holds under one of keys vouches for every
@@ -160,7 +287,7 @@ func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched []Entr
 		last = i
 	}
 	if len(entries) > 0 && last < 0 {
-		return nil, 0, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrUnverifiable, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
+		return nil, 0, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrNoKeyGiven, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
 	}
 	return entries[:last+1], len(entries) - last - 1, nil
 }

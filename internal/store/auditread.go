@@ -79,24 +79,17 @@ func (s *Store) ListAuditEvents(ctx context.Context, f domain.AuditFilter, page,
 }
 
 // VerifyAuditChain walks the whole trail in sequence order, in one snapshot, and checks that it
-// is one unbroken chain (see ChainWalk) from its genesis on. An altered row fails its own link, a
-// removed one leaves a gap (or, renumbered, fails the next link), an inserted or stripped one
-// fails its link or sits after the genesis unlinked. expects are what was kept outside the
-// database (signed checkpoints, a recorded head): the chain must still hold each. That is what
-// catches a cut-off tail, which the database alone cannot tell from a shorter trail.
-func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects []ChainExpect) (ChainReport, error) {
+// is one unbroken chain (see ChainWalk) from its genesis on, under ver's keys. An altered row
+// fails its own link, a removed one leaves a gap (or, renumbered, fails the next link), an
+// inserted or stripped one fails its link or sits after the genesis unlinked. expects are what
+// was kept outside the database (signed checkpoints, a recorded head): the chain must still hold
+// each. That is what catches a cut-off tail, which the database alone cannot tell from a shorter
+// trail. The report's Verified is what signs, seals and anchors accept.
+func (s *Store) VerifyAuditChain(ctx context.Context, ver ChainVerifier, expects []ChainExpect) (ChainReport, error) {
 	var rep ChainReport
 	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
-		var unnumbered int64
-		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM audit_events WHERE seq IS NULL`).Scan(&unnumbered); err != nil {
-			return fmt.Errorf("store: verify audit chain: %w", err)
-		}
-		if unnumbered > 0 {
-			rep.Break = &ChainBreak{Reason: fmt.Sprintf("%d events have no sequence number: inserted outside the chain", unnumbered)}
-			return nil
-		}
 		var err error
-		if rep, err = walkChain(ctx, q, sig, expects); err != nil {
+		if rep, err = walkChain(ctx, q, ver, expects); err != nil {
 			return fmt.Errorf("store: verify audit chain: %w", err)
 		}
 		return nil
@@ -104,64 +97,83 @@ func (s *Store) VerifyAuditChain(ctx context.Context, sig ChainSigner, expects [
 	return rep, err
 }
 
-// walkChain checks the whole trail in q from its genesis, against the anchors and expects.
-func walkChain(ctx context.Context, q *sqltx.Tx, sig ChainSigner, expects []ChainExpect) (ChainReport, error) {
+// startWalk starts a walk of the whole trail in q from its genesis, against the anchors and
+// expects.
+func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect) (*ChainWalk, error) {
 	g, err := readGenesis(ctx, q)
 	if err != nil {
-		return ChainReport{}, err
+		return nil, err
 	}
-	anchored, err := anchoredSeqs(ctx, q, "")
+	anchors, err := readAnchors(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	anchored := make([]int64, len(anchors))
+	for i, a := range anchors {
+		anchored[i] = a.Covers
+	}
+	return NewChainWalk(ver, &g, anchored, expects), nil
+}
+
+// walkChain checks the whole trail in q from its genesis, against the anchors and expects.
+func walkChain(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect) (ChainReport, error) {
+	w, err := startWalk(ctx, q, ver, expects)
 	if err != nil {
 		return ChainReport{}, err
 	}
-	w := NewChainWalk(sig, &g, anchored, expects)
-	if err := eachAuditEvent(ctx, q, w.Step); err != nil {
+	if err := eachAuditRow(ctx, q, w.stepRow); err != nil {
 		return ChainReport{}, err
 	}
 	return w.Finish(), nil
 }
 
-// eachAuditEvent reads the whole trail in sequence order, in q, until fn returns false.
-func eachAuditEvent(ctx context.Context, q *sqltx.Tx, fn func(domain.AuditEvent) bool) error {
-	r, err := q.Query(ctx, auditSelect+` ORDER BY seq`)
+// eachAuditRow reads the whole trail in sequence order (rows without a seq last), as walks read
+// it, in q, until fn returns false.
+func eachAuditRow(ctx context.Context, q *sqltx.Tx, fn func(auditRow) bool) error {
+	return auditRowsAfter(ctx, q, `ORDER BY seq`, nil, fn)
+}
+
+// auditRowsAfter reads the rows that tail (a WHERE, an ORDER BY, a LIMIT) selects, as walks read
+// them, until fn returns false.
+func auditRowsAfter(ctx context.Context, q *sqltx.Tx, tail string, args []any, fn func(auditRow) bool) error {
+	r, err := q.Query(ctx, auditSelect+` `+tail, args...)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	for r.Next() {
-		e, err := scanAuditEvent(r)
+		row, err := scanAuditWalkRow(r)
 		if err != nil {
 			return err
 		}
-		if !fn(e) {
+		if !fn(row) {
 			break
 		}
 	}
 	return r.Err()
 }
 
-// anchoredSeqs are the sequence numbers the trail's anchors name, as their details say (a walk
-// keeps the digests there, and believes an anchor once its link holds); with keyID, only the
-// anchors made under that key.
-func anchoredSeqs(ctx context.Context, q *sqltx.Tx, keyID string) ([]int64, error) {
-	query, args := `SELECT detail FROM audit_events WHERE action = ?`, []any{ActionAuditAnchor}
-	if keyID != "" {
-		query, args = query+` AND chain_key_id = ?`, append(args, keyID)
-	}
-	r, err := q.Query(ctx, query, args...)
+// readAnchors reads the trail's anchors as their rows say (links not checked): a walk keeps the
+// digests at the seqs they name, and believes an anchor once its link holds. A row whose columns
+// are not an anchor's is left to the walk to report.
+func readAnchors(ctx context.Context, q *sqltx.Tx) ([]AuditAnchor, error) {
+	r, err := q.Query(ctx, `SELECT seq, chain_key_id, detail FROM audit_events WHERE action = ?`, ActionAuditAnchor)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit anchors: %w", err)
 	}
 	defer r.Close()
-	var seqs []int64
+	var anchors []AuditAnchor
 	for r.Next() {
-		var detail string
-		if err := r.Scan(&detail); err != nil {
+		var seq, keyID, detail any
+		if err := r.Scan(&seq, &keyID, &detail); err != nil {
 			return nil, fmt.Errorf("store: audit anchors: %w", err)
 		}
-		if seq, _, ok := parseAnchor(detail); ok {
-			seqs = append(seqs, seq)
+		s, _ := seq.(int64)
+		k, _ := keyID.(string)
+		d, _ := detail.(string)
+		if covers, _, ok := parseAnchor(d); ok {
+			anchors = append(anchors, AuditAnchor{Seq: s, Covers: covers, KeyID: k})
 		}
 	}
-	return seqs, r.Err()
+	return anchors, r.Err()
 }

@@ -48,8 +48,11 @@ func verify(t *testing.T, st *store.Store, head string) store.ChainReport {
 
 func wantIntact(t *testing.T, rep store.ChainReport, events int64) {
 	t.Helper()
-	if rep.Break != nil || rep.Events != events || rep.Head.Seq != events || (events > 0 && len(rep.Head.Hash) != 64) {
-		t.Fatalf("want an intact chain of %d events: %+v %v", events, rep, rep.Break)
+	if rep.Break != nil || rep.Unchecked != nil || rep.Events != events || rep.Head.Seq != events || (events > 0 && len(rep.Head.Hash) != 64) {
+		t.Fatalf("want an intact chain of %d events: %+v %v %v", events, rep, rep.Break, rep.Unchecked)
+	}
+	if _, err := rep.Verified(); err != nil {
+		t.Fatalf("an intact chain is not verified: %v", err)
 	}
 }
 
@@ -60,6 +63,16 @@ func wantBreak(t *testing.T, rep store.ChainReport, seq int64, reason string) {
 	}
 	if rep.Break.Seq != seq || !strings.Contains(rep.Break.Error(), reason) {
 		t.Fatalf("break %q, want at seq %d saying %q", rep.Break.Error(), seq, reason)
+	}
+}
+
+// sealAsServeDoes seals the genesis the migration left unsealed, as serve's first start without
+// checkpoints does.
+func sealAsServeDoes(t *testing.T, st *store.Store) {
+	t.Helper()
+	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil })
+	if err != nil || (o.Unsealed && !o.Sealed) {
+		t.Fatalf("seal the genesis: %+v %v", o, err)
 	}
 }
 
@@ -160,7 +173,7 @@ func TestAuditChainCatchesInsertedRow(t *testing.T) {
 			// seq is SQLite's rowid: a row given none is numbered next, and has no link.
 			wantBreak(t, verify(t, st, ""), 4, "no link")
 		} else {
-			wantBreak(t, verify(t, st, ""), 0, "no sequence number")
+			wantBreak(t, verify(t, st, ""), 4, "no sequence number")
 		}
 	})
 }
@@ -197,14 +210,18 @@ func TestAuditChainAcrossKeyRotation(t *testing.T) {
 		if rep.Head.ChainKeyID != "knew" {
 			t.Fatalf("newest link under %q, want knew", rep.Head.ChainKeyID)
 		}
-		if _, _, err := st.SealAuditGenesis(ctx, true); err != nil { // as serve's start and keys rewrap do
+		v, err := rep.Verified()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SealAuditGenesis(ctx, v); err != nil { // as keys rewrap does
 			t.Fatal(err)
 		}
 		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)
 		if err != nil || rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 1 || !strings.Contains(rep.Unchecked.Error(), `key "`+testdb.DefaultKeyID+`"`) {
 			t.Fatalf("old key gone, no anchor: want cannot check from seq 1: %+v %v", rep, err)
 		}
-		if err := st.AnchorAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Outcome: domain.OutcomeGranted}); err != nil {
+		if err := st.AnchorAudit(ctx, v, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Outcome: domain.OutcomeGranted}); err != nil {
 			t.Fatal(err)
 		}
 		rep, err = st.VerifyAuditChain(ctx, newOnly, nil)
@@ -224,7 +241,7 @@ func TestAuditChainAcrossKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantBreak(t, rep, 5, "not the ones this anchor fixed")
+		wantBreak(t, rep, 1, "an event in seq 1-4 differs from what the anchor at seq 5")
 	})
 }
 
@@ -280,6 +297,7 @@ func TestAuditChainFromTwoStores(t *testing.T) {
 					t.Fatal(err)
 				}
 				st.SetChainSigner(testdb.Ring(t))
+				sealAsServeDoes(t, st)
 				stores = append(stores, st)
 			}
 			const each = 100
@@ -344,6 +362,7 @@ func TestMigrationNumbersLegacyAuditEvents(t *testing.T) {
 			if err := st.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
+			sealAsServeDoes(t, st)
 			auditEvents(t, st, 0, 2)
 			rep := verify(t, st, "")
 			wantIntact(t, rep, 5)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
 )
 
 // ChainDigest is the digest of the trail up to and including e, given the digest up to the event
@@ -57,53 +55,18 @@ func parseAnchor(detail string) (seq int64, digest []byte, ok bool) {
 	return seq, digest, err == nil
 }
 
-// AuditEventsAfter reads up to limit events after seq after, in sequence order: the checkpoints'
-// signer extends its digest with them.
-func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([]domain.AuditEvent, error) {
-	r, err := s.q().Query(ctx, auditSelect+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit events: %w", err)
-	}
-	defer r.Close()
-	var events []domain.AuditEvent
-	for r.Next() {
-		e, err := scanAuditEvent(r)
-		if err != nil {
-			return nil, fmt.Errorf("store: audit events: %w", err)
-		}
-		events = append(events, e)
-	}
-	return events, r.Err()
-}
-
-// auditDigest is the sequence number of the newest event and the digest of the trail up to it,
-// read in one snapshot (0 and nil for an empty trail).
-func (s *Store) auditDigest(ctx context.Context) (seq int64, digest []byte, err error) {
-	err = s.snapshot(ctx, func(q *sqltx.Tx) error {
-		var failed error
-		err := eachAuditEvent(ctx, q, func(e domain.AuditEvent) bool {
-			digest, failed = ChainDigest(digest, e)
-			seq = e.Seq
-			return failed == nil
-		})
-		if err = cmp.Or(err, failed); err != nil {
-			return fmt.Errorf("store: audit digest: %w", err)
-		}
-		return nil
-	})
-	return seq, digest, err
-}
-
-// AnchorAudit fixes the whole trail as it stands under the active key: it records an anchor event
-// (e, with the anchor's action, target and detail) naming the newest event and the digest up to it.
-// Links made under an older key then stay proven once that key leaves the ring: a verify without
-// it checks their digest against the anchor's, whose link it can check. `keys rewrap` anchors
-// before it moves any value. An empty trail needs no anchor.
-func (s *Store) AnchorAudit(ctx context.Context, e domain.AuditEvent) error {
-	seq, digest, err := s.auditDigest(ctx)
-	if err != nil || seq == 0 {
+// AnchorAudit fixes the trail as v proved it under the active key: it records an anchor event
+// (e, with the anchor's action, target and detail) naming v's newest event and the digest up to
+// it. Links made under an older key then stay proven once that key leaves the ring: a verify
+// without it checks their digest against the anchor's, whose link it can check. `keys rewrap`
+// anchors, after it verified the whole chain. An empty trail needs no anchor.
+func (s *Store) AnchorAudit(ctx context.Context, v Verified, e domain.AuditEvent) error {
+	if err := v.Err(); err != nil {
 		return err
 	}
-	e.Action, e.TargetID, e.Detail = ActionAuditAnchor, "audit_events", AnchorDetail(seq, digest)
+	if v.seq == 0 {
+		return nil
+	}
+	e.Action, e.TargetID, e.Detail = ActionAuditAnchor, "audit_events", AnchorDetail(v.seq, v.digest)
 	return s.RecordAudit(ctx, e)
 }

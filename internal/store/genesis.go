@@ -21,6 +21,10 @@ type Genesis struct {
 	MAC          []byte
 	// Found is false when the row is missing (removed: every migrated database has one).
 	Found bool
+	// keyed is false when chain_key_id is NULL (as the migration left it, unsealed).
+	keyed bool
+	// bad names a column that does not hold a value of its kind ("" when every one does).
+	bad string
 }
 
 // genesisMessage is what the genesis's seal authenticates, in the encoding of chainMessage.
@@ -30,88 +34,191 @@ func genesisMessage(lastUnlinked int64, keyID string) []byte {
 	return appendText(b, keyID)
 }
 
-// check tells whether the genesis's seal holds under sig: ok, or why not. known is false when the
-// seal was made under a key sig does not hold (nothing can be said).
-func (g Genesis) check(sig ChainSigner) (ok, known bool) {
-	if !g.Found || g.MAC == nil {
-		return false, true
-	}
-	mac, err := sig.ChainMAC(g.KeyID, genesisMessage(g.LastUnlinked, g.KeyID))
-	if err != nil {
-		return false, false
-	}
-	return bytes.Equal(mac, g.MAC), true
-}
+// genesisVerdict is what a check of the genesis under a ring found.
+type genesisVerdict int
 
-func readGenesis(ctx context.Context, q *sqltx.Tx) (Genesis, error) {
-	var g Genesis
-	var keyID sql.NullString
-	err := q.QueryRow(ctx, `SELECT last_unlinked_seq, chain_key_id, mac FROM audit_chain_genesis WHERE id = 1`).Scan(&g.LastUnlinked, &keyID, &g.MAC)
-	if errors.Is(err, sql.ErrNoRows) {
-		return g, nil
-	}
-	if err != nil {
-		return g, fmt.Errorf("store: audit chain genesis: %w", err)
-	}
-	g.Found, g.KeyID = true, keyID.String
-	return g, nil
-}
+const (
+	// genesisSealed: sealed under a key of the ring, and the seal holds.
+	genesisSealed genesisVerdict = iota
+	// genesisUnsealed: no key id and no seal, as the migration that made the row left it.
+	genesisUnsealed
+	// genesisUnknownKey: sealed under a key the ring does not hold, and under none it holds.
+	genesisUnknownKey
+	// genesisBroken: missing, unreadable, altered, relabelled, or its seal removed.
+	genesisBroken
+)
 
-// sealGenesis seals the genesis under the active key, and returns what it found: an unsealed
-// genesis (the migration's, or one whose seal was removed) is sealed as it stands; one sealed under
-// another key of the ring is sealed anew under the active key (after a rotation, so that the old
-// key can leave the ring), but only if its seal holds. A genesis whose seal does not hold, or is
-// under a key the ring lacks, is left for `audit verify` to report.
-func sealGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, sealUnsealed bool) (Genesis, error) {
-	g, err := readGenesis(ctx, q)
-	if err != nil || !g.Found || (g.MAC == nil && !sealUnsealed) {
-		return g, err
+// judge checks the genesis under ver, and says why when it is not sealed under a key ver holds.
+// A seal that holds under a key of the ring other than the one the row names was relabelled: the
+// ring tries each of its keys, so a key id changed by hand is a break, not a key it lacks.
+func (g Genesis) judge(ver ChainVerifier) (genesisVerdict, string) {
+	switch {
+	case !g.Found:
+		return genesisBroken, "the genesis record (where the chain begins) is missing: removed from audit_chain_genesis"
+	case g.bad != "":
+		return genesisBroken, fmt.Sprintf("the genesis record is unreadable (%s): altered", g.bad)
+	case !g.keyed && g.MAC == nil:
+		return genesisUnsealed, fmt.Sprintf("the genesis record (the chain begins after seq %d) is not sealed", g.LastUnlinked)
+	case g.MAC == nil:
+		return genesisBroken, fmt.Sprintf("the genesis record names key %q but has no seal: its seal was removed", g.KeyID)
+	case !g.keyed || g.KeyID == "":
+		return genesisBroken, "the genesis record has a seal but names no key: altered"
 	}
-	active := sig.ActiveKeyID()
-	if g.MAC != nil {
-		if ok, _ := g.check(sig); !ok || g.KeyID == active {
-			return g, nil
+	mac, err := ver.ChainMAC(g.KeyID, genesisMessage(g.LastUnlinked, g.KeyID))
+	switch {
+	case err == nil && bytes.Equal(mac, g.MAC):
+		return genesisSealed, ""
+	case err == nil:
+		return genesisBroken, fmt.Sprintf("the genesis record (the chain begins after seq %d) does not match its seal: altered", g.LastUnlinked)
+	}
+	for _, id := range ver.KeyIDs() {
+		if mac, err := ver.ChainMAC(id, genesisMessage(g.LastUnlinked, id)); err == nil && bytes.Equal(mac, g.MAC) {
+			return genesisBroken, fmt.Sprintf("the genesis record is sealed under key %s but names key %q: relabelled", id, g.KeyID)
 		}
 	}
-	mac, err := sig.ChainMAC(active, genesisMessage(g.LastUnlinked, active))
-	if err != nil {
-		return g, fmt.Errorf("store: audit chain genesis: %w", err)
+	return genesisUnknownKey, fmt.Sprintf("the genesis record is sealed under key %q, which the ring does not hold", g.KeyID)
+}
+
+// readGenesis reads the genesis row as it is, whatever its columns hold.
+func readGenesis(ctx context.Context, q *sqltx.Tx) (Genesis, error) {
+	var last, keyID, mac any
+	err := q.QueryRow(ctx, `SELECT last_unlinked_seq, chain_key_id, mac FROM audit_chain_genesis WHERE id = 1`).Scan(&last, &keyID, &mac)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Genesis{}, nil
 	}
-	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET chain_key_id = ?, mac = ? WHERE id = 1`, active, mac); err != nil {
-		return g, fmt.Errorf("store: audit chain genesis: %w", err)
+	if err != nil {
+		return Genesis{}, fmt.Errorf("store: audit chain genesis: %w", err)
+	}
+	g := Genesis{Found: true}
+	switch v := last.(type) {
+	case int64:
+		g.LastUnlinked = v
+	default:
+		g.bad = "last_unlinked_seq holds " + describe(last) + ", not a whole number"
+	}
+	switch v := keyID.(type) {
+	case string:
+		g.KeyID, g.keyed = v, true
+	case []byte:
+		g.KeyID, g.keyed = string(v), true
+	case nil:
+	default:
+		g.bad = "chain_key_id holds " + describe(keyID) + ", not text"
+	}
+	switch v := mac.(type) {
+	case []byte:
+		g.MAC = v
+	case string:
+		g.MAC = []byte(v)
+	case nil:
+	default:
+		g.bad = "mac holds " + describe(mac) + ", not bytes"
+	}
+	if g.LastUnlinked < 0 && g.bad == "" {
+		g.bad = "last_unlinked_seq is negative"
 	}
 	return g, nil
 }
 
-// SealAuditGenesis seals the audit chain's genesis under the active key where it is under an
-// older key, and, with sealUnsealed, where it is unsealed (see sealGenesis). It reports whether
-// the genesis was unsealed, which after the first start of this release means its seal was
-// removed: a caller that knows the chain was sealed before (checkpoints exist) leaves it so.
-func (s *Store) SealAuditGenesis(ctx context.Context, sealUnsealed bool) (wasUnsealed bool, lastUnlinked int64, err error) {
+// SealAuditGenesis seals the genesis as v proved it (the chain begins after v's last unlinked
+// event) under the active key, unless it is sealed under the active key already. It is how `keys
+// rewrap` moves the seal to the new key, after verifying the whole chain, and how a genesis the
+// migration left unsealed is sealed (SealUnsealedAuditGenesis). It writes only if the row still
+// names what v proved; it reports whether it wrote.
+func (s *Store) SealAuditGenesis(ctx context.Context, v Verified) (sealed bool, err error) {
 	if s.signer == nil {
-		return false, 0, ErrNoChainSigner
+		return false, ErrNoChainSigner
 	}
-	var g Genesis
 	sig := s.signer
 	err = s.tx(ctx, func(q *sqltx.Tx) error {
-		g, err = sealGenesis(ctx, q, sig, sealUnsealed)
+		sealed, err = sealGenesis(ctx, q, sig, v)
 		return err
 	})
-	return g.Found && g.MAC == nil, g.LastUnlinked, err
+	return sealed, err
 }
 
-// setGenesis names lastUnlinked as where the chain begins, sealed under the active key: an import
-// into a database with no audit events, whose chain the file's then is.
-func setGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, lastUnlinked int64) error {
-	active := sig.ActiveKeyID()
-	mac, err := sig.ChainMAC(active, genesisMessage(lastUnlinked, active))
+// sealGenesis is SealAuditGenesis in the transaction q.
+func sealGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, v Verified) (sealed bool, err error) {
+	if err := v.sealable(); err != nil {
+		return false, err
+	}
+	g, err := readGenesis(ctx, q)
 	if err != nil {
-		return fmt.Errorf("store: audit chain genesis: %w", err)
+		return false, err
 	}
-	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = ?, mac = ? WHERE id = 1`, lastUnlinked, active, mac); err != nil {
-		return fmt.Errorf("store: audit chain genesis: %w", err)
+	if !g.Found || g.bad != "" || g.LastUnlinked != v.lastUnlinked {
+		return false, fmt.Errorf("store: audit chain genesis: changed since the chain was verified; run `backoffice audit verify`")
 	}
-	return nil
+	active := sig.ActiveKeyID()
+	if g.keyed && g.KeyID == active {
+		if mac, err := sig.ChainMAC(active, genesisMessage(g.LastUnlinked, active)); err == nil && bytes.Equal(mac, g.MAC) {
+			return false, nil
+		}
+	}
+	mac, err := sig.ChainMAC(active, genesisMessage(v.lastUnlinked, active))
+	if err != nil {
+		return false, fmt.Errorf("store: audit chain genesis: %w", err)
+	}
+	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET chain_key_id = ?, mac = ? WHERE id = 1 AND last_unlinked_seq = ?`, active, mac, v.lastUnlinked); err != nil {
+		return false, fmt.Errorf("store: audit chain genesis: %w", err)
+	}
+	return true, nil
+}
+
+// GenesisOpening is what SealUnsealedAuditGenesis found and did.
+type GenesisOpening struct {
+	// Unsealed: the genesis was unsealed (no key id, no seal), as the migration that made it
+	// left it. LastUnlinked is where it says the chain begins.
+	Unsealed     bool
+	LastUnlinked int64
+	// Sealed: it is sealed now. OnTrust: sealed although nothing proved where the chain begins
+	// (no link and no checkpoint covers the trail: a trail from before the chain, first opened).
+	Sealed, OnTrust bool
+	// Left is why it was left unsealed (nil when it was sealed, or was not unsealed).
+	Left error
+}
+
+// SealUnsealedAuditGenesis seals a genesis the migration left unsealed, once a walk of the whole
+// trail under ver (against the checkpoints kept outside the database, which outside reads only
+// then) verifies, and a checkpoint or an anchor covering the chain's first link proves where it
+// begins. Where nothing proves it, it is sealed on trust only when outside says so (no checkpoint
+// exists yet: the first start after the upgrade that made the genesis). Anything else is left as it
+// is for `audit verify` to report. A genesis that is sealed already is not touched: moving its
+// seal to the active key is `keys rewrap`'s, after it verified the chain.
+func (s *Store) SealUnsealedAuditGenesis(ctx context.Context, ver ChainVerifier, outside func() (expects []ChainExpect, onTrust bool, err error)) (GenesisOpening, error) {
+	var o GenesisOpening
+	var g Genesis
+	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
+		var err error
+		g, err = readGenesis(ctx, q)
+		return err
+	})
+	if err != nil || !g.Found || g.bad != "" || g.keyed || g.MAC != nil {
+		return o, err
+	}
+	o.Unsealed, o.LastUnlinked = true, g.LastUnlinked
+	expects, onTrust, err := outside()
+	if err != nil {
+		return o, err
+	}
+	rep, err := s.VerifyAuditChain(ctx, ver, expects)
+	if err != nil {
+		return o, err
+	}
+	v, err := rep.Verified()
+	if err != nil && onTrust {
+		if v, err = rep.onTrust(); err == nil {
+			o.OnTrust = true
+		}
+	}
+	if err != nil {
+		o.Left = err
+		return o, nil
+	}
+	// Sealed now, by this call or by another process's that opened it at the same time.
+	_, err = s.SealAuditGenesis(ctx, v)
+	o.Sealed = err == nil
+	return o, err
 }
 
 // AuditKeyNeeds says what of the audit chain still needs each master key other than active: how
@@ -126,13 +233,15 @@ func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored ma
 			return err
 		}
 		genesisKey = g.KeyID
-		anchored, err := anchoredSeqs(ctx, q, active)
+		anchors, err := readAnchors(ctx, q)
 		if err != nil {
 			return err
 		}
 		var covered int64
-		for _, seq := range anchored {
-			covered = max(covered, seq)
+		for _, a := range anchors {
+			if a.KeyID == active {
+				covered = max(covered, a.Covers)
+			}
 		}
 		keys, err := q.Query(ctx, `SELECT chain_key_id, COUNT(*) FROM audit_events WHERE seq > ? AND chain_key_id IS NOT NULL AND chain_key_id <> ? GROUP BY chain_key_id`, covered, active)
 		if err != nil {
@@ -150,4 +259,47 @@ func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored ma
 		return keys.Err()
 	})
 	return unanchored, genesisKey, err
+}
+
+// AuditKeyUse is how the audit trail uses one key id: the links made under it, from seq First to
+// Last.
+type AuditKeyUse struct {
+	KeyID              string
+	Links, First, Last int64
+}
+
+// AuditAnchor is an anchor as the trail holds it (its link not checked): the anchor event's seq,
+// the key it is linked under, and the events it says it fixes (1 to Covers).
+type AuditAnchor struct {
+	Seq, Covers int64
+	KeyID       string
+}
+
+// AuditKeyUses lists every key id the audit trail names (its events' and its genesis's), with the
+// anchors that may cover links under keys a ring lacks: keys status names each one the ring lacks.
+func (s *Store) AuditKeyUses(ctx context.Context) (uses []AuditKeyUse, anchors []AuditAnchor, genesisKey string, err error) {
+	err = s.snapshot(ctx, func(q *sqltx.Tx) error {
+		g, err := readGenesis(ctx, q)
+		if err != nil {
+			return err
+		}
+		genesisKey = g.KeyID
+		if anchors, err = readAnchors(ctx, q); err != nil {
+			return err
+		}
+		r, err := q.Query(ctx, `SELECT chain_key_id, COUNT(*), MIN(seq), MAX(seq) FROM audit_events WHERE chain_key_id IS NOT NULL GROUP BY chain_key_id ORDER BY MIN(seq)`)
+		if err != nil {
+			return fmt.Errorf("store: audit keys: %w", err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var u AuditKeyUse
+			if err := r.Scan(&u.KeyID, &u.Links, &u.First, &u.Last); err != nil {
+				return fmt.Errorf("store: audit keys: %w", err)
+			}
+			uses = append(uses, u)
+		}
+		return r.Err()
+	})
+	return uses, anchors, genesisKey, err
 }

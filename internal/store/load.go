@@ -38,7 +38,9 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 	})
 }
 
-// importChain is the audit chain as an import writes to it. The import moves the read cache's
+// importChain is the audit chain as an import writes to it. An event the file gives without its
+// place in the chain is appended as any event written now, but an anchor, which only `keys
+// rewrap` makes (of the trail it verified just before), is refused. The import moves the read cache's
 // generation, and so takes its lock, before it first takes the chain's head: the order of every
 // other writer of both (a credential's issue or revocation changes its row, whose trigger moves
 // the generation, then records its event), so that no two of them wait for each other in a
@@ -52,6 +54,11 @@ type importChain struct {
 }
 
 func (c *importChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
+	for _, e := range events {
+		if e.Action == ActionAuditAnchor {
+			return fmt.Errorf("store: import: audit event %s is an anchor (%s) without its place in the chain: anchors are made only by `backoffice keys rewrap`, of the trail it verified", e.ID, ActionAuditAnchor)
+		}
+	}
 	if err := c.takeGeneration(q); err != nil {
 		return err
 	}
@@ -129,28 +136,34 @@ func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
 }
 
 // Adopt makes the audit events an import inserted with their place in the chain this database's
-// chain (see bulkload.Bulk.AdoptAuditChain).
+// chain (see bulkload.Bulk.AdoptAuditChain): the genesis names the file's events before its first
+// link as the ones from before the chain, the whole chain must verify under the ring (the file
+// names the first bad event otherwise), and the genesis is sealed as the walk proved it. A file
+// with no link at all is a trail from before the chain, taken on trust as its first opening is.
 func (c auditChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
 	if c.signer == nil {
 		return ErrNoChainSigner
+	}
+	ver, ok := c.signer.(ChainVerifier)
+	if !ok {
+		return fmt.Errorf("store: import: the chain signer lists no keys to verify the file's chain with")
 	}
 	var last int64
 	err := q.QueryRow(ctx, `SELECT COALESCE(MIN(seq) - 1, (SELECT MAX(seq) FROM audit_events), 0) FROM audit_events WHERE hash IS NOT NULL`).Scan(&last)
 	if err != nil {
 		return fmt.Errorf("store: import: %w", err)
 	}
-	if err := setGenesis(ctx, q, c.signer, last); err != nil {
-		return err
+	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = NULL, mac = NULL WHERE id = 1`, last); err != nil {
+		return fmt.Errorf("store: import: audit chain genesis: %w", err)
 	}
-	rep, err := walkChain(ctx, q, c.signer, nil)
+	rep, err := walkChain(ctx, q, ver, nil)
 	if err != nil {
 		return fmt.Errorf("store: import: %w", err)
 	}
-	if rep.Break != nil {
-		return rep.Break
+	v, err := rep.onTrust()
+	if err != nil {
+		return err
 	}
-	if rep.Unchecked != nil {
-		return rep.Unchecked
-	}
-	return nil
+	_, err = sealGenesis(ctx, q, c.signer, v)
+	return err
 }

@@ -1,0 +1,199 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/testdb"
+)
+
+// smallDisk mounts a tmpfs of size bytes on a new directory for the test, or skips saying why.
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("filling a small filesystem needs root (to mount a tmpfs): run as root, as CI does")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("mounting a tmpfs of %d bytes on %s: %v (a container without CAP_SYS_ADMIN cannot)", size, dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file on dir until the filesystem is full, and returns it: removing it gives the
+// space back.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 512)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+}
+
+// A full disk cuts an append short: the file ends in a torn line. It stays usable: once space
+// returns the next checkpoint starts on a line of its own and names the last whole one, verify
+// reports the torn line and checks the rest, and serve starts on the file.
+func TestCheckpointsSurviveAFullDisk(t *testing.T) {
+	dir := smallDisk(t, 256<<10)
+	c, _ := auditCLI(t, "sqlite")
+	file := filepath.Join(dir, "checkpoints.jsonl")
+	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+	var logs lockedBuffer
+	cp, err := newCheckpointer(file, testdb.OpenAsIs(t, c.vars["BACKOFFICE_DATABASE_URL"]), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sign until the file's last page has less room than a line: the next append then fills
+	// that room and no more.
+	const page = 4096
+	for i := 0; ; i++ {
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		if err := cp.sign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if room := page - fi.Size()%page; room > 16 && room < 200 {
+			break
+		}
+		if i == 40 {
+			t.Fatalf("the file's last page never had between 16 and 200 bytes of room (%d bytes)", fi.Size())
+		}
+	}
+	signed := len(fileCheckpoints(t, file))
+	filler := fill(t, dir)
+
+	c.mustRun("apikey", "create", "--user", string(testStaff))
+	if err := cp.sign(context.Background()); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("signing on a full disk: %v, want no space left", err)
+	}
+	if b := readFile(t, file); strings.HasSuffix(b, "\n") {
+		t.Fatalf("the append on a full disk left no torn line: %q", b[max(0, len(b)-80):])
+	}
+	read, err := checkpoint.ReadFile(file)
+	if err != nil || len(read.Entries) != signed || len(read.Torn) != 1 {
+		t.Fatalf("the file with its torn last line: %d checkpoints, torn lines %v, %v; want %d and one", len(read.Entries), read.Torn, err, signed)
+	}
+	torn := read.Torn[0]
+	wantVerify(t, c, nil, fmt.Sprintf("line %d is torn", torn))
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("apikey", "create", "--user", string(testStaff))
+	if err := cp.sign(context.Background()); err != nil {
+		t.Fatalf("signing once space returned: %v", err)
+	}
+	read, err = checkpoint.ReadFile(file)
+	if err != nil || len(read.Entries) != signed+1 || !slices.Equal(read.Torn, []int{torn}) || read.Entries[signed].Line != torn+1 {
+		t.Fatalf("after space returned: %d checkpoints, torn lines %v, %v; want %d, the new one on line %d after the torn one", len(read.Entries), read.Torn, err, signed+1, torn+1)
+	}
+	out := wantVerify(t, c, nil, fmt.Sprintf("checkpoints: %d matched", signed+1))
+	if !strings.Contains(out, fmt.Sprintf("line %d is torn", torn)) {
+		t.Errorf("verify does not report the torn line:\n%s", out)
+	}
+
+	// serve starts on the file, says what it left out, and signs on it when it stops.
+	_, stderr, stop := background(envOf(c.vars), "serve", "--addr", "127.0.0.1:0")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), `"msg":"serving"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start on a file with a torn line:\n%s", stderr)
+		}
+	}
+	c.mustRun("apikey", "create", "--user", string(testStaff))
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"audit checkpoints: a torn line`) {
+		t.Errorf("serve did not log the torn line:\n%s", stderr)
+	}
+	wantVerify(t, c, nil, fmt.Sprintf("checkpoints: %d matched", signed+2))
+}
+
+// childCheckpointsVar, set, makes TestCheckpointsChildProcess sign checkpoints as a process of
+// its own, for TestCheckpointsFromTwoProcesses.
+const childCheckpointsVar = "BACKOFFICE_TEST_CHECKPOINTS_CHILD"
+
+func TestCheckpointsChildProcess(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv(childCheckpointsVar))
+	if err != nil {
+		t.Skip("run by TestCheckpointsFromTwoProcesses")
+	}
+	url, file := os.Getenv("BACKOFFICE_DATABASE_URL"), os.Getenv("BACKOFFICE_AUDIT_CHECKPOINTS")
+	c := newCLI(t, url, "k1")
+	var logs lockedBuffer
+	cp, err := newCheckpointer(file, testdb.OpenAsIs(t, url), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		if err := cp.sign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Two processes that append to one checkpoints file at once (a restart that starts the new serve
+// before the old one stops) each name the checkpoint truly before theirs: the file holds together,
+// and verify checks every checkpoint in it.
+func TestCheckpointsFromTwoProcesses(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			c, url := auditCLI(t, engine)
+			file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+			const each = 15
+			var cmds []*exec.Cmd
+			for range 2 {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointsChildProcess$")
+				cmd.Env = append(os.Environ(), childCheckpointsVar+"="+strconv.Itoa(each), "BACKOFFICE_DATABASE_URL="+url,
+					"BACKOFFICE_AUDIT_CHECKPOINTS="+file)
+				cmds = append(cmds, cmd)
+			}
+			for _, cmd := range cmds {
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, cmd := range cmds {
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("a signer: %v", err)
+				}
+			}
+			read, err := checkpoint.ReadFile(file)
+			if err != nil || len(read.Entries) != 2*each || len(read.Torn) != 0 {
+				t.Fatalf("%d checkpoints, torn %v, %v; want %d", len(read.Entries), read.Torn, err, 2*each)
+			}
+			wantVerify(t, c, nil, fmt.Sprintf("checkpoints: %d matched", 2*each), "--checkpoints", file)
+		})
+	}
+}

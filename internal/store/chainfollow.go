@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"backoffice/internal/store/sqltx"
+)
+
+// followPage is how many events a follower reads and checks at a time, and followRest how long
+// it rests after each full page. The follower shares the server's cores with the requests, and
+// Go's scheduler lets a goroutine that keeps computing run for a whole time slice before a ready
+// request gets its next turn: walking a busy minute's events in one stretch, it made every request
+// of that stretch wait a slice at each of its turns (a decrypt has several: its read, the audit
+// writer, the writer's return from the sync, its answer). In short pages with a rest after each, a
+// request waits at most one page's work, and the follower still checks events many times faster
+// than decrypts write them (docs/performance.md, what limits decrypt).
+const (
+	followPage = 100
+	followRest = time.Millisecond
+)
+
+// AuditFollower follows the audit trail as it grows, for the checkpoint signer: one walk of the
+// chain (ChainWalk), from the genesis or from a checkpoint the signer trusts, carried on over the
+// events written since, so that every checkpoint covers only what was verified link by link just
+// before it. Once the walk breaks it stays broken: a rewritten or shortened trail is never
+// signed, also after it looks whole again.
+type AuditFollower struct {
+	s   *Store
+	ver ChainVerifier
+	w   *ChainWalk
+}
+
+// FollowAuditChain starts following the trail under ver's keys: from base (a checkpoint signed
+// under a key of the ring; its event must still be in the trail with its link), or, with base
+// nil, from the genesis, with a walk of the whole trail (in one read: rows without a seq, which
+// no page by seq would meet, are breaks too).
+func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect) (*AuditFollower, error) {
+	f := &AuditFollower{s: s, ver: ver}
+	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
+		if base == nil {
+			w, err := startWalk(ctx, q, ver, nil)
+			if err != nil {
+				return err
+			}
+			f.w = w
+			return eachAuditRow(ctx, q, w.stepRow)
+		}
+		g, err := readGenesis(ctx, q)
+		if err != nil {
+			return err
+		}
+		row, found, err := auditRowAt(ctx, q, base.Seq)
+		if err != nil {
+			return err
+		}
+		f.w = resumeChainWalk(ver, g, *base, row.e)
+		if !found || row.e.Hash != hexHash(base.Link) {
+			f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
+				Reason: fmt.Sprintf("the trail no longer holds the event %s covers (seq %d with link %s): its tail was cut off or rewritten", base.What, base.Seq, orNone(hexHash(base.Link)))}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: follow audit chain: %w", err)
+	}
+	return f, nil
+}
+
+// Next walks the events written since the last call and returns the trail as verified up to the
+// newest, or why it is not: a break (kept), links under a key the ring lacks, a genesis that no
+// longer holds, or a database error (the next call tries again).
+func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
+	if b := f.w.rep.Break; b != nil {
+		return Verified{}, b
+	}
+	err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
+		g, err := readGenesis(ctx, q)
+		if err != nil {
+			return err
+		}
+		if verdict, why := g.judge(f.ver); verdict == genesisBroken {
+			return &ChainBreak{Seq: 1, Reason: why}
+		}
+		if at := f.w.genesis; at != nil && at.lastUnlinked != g.LastUnlinked {
+			return &ChainBreak{Seq: 1, Reason: fmt.Sprintf("the genesis now names seq %d as the last event from before the chain, and named seq %d: altered", g.LastUnlinked, at.lastUnlinked)}
+		}
+		return f.stillExtends(ctx, q)
+	})
+	if err != nil {
+		return Verified{}, err
+	}
+	for {
+		walked := f.w.rep.Events
+		read := 0
+		err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
+			return auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
+				read++
+				return f.w.stepRow(r)
+			})
+		})
+		if err != nil {
+			return Verified{}, fmt.Errorf("store: follow audit chain: %w", err)
+		}
+		if f.w.rep.Break != nil || read < followPage {
+			break
+		}
+		if err := rest(ctx, followRest); err != nil {
+			return Verified{}, err
+		}
+	}
+	return f.w.Finish().Verified()
+}
+
+// stillExtends checks that the newest event walked is still in the trail as it was: a tail cut
+// off under the walk, and written again, is a break even where the new events link.
+func (f *AuditFollower) stillExtends(ctx context.Context, q *sqltx.Tx) error {
+	head := f.w.rep.Head
+	if head.Seq == 0 {
+		return nil
+	}
+	row, found, err := auditRowAt(ctx, q, head.Seq)
+	if err != nil {
+		return err
+	}
+	if !found || row.e.ID != head.ID || row.e.Hash != head.Hash {
+		f.w.rep.Break = &ChainBreak{Seq: head.Seq, ID: head.ID,
+			Reason: fmt.Sprintf("the trail no longer holds this event as it was verified (link %s): its tail was cut off or rewritten since", orNone(head.Hash))}
+		return f.w.rep.Break
+	}
+	return nil
+}
+
+// auditRowAt reads the event at seq, as walks read it.
+func auditRowAt(ctx context.Context, q *sqltx.Tx, seq int64) (row auditRow, found bool, err error) {
+	err = auditRowsAfter(ctx, q, `WHERE seq = ?`, []any{seq}, func(r auditRow) bool {
+		row, found = r, true
+		return false
+	})
+	return row, found, err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// rest waits d, or until ctx ends.
+func rest(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
