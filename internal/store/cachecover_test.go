@@ -148,7 +148,9 @@ func schemaOnly(t *testing.T, engine string) *sql.DB {
 	testdb.OpenURL(t, url)
 	driver, dsn := "pgx", url
 	if engine == "sqlite" {
-		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")
+		// The store opened above may still be at its start-up work on the file (a WAL checkpoint):
+		// wait for its lock as every other connection does.
+		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")+"?_pragma=busy_timeout(10000)"
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
