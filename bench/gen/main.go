@@ -55,8 +55,9 @@ func main() {
 	}
 }
 
-// apiKey is the benchmark's credential: a staff user with every permission.
-const apiKey = "bench-staff-api-key-not-for-production"
+// apiKey is the benchmark's credential: a staff user with every permission. Strong, as import
+// requires of every key (a readable name before 32 random bytes); public, so never for production.
+const apiKey = "bench-staff-key-IsikRNRm1ojd_zrU65aM1603YyZmUA1K9PvaYsbrgVg"
 
 type gen struct {
 	w       *bufio.Writer

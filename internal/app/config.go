@@ -55,6 +55,9 @@ type Config struct {
 	// AuditCheckpoints is the file serve appends signed checkpoints of the audit trail to, and
 	// audit verify reads ("": serve keeps them in its log only, and warns).
 	AuditCheckpoints string
+	// AllowWeakCredentials lets serve start (and keys status pass) while usable credentials are
+	// not known to carry secrets.MinCredentialBits: named for what it allows, off by default.
+	AllowWeakCredentials bool
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -161,6 +164,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if v := getenv("BACKOFFICE_MEMORY_LIMIT"); v != "" {
 		if c.MemoryLimit, err = parseMemoryLimit(v); err != nil {
 			return c, fmt.Errorf("BACKOFFICE_MEMORY_LIMIT: %w", err)
+		}
+	}
+	if v := getenv(allowWeakCredentialsVar); v != "" {
+		if c.AllowWeakCredentials, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("%s: %q is not true or false", allowWeakCredentialsVar, v)
 		}
 	}
 	return c, nil
@@ -371,6 +379,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.Var(memoryFlag{&c.MemoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 512MiB, or off; GOMEMLIMIT wins (BACKOFFICE_MEMORY_LIMIT)")
 	fs.Var(originsFlag{&c.CORSOrigins}, "cors-origins", "origins whose pages may call the API from a browser, comma-separated, e.g. https://crm.example.com; none: CORS off (BACKOFFICE_CORS_ORIGINS)")
 	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
+	fs.BoolVar(&c.AllowWeakCredentials, "allow-weak-credentials", c.AllowWeakCredentials, "serve even while usable API keys or sessions are not known to carry 128 random bits; `keys status` names them ("+allowWeakCredentialsVar+")")
 }
 
 // errNoMasterKey says how to make a key, in one line.

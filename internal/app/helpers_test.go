@@ -55,7 +55,7 @@ var (
 	testPartner   = demoID(1)
 	testStaff     = demoID(101)
 	testLead      = demoID(301)
-	testStaffKey  = "imported-staff-key-for-tests"
+	testStaffKey  = "imported-staff-key-92A03rIL8oL_UUxLw8fqWVXW5oe9SSOpQUVhP5AR4aE"
 	testImportKey = demoID(111)
 )
 

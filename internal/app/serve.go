@@ -79,6 +79,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := checkKeyCoverage(ctx, st, ring, log); err != nil {
 		return err
 	}
+	if err := checkCredentialStrength(ctx, cfg, st, log); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
