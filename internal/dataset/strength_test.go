@@ -88,7 +88,7 @@ func TestWeakCredentialsAreNamed(t *testing.T) {
 				{ID: id(111), UserID: staffUser, Key: "NoGMaTO62jVVgPA9xY1XRtBlNtMsTk1sb7DYBMS6ig4"},
 				{ID: id(112), UserID: staffUser, Key: "passwordpassword"},
 				{ID: id(113), UserID: staffUser, Key: "0000000000001234", ExpiresAt: &later},
-				{ID: id(114), UserID: staffUser, Key: "aaaaaaaaaaaaaaaa"}, // revoked below
+				{ID: id(114), UserID: staffUser, Key: "aaaaaaaaaaaaaaaa"},                            // revoked below
 				{ID: id(115), UserID: staffUser, Key: "Rw9Idka187OW3B19bbQ8k3S72QQmgOnfOCaaCqD0twA"}, // strength lost below
 			},
 			Sessions: []domain.Session{
