@@ -26,9 +26,6 @@ type Limits struct {
 	// (see ratelimit.Known). FailureRate 0: no limit.
 	FailureRate  float64
 	FailureBurst int
-	// KnownPerAddr and KnownEntries bound the memory of credentials that succeeded per address
-	// (ratelimit.Known); 0 means its defaults.
-	KnownPerAddr, KnownEntries int
 	// ClientAddrHeader names the header a trusted load balancer puts the client's address in
 	// (e.g. X-Forwarded-For; the last address in it is used). Empty: the connection's address.
 	ClientAddrHeader string
@@ -73,7 +70,7 @@ func newGuard(l Limits) *guard {
 	if l.FailureRate > 0 {
 		g.failures = ratelimit.New(l.FailureRate, l.FailureBurst, 0, l.Now)
 		g.failurePolicy = newPolicy(failurePolicyName, g.failures)
-		g.known = ratelimit.NewKnown(l.KnownPerAddr, l.KnownEntries)
+		g.known = ratelimit.NewKnown(0, 0)
 	}
 	return g
 }

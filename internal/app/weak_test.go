@@ -14,31 +14,31 @@ import (
 )
 
 // serveStarts runs serve with vars until it says it is serving (true) or returns (false, with its
-// error), then stops it.
-func serveStarts(t *testing.T, vars map[string]string, args ...string) (bool, error, string) {
+// error), then stops it; logs is what it logged.
+func serveStarts(t *testing.T, vars map[string]string, args ...string) (served bool, logs string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &lockedBuffer{}
+	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Env{Args: append([]string{"serve", "--addr", freeAddr(t)}, args...), Getenv: envOf(vars),
-			Stdin: strings.NewReader(""), Stdout: &lockedBuffer{}, Stderr: logs})
+			Stdin: strings.NewReader(""), Stdout: &lockedBuffer{}, Stderr: out})
 	}()
 	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case err := <-done:
-			return false, err, logs.String()
+			return false, out.String(), err
 		case <-deadline:
-			t.Fatalf("serve neither served nor stopped in a minute:\n%s", logs.String())
+			t.Fatalf("serve neither served nor stopped in a minute:\n%s", out.String())
 		case <-time.After(20 * time.Millisecond):
-			if strings.Contains(logs.String(), `"msg":"serving"`) {
+			if strings.Contains(out.String(), `"msg":"serving"`) {
 				cancel()
 				if err := <-done; err != nil {
 					t.Errorf("serve stopped with %v", err)
 				}
-				return true, nil, logs.String()
+				return true, out.String(), nil
 			}
 		}
 	}
@@ -61,7 +61,7 @@ func TestServeRefusesWeakCredentials(t *testing.T) {
 			})
 			c := newCLI(t, url, testdb.DefaultKeyID)
 
-			served, err, _ := serveStarts(t, c.vars)
+			served, _, err := serveStarts(t, c.vars)
 			if served || err == nil || !strings.Contains(err.Error(), "1 usable credentials are not known to carry 128 random bits (the first: API key "+string(weakKey)) ||
 				!strings.Contains(err.Error(), allowWeakCredentialsVar) {
 				t.Errorf("serve with a weak key: served %v, %v; want it refused, naming the key and %s", served, err, allowWeakCredentialsVar)
@@ -74,17 +74,17 @@ func TestServeRefusesWeakCredentials(t *testing.T) {
 
 			// Allowed by name: served, with a warning; keys status passes.
 			c.vars[allowWeakCredentialsVar] = "true"
-			if served, err, logs := serveStarts(t, c.vars); !served || !strings.Contains(logs, "not known to carry 128 random bits, as allowed") {
+			if served, logs, err := serveStarts(t, c.vars); !served || !strings.Contains(logs, "not known to carry 128 random bits, as allowed") {
 				t.Errorf("serve allowed weak credentials: served %v, %v\n%s", served, err, logs)
 			}
 			delete(c.vars, allowWeakCredentialsVar)
-			if served, err, _ := serveStarts(t, c.vars, "--allow-weak-credentials"); !served {
+			if served, _, err := serveStarts(t, c.vars, "--allow-weak-credentials"); !served {
 				t.Errorf("serve --allow-weak-credentials: %v", err)
 			}
 
 			// Revoked, it is harmless: served without any allowance.
 			c.mustRun("apikey", "revoke", string(weakKey))
-			if served, err, _ := serveStarts(t, c.vars); !served {
+			if served, _, err := serveStarts(t, c.vars); !served {
 				t.Errorf("serve once the weak key is revoked: %v", err)
 			}
 			if status := c.mustRun("keys", "status"); !strings.Contains(status, "Every usable API key and session carries at least 128 random bits") {
@@ -99,7 +99,7 @@ func TestServeRefusesWeakCredentials(t *testing.T) {
 // production), and so does serve --demo on any other database.
 func TestDemoKeysOnlyServeTheDemo(t *testing.T) {
 	t.Chdir(t.TempDir())
-	if served, err, _ := serveStarts(t, nil, "--demo"); !served {
+	if served, _, err := serveStarts(t, nil, "--demo"); !served {
 		t.Fatalf("serve --demo: %v", err)
 	}
 	key, err := os.ReadFile(demoKeyPath)
@@ -107,7 +107,7 @@ func TestDemoKeysOnlyServeTheDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"BACKOFFICE_DATABASE_URL": "sqlite:" + demoDatabasePath, "BACKOFFICE_MASTER_KEY": strings.TrimSpace(string(key))}
-	if served, err, _ := serveStarts(t, vars); served || err == nil || !strings.Contains(err.Error(), "usable credentials are not known to carry 128 random bits") {
+	if served, _, err := serveStarts(t, vars); served || err == nil || !strings.Contains(err.Error(), "usable credentials are not known to carry 128 random bits") {
 		t.Errorf("serve on the demo's database without --demo: served %v, %v; want it refused", served, err)
 	}
 	copyPath := filepath.Join(t.TempDir(), "copy.db")
@@ -118,7 +118,7 @@ func TestDemoKeysOnlyServeTheDemo(t *testing.T) {
 	if err := os.WriteFile(copyPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if served, err, _ := serveStarts(t, map[string]string{"BACKOFFICE_DATABASE_URL": "sqlite:" + copyPath}, "--demo"); served || err == nil {
+	if served, _, err := serveStarts(t, map[string]string{"BACKOFFICE_DATABASE_URL": "sqlite:" + copyPath}, "--demo"); served || err == nil {
 		t.Errorf("serve --demo on another database holding the demo's keys: served %v, %v; want it refused", served, err)
 	}
 	if out, _, err := (&cli{t: t, vars: map[string]string{}}).run("keys", "status", "--demo"); err != nil || !strings.Contains(out, "WEAK CREDENTIALS") {
