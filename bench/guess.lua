@@ -8,7 +8,6 @@
 -- must be 429, the valid key's included (no 200 at all), unless that key succeeded from this
 -- address before the lock (then each of them is 200). Run the server with GOMAXPROCS=1 on one core
 -- and wrk on another (taskset), on loopback only. See docs/operations-guide.md (Limits).
-local counter = 0
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
 function init(args)
