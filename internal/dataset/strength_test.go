@@ -141,7 +141,7 @@ func TestWeakCredentialsAreNamed(t *testing.T) {
 // importFile imports a file as the import command does.
 func importFile(t *testing.T, st *store.Store, file string) (dataset.Counts, error) {
 	t.Helper()
-	f, err := dataset.ReadFile(strings.NewReader(file), int64(len(file)))
+	f, err := dataset.ReadFile(strings.NewReader(file), strings.NewReader(file))
 	if err != nil {
 		return dataset.Counts{}, err
 	}
