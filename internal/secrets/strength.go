@@ -39,7 +39,7 @@ var keyboardRows = []string{"1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm"}
 //   - punctuation and separators ("-", "_", ".") count nothing.
 //
 // The estimate undercounts a random secret (a random base64url key of 43 characters, 256 bits,
-// is estimated at about 220, and none of a million such keys under 145), so that what people make
+// is estimated at about 220, and none of a million such keys under 140), so that what people make
 // up (repeats, counting, keyboard walks, a few words) stays under MinCredentialBits. It has no
 // dictionary: a long phrase of many words can pass. It never fails: CheckCredential judges the
 // characters.
