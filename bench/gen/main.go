@@ -55,11 +55,12 @@ func main() {
 	}
 }
 
-// apiKey and sessionToken are the benchmark's credentials, of a staff user with every
-// permission (who is also the sub of bench/idp's access token).
+// apiKey and sessionToken are the benchmark's credentials, of a staff user with every permission
+// (who is also the sub of bench/idp's access token). Strong, as import requires of every key (a
+// readable name before 32 random bytes); public, so never for production.
 const (
-	apiKey       = "bench-staff-api-key-not-for-production"
-	sessionToken = "bench-staff-session-token-not-for-production"
+	apiKey       = "bench-staff-key-IsikRNRm1ojd_zrU65aM1603YyZmUA1K9PvaYsbrgVg"
+	sessionToken = "bench-staff-session-vokYcKfsGiuOpy2EDyAKTrfn-TA6uuUDGjKrczjujj0"
 )
 
 type gen struct {

@@ -48,7 +48,7 @@ func procSSN(i int) string { return fmt.Sprintf("%03d-%02d-%04d", 100+i%800, 10+
 // procDataset is the demo dataset plus principals with SSNs (so that rewrap has work) and
 // documents to delete.
 func procDataset(principals, documents int) *dataset.Dataset {
-	ds := app.DemoDataset(time.Now().UTC())
+	ds := strongDemo(app.DemoDataset(time.Now().UTC()))
 	for i := range principals {
 		ds.Principals = append(ds.Principals, domain.Principal{ID: procID(1, i), LeadID: procLead, FirstName: "P", LastName: "L", SSN: ptr(procSSN(i))})
 	}
@@ -133,7 +133,7 @@ func TestOtherProcessesNeverHurtTheServer(t *testing.T) {
 			}
 		}()
 	}
-	staffKey := "Api-Key " + app.DemoAPIKey
+	staffKey := "Api-Key " + staffAPIKey
 	for g := range 2 {
 		load(func(i int) {
 			n := (g*7919 + i) % principals
@@ -229,7 +229,7 @@ func otherProcessesRound(t *testing.T, p procRun, c *procClient, keys map[string
 		Principals: []domain.Principal{{ID: principal, LeadID: lead, FirstName: "I", LastName: "M", SSN: ptr(procSSN(round))}},
 	}
 	must("import", writeDatasetFile(t, dir, fmt.Sprintf("small-%d.json", round), small))
-	c.expectSSN("Api-Key "+app.DemoAPIKey, lead.String(), principal, procSSN(round))
+	c.expectSSN("Api-Key "+staffAPIKey, lead.String(), principal, procSSN(round))
 
 	export := filepath.Join(dir, "export.json")
 	must("export", export)

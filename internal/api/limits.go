@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"backoffice/internal/auth"
 	"backoffice/internal/ratelimit"
 )
 
@@ -20,9 +21,9 @@ type Limits struct {
 	Rate  float64
 	Burst int
 	// FailureRate is the failed authentications per second each client address may make on
-	// average, FailureBurst how many at once. Past it, the address's failing attempts are
-	// answered 429 instead of 401; a valid credential from it is served all the same.
-	// FailureRate 0: no limit.
+	// average, FailureBurst how many at once. Past it the address is locked: every attempt from it
+	// is answered 429, valid or not, unless its credential has succeeded from that address before
+	// (see ratelimit.Known). FailureRate 0: no limit.
 	FailureRate  float64
 	FailureBurst int
 	// ClientAddrHeader names the header a trusted load balancer puts the client's address in
@@ -36,7 +37,10 @@ type Limits struct {
 type guard struct {
 	credentials *ratelimit.Limiter
 	failures    *ratelimit.Limiter
-	addrHeader  string
+	// known holds, per address, the credentials that succeeded from it: the only ones let past
+	// the address's lock. Set with failures.
+	known      *ratelimit.Known
+	addrHeader string
 	// The RateLimit-Policy field of each limiter, made once.
 	credentialPolicy, failurePolicy policy
 }
@@ -66,8 +70,24 @@ func newGuard(l Limits) *guard {
 	if l.FailureRate > 0 {
 		g.failures = ratelimit.New(l.FailureRate, l.FailureBurst, 0, l.Now)
 		g.failurePolicy = newPolicy(failurePolicyName, g.failures)
+		g.known = ratelimit.NewKnown(0, 0)
 	}
 	return g
+}
+
+// failedAuthDetail is the 429 of a locked address, to a wrong credential and a right one alike.
+const failedAuthDetail = "too many failed authentication attempts from this address"
+
+// lockedOut tells whether the attempt meets its address's lock: the address has no failure
+// left, and the attempt's credential has not succeeded from it before. Valid or not, such an
+// attempt gets the one answer a wrong one gets, without a lookup: a locked address learns nothing,
+// however fast it guesses, while a client known there keeps working (OWASP's device cookie).
+func (g *guard) lockedOut(addr string, at auth.Attempt) (ratelimit.Decision, bool) {
+	d := g.failures.Check(addr)
+	if d.Allowed || at.Valid() && g.known.Has(addr, string(at.Hash)) {
+		return d, false
+	}
+	return d, true
 }
 
 // clientAddr is the key of a client address: the address itself, or for IPv6 its /64 (one

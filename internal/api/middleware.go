@@ -185,16 +185,25 @@ func headerSize(r *http.Request) int {
 type handlerFunc func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error
 
 // authenticated checks the Authorization header and the caller's limits before the handler
-// runs, and renders the handler's error. In order: a credential over its rate is refused (before
-// the lookup when its bucket is known to be empty); the credential is looked up, and a valid one
-// is served whatever its address's failures (a NAT or an office shares one address with whoever
-// guesses behind it); a failed authentication spends a token of its address, and once the address
-// has none left its failures are answered 429 instead of 401.
+// runs, and renders the handler's error. In order: an address locked by its failures answers 429
+// to every credential that has not succeeded from it before, valid or not, without a lookup; a
+// credential over its rate is refused (before the lookup when its bucket is known to be empty);
+// the credential is looked up; a failed authentication spends a token of its address (once the
+// address has none left it is locked); a valid one is remembered as known at its address, so that
+// a lock its neighbours' guesses cause (a NAT, an office) does not stop it.
 func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The credential's read and the operation's share one check of the read cache.
 		ctx := domain.ShareFreshness(r.Context())
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
+		var addr string
+		if g.failures != nil {
+			addr = g.clientAddr(r)
+			if d, locked := g.lockedOut(addr, attempt); locked {
+				rateLimited(w, g.failurePolicy, d, failedAuthDetail)
+				return
+			}
+		}
 		var key string
 		if g.credentials != nil && attempt.Valid() {
 			key = string(attempt.Hash)
@@ -207,13 +216,16 @@ func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerF
 		r = r.WithContext(ctx)
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
-				if d := g.failures.Allow(g.clientAddr(r)); !d.Allowed {
-					rateLimited(w, g.failurePolicy, d, "too many failed authentication attempts from this address")
+				if d := g.failures.Allow(addr); !d.Allowed {
+					rateLimited(w, g.failurePolicy, d, failedAuthDetail)
 					return
 				}
 			}
 			writeError(log, w, r, err)
 			return
+		}
+		if g.failures != nil {
+			g.known.Remember(addr, string(attempt.Hash))
 		}
 		if g.credentials != nil {
 			d := g.credentials.Allow(key)

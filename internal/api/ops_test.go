@@ -270,10 +270,12 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 			r.Header.Get("RateLimit") != `"failed-auth";r=0;t=10000` {
 			t.Errorf("429 headers: %v", r.Header)
 		}
-		// A valid key from that address is served: only failures are limited.
+		// A key that succeeded from that address before the lock is served there still; one that
+		// did not is answered as a guess.
 		if r := guess("203.0.113.7", staffKey); r.Status != http.StatusOK {
-			t.Errorf("a valid key from a limited address: %d %s", r.Status, r.Body)
+			t.Errorf("a key known at the locked address: %d %s", r.Status, r.Body)
 		}
+		wantError(t, guess("203.0.113.7", partnerAKey), http.StatusTooManyRequests, "rate_limited")
 		wantError(t, guess("203.0.113.7", "guess-g"), http.StatusTooManyRequests, "rate_limited")
 		// The address is the last one in the trusted header: another client is unaffected,
 		// whatever it claims in front.
@@ -288,38 +290,64 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 }
 
 // Twenty failed keys from one address (an office, a NAT, a proxy that does not say who is behind
-// it) do not lock out the valid keys and sessions that share it: each is served, with its own
-// rate, while every failing attempt from the address gets 429, a revoked, expired or malformed
-// credential included, and never reaches a handler.
-func TestValidCredentialsAreServedWhateverTheirAddressFailed(t *testing.T) {
+// it) lock the address. The keys and sessions that succeeded from it before keep being served,
+// with their own rate; every other attempt gets the one 429 a wrong key gets, a valid credential
+// never used from there included, and neither reaches the store nor a handler.
+func TestALockedAddressServesOnlyCredentialsKnownThere(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
+		cs := &countingStore{Store: h.st}
 		h.withDeps(t, func(d *api.Deps) {
+			d.Store = cs
 			d.Limits = api.Limits{Rate: 50, Burst: 100, FailureRate: 10.0 / 60, FailureBurst: 20,
 				Now: func() time.Time { return fixtureNow }}
 		})
 		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		known := []string{"Api-Key " + staffKey, "Api-Key " + partnerAKey, "Bearer " + staffSession}
+		for _, auth := range known {
+			if r := h.do(http.MethodGet, path, auth); r.Status != http.StatusOK {
+				t.Fatalf("%s before the lock: %d %s", auth, r.Status, r.Body)
+			}
+		}
 		for i := range 20 {
 			wantError(t, h.get(path, fmt.Sprintf("guess-%016d", i)), http.StatusUnauthorized, "unauthenticated")
 		}
-		for _, auth := range []string{"Api-Key " + staffKey, "Api-Key " + partnerAKey, "Bearer " + staffSession} {
+		for _, auth := range known {
 			for range 3 {
 				r := h.do(http.MethodGet, path, auth)
 				if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("RateLimit"), `"credential";`) {
-					t.Fatalf("%s from the limited address: %d %s, RateLimit %q", auth, r.Status, r.Body, r.Header.Get("RateLimit"))
+					t.Fatalf("%s from the locked address: %d %s, RateLimit %q", auth, r.Status, r.Body, r.Header.Get("RateLimit"))
 				}
 			}
 		}
-		for _, auth := range []string{"Api-Key guess-x-0000000000000", "Bearer " + expiredToken, "Api-Key", ""} {
+		lookups := cs.count()
+		wrong := h.do(http.MethodGet, path, "Api-Key guess-x-0000000000000")
+		wantError(t, wrong, http.StatusTooManyRequests, "rate_limited")
+		if wrong.Header.Get("RateLimit-Policy") != `"failed-auth";q=20;w=120` || wrong.Header.Get("Retry-After") != "6" {
+			t.Errorf("429 headers %v", wrong.Header)
+		}
+		// Valid, but never used from this address: the same answer, to the byte.
+		for _, auth := range []string{"Api-Key " + partnerBKey, "Api-Key " + noPermKey, "Bearer " + expiredToken, "Api-Key", ""} {
 			r := h.do(http.MethodGet, path, auth)
-			wantError(t, r, http.StatusTooManyRequests, "rate_limited")
-			if r.Header.Get("RateLimit-Policy") != `"failed-auth";q=20;w=120` || r.Header.Get("Retry-After") != "6" {
-				t.Errorf("%q: 429 headers %v", auth, r.Header)
+			if diff := cmp.Diff(answer(wrong), answer(r)); diff != "" {
+				t.Errorf("%q from the locked address answered unlike a wrong key (-wrong +got):\n%s", auth, diff)
 			}
 		}
-		// Every operation is open to them: this one reaches its handler, which finds no document.
+		if cs.count() != lookups {
+			t.Errorf("attempts from a locked address were looked up (%d lookups)", cs.count()-lookups)
+		}
+		// Every operation is open to the known ones: this one reaches its handler, which finds no
+		// document.
 		wantError(t, h.do(http.MethodDelete, "/v1/crm/merchants/"+merchantA.String()+"/documents/"+id(999).String(), "Api-Key "+staffKey),
 			http.StatusNotFound, "not_found")
 	})
+}
+
+// answer is a response as a client can compare two of them: everything but the request id, which
+// is new on every answer.
+func answer(r response) response {
+	h := r.Header.Clone()
+	h.Del("X-Request-Id")
+	return response{Status: r.Status, Header: h, Body: r.Body}
 }
 
 func TestIPv6AddressesAreLimitedBySlash64(t *testing.T) {

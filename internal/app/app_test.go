@@ -68,7 +68,7 @@ func (e *testEnv) export(args ...string) *dataset.Dataset {
 
 func TestImportThenExport(t *testing.T) {
 	e := newTestEnv(t)
-	ds := demoDataset(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+	ds := importableDemo(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 	out, _, err := e.run("import", e.writeDataset("demo.json", ds))
 	if err != nil || !strings.Contains(out, "imported") {
 		t.Fatalf("import: %q, %v", out, err)
@@ -77,7 +77,7 @@ func TestImportThenExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, leak := range []string{"123-45-6789", demoAPIKey, demoSessionToken, `"ssn"`, `"apiKeys"`, `"sessions"`} {
+	for _, leak := range []string{"123-45-6789", importedStaffKey, importedSessionToken, `"ssn"`, `"apiKeys"`, `"sessions"`} {
 		if strings.Contains(raw, leak) {
 			t.Errorf("default export holds %s", leak)
 		}
@@ -101,7 +101,7 @@ func TestImportThenExport(t *testing.T) {
 // An export is a dataset the importer takes back: export, import elsewhere, export again.
 func TestExportRoundTrip(t *testing.T) {
 	a := newTestEnv(t)
-	if _, _, err := a.run("import", a.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := a.run("import", a.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	first, _, err := a.run("export", "-", "--include-secrets")
@@ -129,7 +129,7 @@ func TestExportRoundTrip(t *testing.T) {
 func TestImportIsAllOrNothing(t *testing.T) {
 	e := newTestEnv(t)
 	now := time.Now().UTC()
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(now))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(now))); err != nil {
 		t.Fatal(err)
 	}
 	before, _, _ := e.run("export", "-")
@@ -152,7 +152,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 
 	// The same file twice: the second is all duplicates, and changes nothing either.
-	_, _, err = e.run("import", e.writeDataset("demo.json", demoDataset(now)))
+	_, _, err = e.run("import", e.writeDataset("demo.json", importableDemo(now)))
 	if err == nil || !strings.Contains(err.Error(), "partners[0].id: duplicate id") {
 		t.Fatalf("duplicate import error %v", err)
 	}
@@ -165,7 +165,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 func TestImportReferencesInAnyOrder(t *testing.T) {
 	e := newTestEnv(t)
 	now := time.Now().UTC()
-	full := demoDataset(now)
+	full := importableDemo(now)
 	// First only the partners and users; then the rest, which refers back to them.
 	first := &dataset.Dataset{Partners: full.Partners, Users: full.Users}
 	rest := *full
@@ -186,7 +186,7 @@ func TestImportFromStandardInput(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	var b bytes.Buffer
-	if err := dataset.Write(&b, demoDataset(time.Now().UTC())); err != nil {
+	if err := dataset.Write(&b, importableDemo(time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
@@ -230,7 +230,7 @@ func TestUsageErrors(t *testing.T) {
 // The database files hold no plaintext secret: not the SSNs, not the credentials, not the key.
 func TestNoPlaintextSecretsAtRest(t *testing.T) {
 	e := newTestEnv(t)
-	ds := demoDataset(time.Now().UTC())
+	ds := importableDemo(time.Now().UTC())
 	if _, _, err := e.run("import", e.writeDataset("demo.json", ds)); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestNoPlaintextSecretsAtRest(t *testing.T) {
 
 func TestExportFileIsWrittenWhole(t *testing.T) {
 	e := newTestEnv(t)
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(e.dir, "out.json")
@@ -288,7 +288,7 @@ func TestExportFileIsWrittenWhole(t *testing.T) {
 // A deleted document's content is gone from the database files, not only from its table.
 func TestDeletedDocumentLeavesNoBytes(t *testing.T) {
 	e := newTestEnv(t)
-	ds := demoDataset(time.Now().UTC())
+	ds := importableDemo(time.Now().UTC())
 	secret := []byte("UNIQUE-DOCUMENT-CONTENT-7f3a9c")
 	ds.MerchantDocuments[0].ContentBase64 = secret
 	if _, _, err := e.run("import", e.writeDataset("demo.json", ds)); err != nil {

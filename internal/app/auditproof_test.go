@@ -357,7 +357,7 @@ func TestImportRefusesABrokenAuditChain(t *testing.T) {
 // and its log; without the variable it warns at start that a cut tail cannot be caught.
 func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	e := newTestEnv(t)
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	serveAndRead := func(reads int) string {
@@ -366,7 +366,7 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 		done := 0
 		for i := 0; i < 500 && done < reads; i++ { // until serving, then reads of the trail (an event each)
 			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
-			req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+			req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				time.Sleep(10 * time.Millisecond)

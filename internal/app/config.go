@@ -57,6 +57,9 @@ type Config struct {
 	AuditCheckpoints string
 	// OAuth is the identity provider whose access tokens serve accepts (Issuer "": none).
 	OAuth OAuthConfig
+	// AllowWeakCredentials lets serve start (and keys status pass) while usable credentials are
+	// not known to carry secrets.MinCredentialBits: named for what it allows, off by default.
+	AllowWeakCredentials bool
 }
 
 // MetricsOff is the BACKOFFICE_METRICS_ADDR value that disables metrics.
@@ -167,6 +170,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if err := loadOAuth(getenv, &c.OAuth); err != nil {
 		return c, err
+	}
+	if v := getenv(allowWeakCredentialsVar); v != "" {
+		if c.AllowWeakCredentials, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("%s: %q is not true or false", allowWeakCredentialsVar, v)
+		}
 	}
 	return c, nil
 }
@@ -377,6 +385,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.Var(originsFlag{&c.CORSOrigins}, "cors-origins", "origins whose pages may call the API from a browser, comma-separated, e.g. https://crm.example.com; none: CORS off (BACKOFFICE_CORS_ORIGINS)")
 	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
 	c.OAuth.flags(fs)
+	fs.BoolVar(&c.AllowWeakCredentials, "allow-weak-credentials", c.AllowWeakCredentials, "serve even while usable API keys or sessions are not known to carry 128 random bits; `keys status` names them ("+allowWeakCredentialsVar+")")
 }
 
 // errNoMasterKey says how to make a key, in one line.

@@ -198,6 +198,7 @@ func issueAPIKey(ctx context.Context, st *store.Store, k store.NewAPIKey, actor 
 	for range 3 {
 		key, prefix := secrets.NewAPIKey()
 		k.ID, k.Prefix, k.Hash = domain.NewID(), prefix, secrets.HashCredential(domain.CredentialAPIKey, key)
+		k.SecretBits = secrets.IssuedCredentialBits
 		event := domain.AuditEvent{At: k.CreatedAt, ActorUserID: actor, Action: actionAPIKeyCreate, TargetID: string(k.ID),
 			Outcome: domain.OutcomeGranted, Detail: fmt.Sprintf("user %s, prefix %s, name %q, expires %s", k.UserID, prefix, k.Name, orNever(k.ExpiresAt))}
 		err := st.CreateAPIKey(ctx, k, event)
@@ -400,6 +401,7 @@ func issueSession(ctx context.Context, st *store.Store, s store.NewSession, acto
 	for range 3 {
 		token := secrets.NewSessionToken()
 		s.ID, s.Hash = domain.NewID(), secrets.HashCredential(domain.CredentialSession, token)
+		s.SecretBits = secrets.IssuedCredentialBits
 		event := domain.AuditEvent{At: s.CreatedAt, ActorUserID: actor, Action: actionSessionCreate, TargetID: string(s.ID),
 			Outcome: domain.OutcomeGranted, Detail: fmt.Sprintf("user %s, expires %s", s.UserID, s.ExpiresAt.Format(time.RFC3339))}
 		err := st.CreateSession(ctx, s, event)

@@ -27,7 +27,7 @@ func TestCommandsDoNotCreateTheDatabase(t *testing.T) {
 			t.Fatalf("%s created the database: %v", strings.Join(args, " "), err)
 		}
 	}
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatalf("import creates the database: %v", err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
@@ -42,7 +42,7 @@ func TestCommandsDoNotCreateTheDatabase(t *testing.T) {
 // answered 204 into the removed file.
 func TestServeNotReadyWhenTheDatabaseFileIsRemoved(t *testing.T) {
 	e := newTestEnv(t)
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	addr, _ := servedOps(t, map[string]string{"BACKOFFICE_DATABASE_URL": e.vars["BACKOFFICE_DATABASE_URL"],
@@ -59,7 +59,7 @@ func TestServeNotReadyWhenTheDatabaseFileIsRemoved(t *testing.T) {
 		t.Errorf("readyz after the file was removed: %d %s", status, body)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, base+"/v1/crm/merchants/"+demoMerchant.String()+"/documents/"+demoDocument.String(), nil)
-	req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+	req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestServeAnswersNothingFromAReplacedDatabaseFile(t *testing.T) {
 	e := newTestEnv(t)
 	url := e.vars["BACKOFFICE_DATABASE_URL"]
 	path := strings.TrimPrefix(url, "sqlite:")
-	dataset := e.writeDataset("demo.json", demoDataset(time.Now().UTC()))
+	dataset := e.writeDataset("demo.json", importableDemo(time.Now().UTC()))
 	if _, _, err := e.run("import", dataset); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestServeAnswersNothingFromAReplacedDatabaseFile(t *testing.T) {
 	addr, _ := servedOps(t, map[string]string{"BACKOFFICE_DATABASE_URL": url, "BACKOFFICE_MASTER_KEY": e.vars["BACKOFFICE_MASTER_KEY"]})
 	read := func() int {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/crm/leads/"+string(demoLead)+"/service-acceptance", nil)
-		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

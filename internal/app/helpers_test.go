@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
@@ -55,7 +56,7 @@ var (
 	testPartner   = demoID(1)
 	testStaff     = demoID(101)
 	testLead      = demoID(301)
-	testStaffKey  = "imported-staff-key-for-tests"
+	testStaffKey  = "imported-staff-key-92A03rIL8oL_UUxLw8fqWVXW5oe9SSOpQUVhP5AR4aE"
 	testImportKey = demoID(111)
 )
 
@@ -168,4 +169,31 @@ func (c *cli) importFile(ds *dataset.Dataset) {
 	}
 	f.Close()
 	c.mustRun("import", path)
+}
+
+// Strong secrets for the demo dataset as the tests import it from a file (importableDemo): an
+// import refuses the demo's own keys, which are public and weak and which only serve --demo
+// serves, in its own database.
+const (
+	importedStaffKey     = "demo-staff-key-7z1E5p2UFZMt2XR1R0o88b94rLN_2N1_xHL-7Q1cz6U"
+	importedPartnerKey   = "demo-partner-key-2KmRCEXrd9AtAO2w4Xt0xPxihjjA4biVT03oUIhVYKg"
+	importedSessionToken = "demo-session-qteRDxTz7qS6oXce5-ANm6IDZlJHaeRbNsEbNgDN1fk"
+)
+
+// importableDemo is the demo dataset with importedStaffKey, importedPartnerKey and
+// importedSessionToken for its secrets.
+func importableDemo(now time.Time) *dataset.Dataset {
+	ds := demoDataset(now)
+	for i := range ds.APIKeys {
+		switch ds.APIKeys[i].Key {
+		case demoAPIKey:
+			ds.APIKeys[i].Key = importedStaffKey
+		case demoPartnerAPIKey:
+			ds.APIKeys[i].Key = importedPartnerKey
+		}
+	}
+	for i := range ds.Sessions {
+		ds.Sessions[i].Token = importedSessionToken
+	}
+	return ds
 }

@@ -28,7 +28,7 @@ func TestImportUpsertCommand(t *testing.T) {
 }
 
 func importUpsertCommand(t *testing.T, e *testEnv) {
-	demo := demoDataset(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+	demo := importableDemo(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 	out, errOut, err := e.run("import", e.writeDataset("demo.json", demo))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestImportRefusesWhatItCannotKeep(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			e := newTestEnv(t)
 			e.vars["BACKOFFICE_DATABASE_URL"] = testdb.URL(t, engine)
-			demo := demoDataset(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
+			demo := importableDemo(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 			if _, _, err := e.run("import", e.writeDataset("demo.json", demo)); err != nil {
 				t.Fatal(err)
 			}

@@ -55,7 +55,20 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err := printKeyStatus(env.Stdout, ring, counts, needs); err != nil {
 		return err
 	}
-	return errors.Join(missingKeys(keyStates(ring, counts)), printTrailKeys(env.Stdout, ring, needs))
+	weak, err := weakCredentials(ctx, st)
+	if err != nil {
+		return err
+	}
+	if err := printWeakCredentials(env.Stdout, weak); err != nil {
+		return err
+	}
+	if err := errors.Join(missingKeys(keyStates(ring, counts)), printTrailKeys(env.Stdout, ring, needs)); err != nil {
+		return err
+	}
+	if len(weak) > 0 && !cfg.weakAllowed() {
+		return weakError(weak)
+	}
+	return nil
 }
 
 // keyNeeds is what, besides SSNs, may still need a master key: audit events linked under it and

@@ -52,7 +52,7 @@ func pushDemoTerminal(t *testing.T, log *slog.Logger, tp trace.TracerProvider, h
 	t.Helper()
 	st := testdb.Open(t, "sqlite")
 	ring := testdb.Ring(t, "k1")
-	importDataset(t, st, demoDataset(time.Now().UTC()), ring)
+	importDataset(t, st, importableDemo(time.Now().UTC()), ring)
 	gw := &flakyGateway{}
 	gwSrv := httptest.NewServer(gw)
 	t.Cleanup(gwSrv.Close)
@@ -66,7 +66,7 @@ func pushDemoTerminal(t *testing.T, log *slog.Logger, tp trace.TracerProvider, h
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+	req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestServeLogsGatewayAttemptsAtDebug(t *testing.T) {
 		attempts[1]["status"] != 200.0 || attempts[1]["retry"] != false {
 		t.Errorf("gateway attempt lines = %v", attempts)
 	}
-	for _, secret := range []string{"gw-secret-token", "menu", demoAPIKey} {
+	for _, secret := range []string{"gw-secret-token", "menu", importedStaffKey} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log holds %q", secret)
 		}
@@ -200,7 +200,7 @@ func TestPushTrace(t *testing.T) {
 	for _, s := range spans {
 		for _, kv := range s.Attributes {
 			v := kv.Value.String()
-			for _, banned := range []string{string(demoOrder), string(demoLineItem), demoAPIKey, demoTerminalID, "gw-secret-token", "/v1/crm/deployment-orders/0"} {
+			for _, banned := range []string{string(demoOrder), string(demoLineItem), importedStaffKey, demoTerminalID, "gw-secret-token", "/v1/crm/deployment-orders/0"} {
 				if strings.Contains(v, banned) {
 					t.Errorf("span %s attribute %s = %q holds %q", s.Name, kv.Key, v, banned)
 				}
@@ -221,7 +221,7 @@ func attrMap(kvs []attribute.KeyValue) map[string]any {
 func TestStoreSpansOfEachOperation(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
 	ring := testdb.Ring(t, "k1")
-	importDataset(t, st, demoDataset(time.Now().UTC()), ring)
+	importDataset(t, st, importableDemo(time.Now().UTC()), ring)
 	exp := tracetest.NewInMemoryExporter()
 	srv := httptest.NewServer(newHandler(Config{}, st, ring, slog.New(slog.DiscardHandler), nil,
 		sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))))
@@ -240,7 +240,7 @@ func TestStoreSpansOfEachOperation(t *testing.T) {
 	for _, op := range ops {
 		exp.Reset()
 		req, _ := http.NewRequest(op.method, srv.URL+op.path, nil)
-		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -102,7 +102,7 @@ func importDemo(t *testing.T, vars map[string]string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "demo.json")
 	var buf bytes.Buffer
-	if err := dataset.Write(&buf, demoDataset(time.Now().UTC())); err != nil {
+	if err := dataset.Write(&buf, importableDemo(time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
@@ -127,7 +127,7 @@ func call(t *testing.T, method, url string) answer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+	req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Errorf("%s %s: %v", method, url, err)

@@ -83,6 +83,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err := checkKeyCoverage(ctx, st, ring, log); err != nil {
 		return err
 	}
+	if err := checkCredentialStrength(ctx, cfg, st, log); err != nil {
+		return err
+	}
 	tokensCtx, stopTokens := context.WithCancel(ctx)
 	defer stopTokens()
 	tokens, err := startTokens(tokensCtx, cfg.OAuth, log)

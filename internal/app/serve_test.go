@@ -17,7 +17,7 @@ import (
 // Stopping serve lets an in-flight request finish before it exits.
 func TestServeDrainsInFlightRequests(t *testing.T) {
 	e := newTestEnv(t)
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	// A gateway that says when a push arrives, then takes its time to answer.
@@ -37,7 +37,7 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	go func() {
 		for i := 0; ; i++ {
 			req, _ := http.NewRequest(http.MethodPost, url, nil)
-			req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+			req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 			if i == 0 {
 				close(started)
 			}
@@ -89,7 +89,7 @@ func TestShutdownGraceCoversTheGatewayBudget(t *testing.T) {
 // returns (and closes the store).
 func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	e := newTestEnv(t)
-	if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 		t.Fatal(err)
 	}
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
@@ -124,7 +124,7 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/crm/deployment-orders/"+demoOrder.String()+
 			"/line-items/"+demoLineItem.String()+"/device-parameters", nil)
-		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			status <- 0

@@ -57,9 +57,11 @@ func kinds() []kind {
 			id:      func(r *domain.APIKey) *domain.ID { return &r.ID },
 			check:   (*checker).apiKey,
 			refs:    []ref[domain.APIKey]{{"userId", func(r *domain.APIKey) *domain.ID { return &r.UserID }, []string{"users"}}},
-			columns: "id, user_id, key_hash, expires_at",
+			// secret_bits keeps the secret's strength, which its hash cannot tell: serve refuses weak ones.
+			columns: "id, user_id, key_hash, expires_at, secret_bits",
 			args: func(r *domain.APIKey) []any {
-				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), column.NullMicros(r.ExpiresAt)}
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialAPIKey, r.Key), column.NullMicros(r.ExpiresAt),
+					secrets.CredentialBits(r.Key)}
 			},
 		}.kind(),
 		spec[domain.Session]{
@@ -68,9 +70,10 @@ func kinds() []kind {
 			id:      func(r *domain.Session) *domain.ID { return &r.ID },
 			check:   (*checker).session,
 			refs:    []ref[domain.Session]{{"userId", func(r *domain.Session) *domain.ID { return &r.UserID }, []string{"users"}}},
-			columns: "id, user_id, token_hash, expires_at",
+			columns: "id, user_id, token_hash, expires_at, secret_bits",
 			args: func(r *domain.Session) []any {
-				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), column.Micros(r.ExpiresAt)}
+				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), column.Micros(r.ExpiresAt),
+					secrets.CredentialBits(r.Token)}
 			},
 		}.kind(),
 		spec[domain.CardPlan]{

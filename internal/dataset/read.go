@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	json "github.com/go-json-experiment/json"
@@ -136,7 +137,7 @@ type reader struct {
 func newReader(r io.Reader, f *File) *reader {
 	lim := &budget{r: bufio.NewReaderSize(r, 256<<10)}
 	rd := &reader{dec: jsontext.NewDecoder(lim), lim: lim, f: f, kind: map[string]*kind{},
-		c: &checker{seen: map[string]map[domain.ID]bool{}}}
+		c: &checker{seen: map[string]map[domain.ID]bool{}, now: time.Now()}}
 	for _, k := range kinds() {
 		rd.kind[k.key] = &k
 	}

@@ -81,7 +81,7 @@ func TestUpsertReplacesAndAdds(t *testing.T) {
 		newPartner := domain.Partner{ID: id(3), Name: "Partner C"}
 		want.Partners = append(want.Partners, newPartner)
 		// A replaced credential keeps working under its new secret.
-		want.APIKeys[0].Key = "staff-key-rotated-000000001"
+		want.APIKeys[0].Key = "staff-key-rotated-IsikRNRm1ojd_zrU65aM1603YyZmUA1K9PvaYsbrgVg"
 
 		c := mustUpsert(t, st, &dataset.Dataset{
 			Partners: []domain.Partner{newPartner}, APIKeys: want.APIKeys[:1],
@@ -354,7 +354,7 @@ func TestUpsertKeepsARevocation(t *testing.T) {
 		if err := st.RevokeAPIKey(ctx, key.ID, fixtureNow, event); err != nil {
 			t.Fatal(err)
 		}
-		key.Key = "staff-key-after-revocation-01"
+		key.Key = "staff-key-after-revocation-7d_NvYn9BWZJJvrzuSYNowlrd8_bURQNpfnHWa0v4YU"
 		mustUpsert(t, st, &dataset.Dataset{APIKeys: []domain.APIKey{key}})
 		c, err := st.Credential(ctx, domain.CredentialAPIKey, secrets.HashCredential(domain.CredentialAPIKey, key.Key))
 		if err != nil {

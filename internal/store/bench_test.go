@@ -96,3 +96,20 @@ func millionLogStore(b *testing.B, engine string) *store.Store {
 	b.Logf("%s: imported %d SAM action logs in %v", engine, benchLogs, time.Since(start).Round(time.Millisecond))
 	return st
 }
+
+// BenchmarkWritable is the write probe of GET /readyz on each engine, idle (the probes of a load
+// balancer every few seconds). With p50 and p99 besides the mean.
+//
+//	go test ./internal/store -run '^$' -bench Writable -benchtime 500x
+func BenchmarkWritable(b *testing.B) {
+	for _, engine := range testdb.Engines() {
+		b.Run(engine, func(b *testing.B) {
+			st := testdb.Open(b, engine)
+			timed(b, func() {
+				if err := st.Writable(ctx); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}

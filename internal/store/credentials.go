@@ -29,6 +29,8 @@ type NewAPIKey struct {
 	Hash      []byte
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: never expires
+	// SecretBits is the secret's strength (secrets.IssuedCredentialBits): the hash cannot tell it.
+	SecretBits int
 }
 
 // APIKeyInfo is an API key as listed: everything but its secret. Keys imported from a dataset file
@@ -57,6 +59,8 @@ type NewSession struct {
 	Hash      []byte
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// SecretBits is the token's strength (secrets.IssuedCredentialBits).
+	SecretBits int
 }
 
 // CreateAPIKey stores a new key for an existing user and its audit event, in one transaction: a
@@ -67,8 +71,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.Audi
 		if err := requireUser(ctx, q, k.UserID); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, column.Micros(k.CreatedAt), column.NullMicros(k.ExpiresAt))
+		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, expires_at, secret_bits) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, column.Micros(k.CreatedAt), column.NullMicros(k.ExpiresAt), k.SecretBits)
 		if err != nil {
 			return insertCredentialError(engine, "api key", err)
 		}
@@ -83,8 +87,8 @@ func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.Au
 		if err := requireUser(ctx, q, n.UserID); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-			n.ID, n.UserID, n.Hash, column.Micros(n.CreatedAt), column.Micros(n.ExpiresAt))
+		_, err := q.Exec(ctx, `INSERT INTO sessions (id, user_id, token_hash, created_at, expires_at, secret_bits) VALUES (?, ?, ?, ?, ?, ?)`,
+			n.ID, n.UserID, n.Hash, column.Micros(n.CreatedAt), column.Micros(n.ExpiresAt), n.SecretBits)
 		if err != nil {
 			return insertCredentialError(engine, "session", err)
 		}
@@ -235,4 +239,42 @@ func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.
 		}
 		return ErrAlreadyRevoked
 	})
+}
+
+// WeakCredential is a usable credential (neither revoked nor expired) whose secret is not known
+// to be strong: judged under the minimum when it was imported, or imported before secrets were
+// judged at all (Bits nil), when its hash is all that is left and cannot tell.
+type WeakCredential struct {
+	Kind   string // domain.CredentialAPIKey or domain.CredentialSession
+	ID     domain.ID
+	UserID domain.ID
+	Bits   *int
+}
+
+// WeakCredentials lists the credentials usable at now whose secret's strength is under minBits
+// or unknown: API keys, then sessions, each in id order.
+func (s *Store) WeakCredentials(ctx context.Context, now time.Time, minBits int) ([]WeakCredential, error) {
+	var out []WeakCredential
+	for _, c := range []struct{ kind, query string }{
+		{domain.CredentialAPIKey, `SELECT id, user_id, secret_bits FROM api_keys
+WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) AND (secret_bits IS NULL OR secret_bits < ?) ORDER BY id`},
+		{domain.CredentialSession, `SELECT id, user_id, secret_bits FROM sessions
+WHERE revoked_at IS NULL AND expires_at > ? AND (secret_bits IS NULL OR secret_bits < ?) ORDER BY id`},
+	} {
+		weak, err := readAll(ctx, s.q(), c.query, func(r scanner) (WeakCredential, error) {
+			w := WeakCredential{Kind: c.kind}
+			var bits sql.NullInt64
+			err := r.Scan(&w.ID, &w.UserID, &bits)
+			if bits.Valid {
+				b := int(bits.Int64)
+				w.Bits = &b
+			}
+			return w, err
+		}, column.Micros(now), minBits)
+		if err != nil {
+			return nil, fmt.Errorf("store: weak credentials: %w", err)
+		}
+		out = append(out, weak...)
+	}
+	return out, nil
 }

@@ -2,33 +2,52 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 
 	"backoffice/internal/store/sqltx"
 )
 
-// probeRow is what the write probe inserts: larger than a page (SQLite's are 4 KiB), so that
-// SQLite must find four new pages for it, as an insert does once the pages it has are full. Zeros,
-// which PostgreSQL compresses to a few bytes, and which SQLite stores as they are.
-var probeRow = make([]byte, 16<<10)
+// probeRow is what the write probe writes where the engine's statements take a row: larger than
+// a page (SQLite's are 4 KiB), so that SQLite must find four new pages for it, as an insert does
+// once the pages it has are full; random, so that no engine stores it smaller than it is.
+var probeRow = func() []byte {
+	b := make([]byte, 16<<10)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return b
+}()
 
-// errProbed ends the write probe's transaction: it rolls back what the probe wrote.
+// errProbed ends a write probe whose transaction is not to be committed: it rolls back.
 var errProbed = errors.New("store: write probe done")
 
-// Writable checks that the database takes an insert now: on SQLite that the path still names the
-// file that was opened, that the file takes a write lock (not read-only) and that the database can
-// grow by the pages an insert may need (free pages, or room under the disk's or max_page_count's
-// limit); on PostgreSQL that the server takes an insert (not a standby, not out of space). The
-// insert is rolled back: nothing is committed, so neither the file nor the read cache changes, and
-// it costs one short write transaction. (Rewriting a row that exists is no test: on a full
-// database it fits in its page, while every insert fails.)
+// Writable checks that the database takes, now, the writes a request makes, as each engine can
+// tell best (Engine.Room, Engine.WriteProbe). On SQLite: the path still names the file that was
+// opened, its filesystem is writable and has room for a commit's WAL frames, and a write of a
+// 16 KiB row (and of its deletion) is committed, WAL append and sync included. On PostgreSQL: the
+// server takes a write transaction (not a standby) and can find new pages in the database's
+// default tablespace (not a full disk). Either leaves no row and no change the read cache sees,
+// and costs one short write transaction.
 func (s *Store) Writable(ctx context.Context) error {
+	if err := s.engine.Room(); err != nil {
+		return fmt.Errorf("store: write probe: %w", &unavailableError{err: err})
+	}
+	statements, commit := s.engine.WriteProbe()
 	err := s.tx(ctx, func(q *sqltx.Tx) error {
-		if _, err := q.Exec(ctx, `INSERT INTO readiness_probe (filler) VALUES (?)`, probeRow); err != nil {
-			return err
+		for _, st := range statements {
+			var args []any
+			if strings.Contains(st, "?") {
+				args = []any{probeRow}
+			}
+			if _, err := q.Exec(ctx, st, args...); err != nil {
+				return err
+			}
 		}
-		return errProbed
+		if !commit {
+			return errProbed
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, errProbed) {
 		return fmt.Errorf("store: write probe: %w", err)

@@ -99,6 +99,15 @@ type Engine interface {
 	// writes any more (SQLite: the file opened is no longer at its path); the store answers that
 	// as unavailable. It is made before every write and every check of the read cache.
 	BeforeWrite() error
+	// Room fails when the storage a write would need is short, as far as this process can see:
+	// SQLite's filesystem read-only or nearly full (a commit's WAL frames need room). PostgreSQL's
+	// disks are the server's: nil there, its WriteProbe tries them.
+	Room() error
+	// WriteProbe is the write GET /readyz makes to prove that the database takes, now, the writes a
+	// request makes (a decrypt's audit event, a push's record): statements run in order in one
+	// write transaction, given the store's probe row where they have a placeholder, and whether
+	// the transaction is committed (else it is rolled back).
+	WriteProbe() (statements []string, commit bool)
 	// Close stops what the engine runs in the background.
 	Close()
 }

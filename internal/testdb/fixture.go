@@ -15,15 +15,16 @@ import (
 // FixtureID makes the fixture's ids (valid version-4 uuids).
 func FixtureID(n int) domain.ID { return domain.ID(fmt.Sprintf("00000000-0000-4000-8000-%012d", n)) }
 
-// Credentials and secrets of the fixture.
+// Credentials and secrets of the fixture: a readable name before 32 random bytes, strong by
+// secrets.CheckCredential, as every imported credential must be.
 const (
-	StaffKey       = "staff-key-0000000000000001"
-	PartnerKey     = "partner-key-00000000000001"
-	ExpiredKey     = "expired-key-00000000000001"
-	StaffSession   = "staff-session-000000000001"
-	ExpiredSession = "expired-session-0000000001"
-	DisabledKey    = "disabled-user-key-00000001"
-	DisabledToken  = "disabled-user-session-0001"
+	StaffKey       = "staff-key-cr824-Q42iamtmFoM25nloon_kXxomjL-Wi5UhSw0eQ"
+	PartnerKey     = "partner-key-aAywJdSBi4gYENG9EnloxUpLRah9iCGjL5IdF8qwZZM"
+	ExpiredKey     = "expired-key-2KmRCEXrd9AtAO2w4Xt0xPxihjjA4biVT03oUIhVYKg"
+	StaffSession   = "staff-session-qteRDxTz7qS6oXce5-ANm6IDZlJHaeRbNsEbNgDN1fk"
+	ExpiredSession = "expired-session-7z1E5p2UFZMt2XR1R0o88b94rLN_2N1_xHL-7Q1cz6U"
+	DisabledKey    = "disabled-user-key-4XhEPD6iN80J1KDycrZ_1ci9uKXRn1_2re0JGRExxA4"
+	DisabledToken  = "disabled-user-session-keqLcFBu6tEBCpXd1EGKZgQtpOSNOMRUM3H463qtT8c"
 	// DisabledExternalID is the external id of the disabled user.
 	DisabledExternalID = "idp|disabled-user"
 	PrincipalSSN       = "123-45-6789"

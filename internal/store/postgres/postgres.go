@@ -246,5 +246,22 @@ func (*Engine) PurgeDeleted(context.Context, *sql.DB) {}
 // BeforeWrite has nothing to check: the server owns its files.
 func (*Engine) BeforeWrite() error { return nil }
 
+// Room cannot see the server's disks: WriteProbe tries them.
+func (*Engine) Room() error { return nil }
+
+// WriteProbe makes a temporary table in the database's default tablespace, where the service's
+// tables are (temp_tablespaces set aside), and writes enough rows to it to need new pages, which
+// the server allocates on disk as it extends a table: on a full disk that fails as an insert into
+// audit_events would. A standby or a read-only transaction refuses the CREATE. It is rolled
+// back: nothing stays, and it takes no lock that another session holds (a TRUNCATE of a table
+// would wait for a pg_dump's lock for the whole dump).
+func (*Engine) WriteProbe() ([]string, bool) {
+	return []string{
+		`SET LOCAL temp_tablespaces = ''`,
+		`CREATE TEMPORARY TABLE readiness_extend (n bigint) ON COMMIT DROP`,
+		`INSERT INTO readiness_extend SELECT generate_series(1, 2000)`,
+	}, false
+}
+
 // Close has nothing running to stop.
 func (*Engine) Close() {}

@@ -124,7 +124,7 @@ func (Engine) IsBusy(err error) bool {
 // was opened (removed or replaced). Each lasts until someone frees space, fixes permissions, the
 // disk or the file; the database is as it was before the failed write.
 func (Engine) IsUnwritable(err error) bool {
-	if errors.Is(err, errFileReplaced) {
+	if errors.Is(err, errFileReplaced) || errors.Is(err, errNoRoom) {
 		return true
 	}
 	c, ok := resultCode(err)
@@ -258,6 +258,19 @@ func (e Engine) PurgeDeleted(context.Context, *sql.DB) { e.purger.kick() }
 // and every read would come from a file nobody else writes, whose cache generation never moves
 // again (the store makes this check before each check of its read cache too).
 func (e Engine) BeforeWrite() error { return e.file.check() }
+
+// Room fails when the database's filesystem is read-only or has less room than a commit may
+// need (see dbFile.room).
+func (e Engine) Room() error { return e.file.room() }
+
+// WriteProbe commits a row larger than a page and its deletion: the write lock is taken, new
+// pages are found (free ones, or room under max_page_count), and the commit appends its frames to
+// the WAL and syncs it, as every request's commit does. A rolled-back write would prove none of the
+// last: SQLite writes the WAL only at commit. The table holds no row before or after, and no
+// trigger of the read cache's is on it.
+func (Engine) WriteProbe() ([]string, bool) {
+	return []string{`INSERT INTO readiness_probe (filler) VALUES (?)`, `DELETE FROM readiness_probe`}, true
+}
 
 // Close stops the purger, with a last checkpoint if one was due.
 func (e Engine) Close() { e.purger.stop() }
