@@ -113,7 +113,7 @@ func TestServeWithAnIdentityProvider(t *testing.T) {
 		closed := ln.Addr().String()
 		ln.Close() // nothing listens there now
 		e := newTestEnv(t)
-		if _, _, err := e.run("import", e.writeDataset("demo.json", demoDataset(time.Now().UTC()))); err != nil {
+		if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
 			t.Fatal(err)
 		}
 		e.vars["BACKOFFICE_OAUTH_ISSUER"] = "https://" + closed
@@ -127,7 +127,7 @@ func TestServeWithAnIdentityProvider(t *testing.T) {
 			}
 		}()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/crm/leads/"+demoLead.String()+"/service-acceptance", nil)
-		req.Header.Set("Authorization", "Api-Key "+demoAPIKey)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 		var res *http.Response
 		for range 300 {
 			if res, err = http.DefaultClient.Do(req); err == nil {
