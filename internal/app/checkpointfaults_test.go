@@ -18,24 +18,6 @@ import (
 	"backoffice/internal/testdb"
 )
 
-// smallDisk mounts a tmpfs of size bytes on a new directory for the test, or skips saying why.
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("filling a small filesystem needs root (to mount a tmpfs): run as root, as CI does")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("mounting a tmpfs of %d bytes on %s: %v (a container without CAP_SYS_ADMIN cannot)", size, dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // fill writes a file on dir until the filesystem is full, and returns it: removing it gives the
 // space back.
 func fill(t *testing.T, dir string) string {
@@ -61,7 +43,7 @@ func fill(t *testing.T, dir string) string {
 // returns the next checkpoint starts on a line of its own and names the last whole one, verify
 // reports the torn line and checks the rest, and serve starts on the file.
 func TestCheckpointsSurviveAFullDisk(t *testing.T) {
-	dir := smallDisk(t, 256<<10)
+	dir := testdb.SmallFilesystem(t, 256<<10)
 	c, _ := auditCLI(t, "sqlite")
 	file := filepath.Join(dir, "checkpoints.jsonl")
 	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
