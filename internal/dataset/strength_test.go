@@ -102,7 +102,7 @@ func TestWeakCredentialsAreNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		// As a key imported before secrets were judged (direct SQL: the attacker of the threat model).
-		if _, err := st.DB().ExecContext(ctx, `UPDATE api_keys SET secret_bits = NULL WHERE id = '`+string(id(115))+`'`); err != nil {
+		if _, err := testdb.SQLOf(t, st).ExecContext(ctx, `UPDATE api_keys SET secret_bits = NULL WHERE id = '`+string(id(115))+`'`); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.CreateAPIKey(ctx, store.NewAPIKey{ID: id(116), UserID: staffUser, Prefix: "abcdefgh", Hash: bytes.Repeat([]byte{1}, 32),
