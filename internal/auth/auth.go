@@ -154,11 +154,6 @@ func isBase64URL(s string) bool {
 // Valid reports whether the header named a credential at all.
 func (at Attempt) Valid() bool { return at.ok }
 
-// Authenticate returns the actor for header, or Unauthenticated.
-func (a *Authenticator) Authenticate(ctx context.Context, header string) (domain.Actor, error) {
-	return a.Verify(ctx, NewAttempt(header))
-}
-
 // Verify returns the actor behind the attempt's credential, or Unauthenticated (for an access
 // token, an error that is Unauthenticated and carries the reason, a *TokenError).
 func (a *Authenticator) Verify(ctx context.Context, at Attempt) (domain.Actor, error) {

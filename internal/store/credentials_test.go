@@ -61,7 +61,7 @@ func actor(st *store.Store, kind, secret string) (domain.Actor, error) {
 // actorAt is actor at the time clock tells.
 func actorAt(st *store.Store, clock func() time.Time, kind, secret string) (domain.Actor, error) {
 	scheme := map[string]string{domain.CredentialAPIKey: "Api-Key ", domain.CredentialSession: "Bearer "}[kind]
-	a, err := auth.New(st, clock).Authenticate(context.Background(), scheme+secret)
+	a, err := auth.New(st, clock).Verify(context.Background(), auth.NewAttempt(scheme+secret))
 	if errors.Is(err, auth.Unauthenticated) {
 		return a, domain.ErrNotFound
 	}
