@@ -1,5 +1,5 @@
 // Package auth turns an Authorization header into the actor it speaks for. Two schemes are
-// accepted (seed section 5): "Bearer <session token>" and "Api-Key <api key>", and, when an
+// accepted (docs/api.md, "Authentication"): "Bearer <session token>" and "Api-Key <api key>", and, when an
 // identity provider is configured, "Bearer <access token>" (a JWT, checked by Tokens). Secrets
 // are looked up by their hash only; this package never logs a header or a secret.
 package auth
