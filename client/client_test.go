@@ -408,7 +408,7 @@ func TestResponseHeaders(t *testing.T) {
 		}
 
 		// Another push of the line item running: 409 push_in_progress with when to come back.
-		if ok, err := st.AcquirePushLease(ctx, domain.ID(lineItem), "another-process", time.Minute); !ok || err != nil {
+		if ok, err := st.AcquirePushLease(ctx, domain.ID(lineItem), "another-process", time.Now(), time.Minute); !ok || err != nil {
 			t.Fatalf("lease: %v %v", ok, err)
 		}
 		_, err = patient.PushDeviceParameters(ctx, order, lineItem)

@@ -9,7 +9,7 @@ import (
 // The records of the service's answers, as the OpenAPI document (internal/api/openapi.yaml)
 // describes them. Ids are lower-case uuids; date-times are UTC. A pointer is null where absent.
 
-// SAMActionLog is one SAM action log entry (seed 2.7).
+// SAMActionLog is one SAM action log entry.
 type SAMActionLog struct {
 	ID         string    `json:"id"`
 	EntityID   string    `json:"entityId"`
@@ -18,8 +18,8 @@ type SAMActionLog struct {
 	SamID      int64     `json:"samId"`
 }
 
-// PageMeta describes one page of a list (seed 4.6): every record has been seen once Page
-// equals TotalPages.
+// PageMeta describes one page of a list (docs/api.md, "Pagination"): every record has been
+// seen once Page equals TotalPages.
 type PageMeta struct {
 	Page       int64 `json:"page"`
 	PerPage    int64 `json:"perPage"`
@@ -54,7 +54,7 @@ type AuditEventPage struct {
 	Data []AuditEvent `json:"data"`
 }
 
-// ServiceAcceptance is a lead's service acceptance (seed 2.8).
+// ServiceAcceptance is a lead's service acceptance.
 type ServiceAcceptance struct {
 	MidID          *string    `json:"midId"`
 	Configured     bool       `json:"configured"`
@@ -87,7 +87,7 @@ func (s SSN) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte(s.String())) 
 func (s SSN) LogValue() slog.Value         { return slog.StringValue(s.String()) }
 func (s SSN) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// LineItem is a deployment order line item (seed 2.2) with its embedded records.
+// LineItem is a deployment order line item with its embedded records.
 type LineItem struct {
 	ID                string         `json:"id"`
 	OrderID           string         `json:"orderId"`
@@ -108,7 +108,7 @@ type LineItem struct {
 	Shipment          *Shipment      `json:"shipment"`
 }
 
-// InventoryUnit is a deployment inventory unit (seed 2.3).
+// InventoryUnit is a deployment inventory unit.
 type InventoryUnit struct {
 	ID                string    `json:"id"`
 	DeploymentModelID string    `json:"deploymentModelId"`
@@ -122,7 +122,7 @@ type InventoryUnit struct {
 	UpdatedBy         string    `json:"updatedBy"`
 }
 
-// Equipment is a deployed device (seed 2.4); VendorTerminalID is the gateway's terminal id.
+// Equipment is a deployed device; VendorTerminalID is the gateway's terminal id.
 type Equipment struct {
 	ID                string     `json:"id"`
 	EntityID          string     `json:"entityId"`
@@ -142,7 +142,7 @@ type Equipment struct {
 	SerialNumber      *string    `json:"serialNumber"`
 }
 
-// Varsheet is a VAR sheet (seed 2.5).
+// Varsheet is a VAR sheet.
 type Varsheet struct {
 	ID                      string    `json:"id"`
 	EntityID                string    `json:"entityId"`
@@ -175,7 +175,7 @@ type Varsheet struct {
 	UpdatedBy               string    `json:"updatedBy"`
 }
 
-// Shipment is a line item's shipment (seed 2.6).
+// Shipment is a line item's shipment.
 type Shipment struct {
 	ID             string     `json:"id"`
 	Status         string     `json:"status"`

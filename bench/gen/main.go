@@ -1,7 +1,7 @@
 // Command gen writes a large, valid dataset file for the load benchmark (bench/load.sh): by
 // default 1,000,000 SAM action logs on one lead, 10,000 leads each with a principal and an SSN,
 // and 1,000 line items, plus the partner, user, API key and session to call the service with. It
-// writes JSON by hand, in one pass, so that a million records take about a second.
+// writes JSON by hand, in one pass, so that making the file is never what a benchmark waits for.
 //
 //	go run ./bench/gen -out bench.json -targets targets.env
 //

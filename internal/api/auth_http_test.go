@@ -143,7 +143,7 @@ func TestInvalidIDsAre400NamingTheParameter(t *testing.T) {
 	})
 }
 
-// Seed 2.1 at the HTTP edge: which ids parse.
+// The id rule (domain.ParseID) at the HTTP edge: which ids parse.
 func TestUUIDSyntaxAtTheEdge(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		lead := leadA.String()

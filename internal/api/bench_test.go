@@ -56,7 +56,6 @@ func BenchmarkRequestPath(b *testing.B) {
 // fixtureStore is a store on engine holding the fixture, its clock at fixtureNow, and its key ring.
 func fixtureStore(tb testing.TB, engine string) (*store.Store, *secrets.Ring) {
 	st := testdb.Open(tb, engine)
-	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(tb)
 	if _, err := dataset.Import(context.Background(), st, fixture(), ring); err != nil {
 		tb.Fatal(err)

@@ -65,7 +65,6 @@ func newHarness(t *testing.T, st *store.Store, opts ...harnessOption) *harness {
 // newHarnessOf is a harness over another dataset than the fixture.
 func newHarnessOf(t *testing.T, st *store.Store, ds *dataset.Dataset, opts ...harnessOption) *harness {
 	t.Helper()
-	st.SetClock(func() time.Time { return fixtureNow })
 	ring := testdb.Ring(t)
 	if _, err := dataset.Import(context.Background(), st, ds, ring); err != nil {
 		t.Fatalf("import dataset: %v", err)

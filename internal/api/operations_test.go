@@ -47,7 +47,8 @@ func (h *harness) samPage(t *testing.T, entity domain.ID, query string) samPage 
 	return p
 }
 
-// Walking every page, as the seed's client rule says, yields every log exactly once, in order.
+// Walking every page, as a client does (until page equals totalPages), yields every log exactly
+// once, in order.
 func TestSAMLogsWalkEveryPageOnce(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		for _, size := range []int{1, 7, 20, 100} {

@@ -7,7 +7,7 @@ import (
 	"backoffice/internal/domain"
 )
 
-// pathID parses a uuid path parameter (seed 2.1).
+// pathID parses a uuid path parameter (domain.ParseID).
 func pathID(r *http.Request, name string) (domain.ID, error) {
 	id, err := domain.ParseID(r.PathValue(name))
 	if err != nil {
@@ -66,8 +66,8 @@ func pageFromQuery(r *http.Request) (Page, error) {
 	return ParsePage(q.Get("page"), q.Get("size"), q.Has("page"), q.Has("size"))
 }
 
-// Meta is the list envelope's meta (seed 4.6). TotalPages is at least 1, so that the seed's client
-// rule (request pages until page equals totalPages) also ends on an empty list.
+// Meta is the list envelope's meta. TotalPages is at least 1, so that a client's walk (request
+// pages until page equals totalPages, docs/api.md) also ends on an empty list.
 type Meta struct {
 	Page       int64 `json:"page"`
 	PerPage    int64 `json:"perPage"`

@@ -228,7 +228,7 @@ func TestPushLease(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
 		// Another process holds a live lease: refused at once, no note.
-		if ok, err := h.st.AcquirePushLease(ctx, itemOK, "other-process", time.Hour); !ok || err != nil {
+		if ok, err := h.st.AcquirePushLease(ctx, itemOK, "other-process", fixtureNow, time.Hour); !ok || err != nil {
 			t.Fatalf("acquire: %v %v", ok, err)
 		}
 		r := h.push(orderA, itemOK, staffKey)
@@ -245,7 +245,7 @@ func TestPushLease(t *testing.T) {
 		if err := h.st.ReleasePushLease(ctx, itemOK, "other-process"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := h.st.AcquirePushLease(ctx, itemOK, "crashed-process", -time.Second); !ok || err != nil {
+		if ok, err := h.st.AcquirePushLease(ctx, itemOK, "crashed-process", fixtureNow, -time.Second); !ok || err != nil {
 			t.Fatalf("acquire: %v %v", ok, err)
 		}
 		if r := h.push(orderA, itemOK, staffKey); r.Status != http.StatusOK {

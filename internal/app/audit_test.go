@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -80,15 +79,10 @@ func TestAuditVerifyCommand(t *testing.T) {
 			c.mustRun("apikey", "create", "--user", string(testStaff))
 			c.mustRun("audit", "verify", "--head", m[1])
 
-			st, err := store.Open(context.Background(), url)
-			if err != nil {
+			if _, err := testdb.SQL(t, url).ExecContext(context.Background(), `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`); err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
-			if _, err := st.DB().ExecContext(context.Background(), `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`); err != nil {
-				t.Fatal(err)
-			}
-			out, _, err = c.run("audit", "verify")
+			out, _, err := c.run("audit", "verify")
 			if !errors.Is(err, errAuditChainBroken) || !strings.Contains(out, "broken at seq 2") {
 				t.Fatalf("verify of an altered row: %v\n%s", err, out)
 			}

@@ -25,13 +25,9 @@ import (
 // sqlOn changes the database behind the service's back, as someone with database access would.
 func sqlOn(t *testing.T, url string, queries ...string) {
 	t.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	db := testdb.SQL(t, url)
 	for _, q := range queries {
-		if _, err := st.DB().ExecContext(context.Background(), q); err != nil {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}

@@ -25,7 +25,7 @@ const checkpointInterval = 30 * time.Second
 // link by link under keys the ring holds, just before: a store.Verified is all checkpoint.Sign
 // takes. A trail that does not verify is logged as an error and never signed.
 type checkpointer struct {
-	st   *store.Store
+	st   auditTrail
 	ring *secrets.Ring
 	path string // "" when kept in the log only
 	log  *slog.Logger
@@ -40,11 +40,17 @@ type checkpointer struct {
 	prev   string
 }
 
+// auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
+// left off (*store.Store is one).
+type auditTrail interface {
+	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect) (*store.AuditFollower, error)
+}
+
 // newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
 // key of the ring, if any. A file that does not hold together (a line that is neither a
 // checkpoint nor a torn one, a checkpoint that does not name the one before it, a signature that
 // does not hold) is an error: serve does not start on it. Torn lines are logged and left out.
-func newCheckpointer(path string, st *store.Store, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
+func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
 	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now}
 	if path == "" {
 		return c, nil
@@ -175,7 +181,7 @@ type runningCheckpoints struct {
 // startCheckpoints says what opening did with an unsealed genesis, then signs checkpoints every
 // checkpointInterval until stopped. Without BACKOFFICE_AUDIT_CHECKPOINTS they go to the log only,
 // and serve warns that a cut tail cannot be caught from a file.
-func startCheckpoints(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, g store.GenesisOpening, log *slog.Logger) (*runningCheckpoints, error) {
+func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secrets.Ring, g store.GenesisOpening, log *slog.Logger) (*runningCheckpoints, error) {
 	logGenesis(g, ring, log)
 	if cfg.AuditCheckpoints == "" {
 		log.Warn("BACKOFFICE_AUDIT_CHECKPOINTS is not set: audit checkpoints go to this log only, and a tail cut off the audit trail cannot be caught from a file (see docs/compliance.md)")

@@ -44,6 +44,18 @@ func newCredentialEnv(t *testing.T) *credentialEnv {
 	return &credentialEnv{cli: c, st: st, probe: probe}
 }
 
+// listOnceUsed is apikey list once it shows the key of prefix used (its last-use stamp, written
+// after the request in the background).
+func (e *credentialEnv) listOnceUsed(t *testing.T, prefix string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		list := e.mustRun("apikey", "list")
+		if row := listRow(t, list, prefix); row[6] != "-" || time.Now().After(deadline) {
+			return list
+		}
+	}
+}
+
 var issuedKeyShape = regexp.MustCompile(`^bo_([a-z2-7]{8})_[a-z2-7]{52}$`)
 
 // listRow returns the apikey list row that contains s, with its columns.
@@ -79,9 +91,7 @@ func TestAPIKeyCreateListRevoke(t *testing.T) {
 	if got := e.probe("Bearer " + key); got != http.StatusUnauthorized {
 		t.Errorf("new key as a session token: status %d, want 401", got)
 	}
-	e.st.WaitBackground() // the request's last-use stamp
-
-	list := e.mustRun("apikey", "list")
+	list := e.listOnceUsed(t, prefix) // the request's last-use stamp is written in the background
 	if strings.Contains(list, secret) {
 		t.Fatalf("apikey list shows the secret:\n%s", list)
 	}

@@ -224,7 +224,7 @@ func TestRewrapInterruptedMidBatchRollsBackThatBatch(t *testing.T) {
 // attacker with write access to the database, or a bad migration, might.
 func copySSN(t *testing.T, st *store.Store, from, to domain.ID) {
 	t.Helper()
-	_, err := st.DB().ExecContext(context.Background(),
+	_, err := testdb.SQLOf(t, st).ExecContext(context.Background(),
 		`UPDATE principals SET ssn_key_id = (SELECT ssn_key_id FROM principals WHERE id = ?), ssn_sealed = (SELECT ssn_sealed FROM principals WHERE id = ?) WHERE id = ?`,
 		from, from, to)
 	if err != nil {

@@ -217,7 +217,8 @@ func attrMap(kvs []attribute.KeyValue) map[string]any {
 	return m
 }
 
-// Every store call of the other operations gets its span too, named after the method.
+// Every store call of the other operations (the push's are above) and of the audit list gets its
+// span too, named after the method.
 func TestStoreSpansOfEachOperation(t *testing.T) {
 	st := testdb.Open(t, "sqlite")
 	ring := testdb.Ring(t, "k1")
@@ -236,6 +237,7 @@ func TestStoreSpansOfEachOperation(t *testing.T) {
 			[]string{"store.Credential", "store.PrincipalSSN", "store.RecordAudit"}},
 		{http.MethodDelete, "/v1/crm/merchants/" + string(demoMerchant) + "/documents/" + string(demoDocument),
 			[]string{"store.Credential", "store.DeleteMerchantDocument"}},
+		{http.MethodGet, "/v1/audit-events", []string{"store.Credential", "store.ListAuditEvents", "store.RecordAudit"}},
 	}
 	for _, op := range ops {
 		exp.Reset()

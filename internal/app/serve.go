@@ -99,7 +99,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	listeners := []listener{{ln: ln}}
 	var m *metrics.Metrics
 	if cfg.MetricsAddr != MetricsOff {
-		m = metrics.New(st.DB())
+		m = metrics.New(st.PoolStats)
 	}
 	if m != nil && cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)

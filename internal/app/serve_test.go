@@ -152,7 +152,7 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	if len(ds.MerchantNotes) != 1 {
 		t.Errorf("%d merchant notes, want 1", len(ds.MerchantNotes))
 	}
-	if ok, err := st.AcquirePushLease(ctx, demoLineItem, "next", time.Minute); err != nil || !ok {
+	if ok, err := st.AcquirePushLease(ctx, demoLineItem, "next", time.Now(), time.Minute); err != nil || !ok {
 		t.Errorf("lease still held after serve returned: %v %v", ok, err)
 	}
 }

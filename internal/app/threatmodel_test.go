@@ -221,7 +221,7 @@ func newAttackFixture(t *testing.T, engine string) *attackFixture {
 // a row does not.
 func trailEvents(t *testing.T, st *store.Store) (events []domain.AuditEvent, complete bool) {
 	t.Helper()
-	rows, err := st.DB().QueryContext(context.Background(), `SELECT `+store.AuditColumns+` FROM audit_events ORDER BY seq`)
+	rows, err := testdb.SQLOf(t, st).QueryContext(context.Background(), `SELECT `+store.AuditColumns+` FROM audit_events ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func trailDigests(events []domain.AuditEvent) [][]byte {
 func auditCatalog(t *testing.T, st *store.Store) []auditTable {
 	t.Helper()
 	ctx := context.Background()
-	db := st.DB()
+	db := testdb.SQLOf(t, st)
 	var tablesQ, columnsQ, uniqueQ string
 	if st.Engine() == "postgres" {
 		tablesQ = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name LIKE 'audit%' ORDER BY 1`
@@ -339,7 +339,7 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 	st := testdb.OpenAsIs(t, fx.url)
 	var cases []attackCase
 	for _, tb := range fx.tables {
-		targets := column[int64](t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name+` ORDER BY 1`)
+		targets := column[int64](t, testdb.SQLOf(t, st), `SELECT `+tb.order+` FROM `+tb.name+` ORDER BY 1`)
 		what := map[int64]string{}
 		if tb.name == "audit_events" {
 			targets = nil
@@ -348,7 +348,7 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 				what[x.seq] = x.what
 			}
 		}
-		all := column[int64](t, st.DB(), `SELECT `+tb.order+` FROM `+tb.name)
+		all := column[int64](t, testdb.SQLOf(t, st), `SELECT `+tb.order+` FROM `+tb.name)
 		last := slices.Max(all)
 		for _, target := range targets {
 			add := func(column, kind string, stmts ...string) {
@@ -369,7 +369,7 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 				add(c.name, "new value", set+newValue(st.Engine(), c)+where)
 				add(c.name, "NULL", set+"NULL"+where)
 				add(c.name, "unknown key id", set+"'kx'"+where)
-				from := fmt.Sprintf("%s = %d", tb.order, nearestOther(t, st.DB(), tb, c.name, target))
+				from := fmt.Sprintf("%s = %d", tb.order, nearestOther(t, testdb.SQLOf(t, st), tb, c.name, target))
 				add(c.name, "copied from another row", fmt.Sprintf("%s(SELECT %s FROM %s WHERE %s)%s", set, c.name, tb.name, from, where))
 			}
 			shift := func(from int64, by string) []string { // moves rows from on by ±1, out of the way first
@@ -464,7 +464,7 @@ func copyRow(tb auditTable, from int64, at string) string {
 func probe(t *testing.T, st *store.Store, tables []auditTable, stmts []string) string {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := st.DB().BeginTx(ctx, nil)
+	tx, err := testdb.SQLOf(t, st).BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

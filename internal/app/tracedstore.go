@@ -121,9 +121,9 @@ func (s *tracedStore) PushSource(ctx context.Context, scope domain.Scope, orderI
 	return src, err
 }
 
-func (s *tracedStore) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error) {
+func (s *tracedStore) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, now time.Time, ttl time.Duration) (bool, error) {
 	ctx, span := s.start(ctx, "AcquirePushLease")
-	ok, err := s.next.AcquirePushLease(ctx, lineItemID, holder, ttl)
+	ok, err := s.next.AcquirePushLease(ctx, lineItemID, holder, now, ttl)
 	end(span, err)
 	return ok, err
 }

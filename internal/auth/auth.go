@@ -1,5 +1,5 @@
 // Package auth turns an Authorization header into the actor it speaks for. Two schemes are
-// accepted (seed section 5): "Bearer <session token>" and "Api-Key <api key>", and, when an
+// accepted (docs/api.md, "Authentication"): "Bearer <session token>" and "Api-Key <api key>", and, when an
 // identity provider is configured, "Bearer <access token>" (a JWT, checked by Tokens). Secrets
 // are looked up by their hash only; this package never logs a header or a secret.
 package auth
@@ -153,11 +153,6 @@ func isBase64URL(s string) bool {
 
 // Valid reports whether the header named a credential at all.
 func (at Attempt) Valid() bool { return at.ok }
-
-// Authenticate returns the actor for header, or Unauthenticated.
-func (a *Authenticator) Authenticate(ctx context.Context, header string) (domain.Actor, error) {
-	return a.Verify(ctx, NewAttempt(header))
-}
 
 // Verify returns the actor behind the attempt's credential, or Unauthenticated (for an access
 // token, an error that is Unauthenticated and carries the reason, a *TokenError).

@@ -32,7 +32,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	}{{"known", "Api-Key benchmark-key-000500-xxxxxxxx", true}, {"unknown", "Api-Key not-a-key-at-all-0000000", false}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := a.Authenticate(ctx, c.header); (err == nil) != c.ok {
+				if _, err := a.Verify(ctx, auth.NewAttempt(c.header)); (err == nil) != c.ok {
 					b.Fatal(err)
 				}
 			}

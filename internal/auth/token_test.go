@@ -91,7 +91,7 @@ func TestAccessTokens(t *testing.T) {
 	a := auth.New(st, nil, auth.WithTokens(tokens, st))
 	ctx := context.Background()
 
-	got, err := a.Authenticate(ctx, "Bearer good.token.sig")
+	got, err := a.Verify(ctx, auth.NewAttempt("Bearer good.token.sig"))
 	if err != nil || got.UserID != actor.UserID || !got.Can(domain.PermReadSAMActionLogs) || got.Can(domain.PermDecryptPrincipals) {
 		t.Fatalf("a good token: %+v, %v; want the user's own actor", got, err)
 	}
@@ -103,7 +103,7 @@ func TestAccessTokens(t *testing.T) {
 		"Bearer gone.token.sig":    "the access token is not accepted: the token's user is disabled",
 		"Bearer unknown.token.sig": "the access token is not accepted: the token's user is not a user of this service",
 	} {
-		_, err := a.Authenticate(ctx, header)
+		_, err := a.Verify(ctx, auth.NewAttempt(header))
 		e, ok := domain.AsError(err)
 		if !ok || e.Kind != domain.KindUnauthenticated || e.Code != "unauthenticated" || e.Detail != want {
 			t.Errorf("%s: %v; want 401 unauthenticated %q", header, err, want)
@@ -114,16 +114,16 @@ func TestAccessTokens(t *testing.T) {
 		}
 	}
 	// A credential that is no JWT is a session token, whatever the tokens say.
-	if _, err := a.Authenticate(ctx, "Bearer staff-session-000000000001"); !errors.Is(err, auth.Unauthenticated) || st.lookups != 1 {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer staff-session-000000000001")); !errors.Is(err, auth.Unauthenticated) || st.lookups != 1 {
 		t.Errorf("a session token: %v after %d lookups; want a session lookup, unauthenticated", err, st.lookups)
 	}
 	// An Api-Key is never a token, whatever its shape.
-	if _, err := a.Authenticate(ctx, "Api-Key good.token.sig"); !errors.Is(err, auth.Unauthenticated) || st.lookups != 2 {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Api-Key good.token.sig")); !errors.Is(err, auth.Unauthenticated) || st.lookups != 2 {
 		t.Errorf("a token sent as Api-Key: %v after %d lookups; want an API key lookup, unauthenticated", err, st.lookups)
 	}
 	// The database failing is no refusal of the token: it stays the store's error (503, not 401).
 	st.err = domain.ErrUnavailable
-	if _, err := a.Authenticate(ctx, "Bearer good.token.sig"); !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, auth.Unauthenticated) {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer good.token.sig")); !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, auth.Unauthenticated) {
 		t.Errorf("store unavailable: %v; want ErrUnavailable, not a refusal", err)
 	}
 }
@@ -132,7 +132,7 @@ func TestAccessTokens(t *testing.T) {
 func TestBearerWithoutTokensIsASession(t *testing.T) {
 	st := &fakeStore{}
 	a := auth.New(st, nil)
-	_, err := a.Authenticate(context.Background(), "Bearer "+jwtShaped)
+	_, err := a.Verify(context.Background(), auth.NewAttempt("Bearer "+jwtShaped))
 	if err != auth.Unauthenticated || st.lookups != 1 {
 		t.Fatalf("%v after %d lookups; want one session lookup and the plain refusal", err, st.lookups)
 	}

@@ -88,9 +88,6 @@ type File struct {
 // Records counts the records of the file, its SAM logs and deletes included.
 func (f *File) Records() int { return f.ds.Records() + f.logs }
 
-// SAMLogs is how many SAM action logs the file holds.
-func (f *File) SAMLogs() int { return f.logs }
-
 // ReadFile reads and checks the dataset that r gives, once through, keeping every record in
 // memory but its SAM action logs, which ImportFile reads again. again must give back each byte
 // r gave, at its offset, once r has given it: the file itself, or a copy of the stream made as r

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store"
 	"backoffice/internal/store/bulkload"
 )
 
@@ -123,7 +122,7 @@ const samLogIDChunk = 256
 // insert failed, so one of its ids is stored, or given twice in the file. The first log of the
 // file, in file order, whose id is one of chunk k's and is stored (a plain import) or repeats an
 // earlier log's, is the one. Only chunk k's ids are held, never the file's.
-func (f *File) samLogTaken(ctx context.Context, st *store.Store, k int, upsert bool) error {
+func (f *File) samLogTaken(ctx context.Context, st Store, k int, upsert bool) error {
 	ids := map[[16]byte]bool{} // chunk k's, and whether each is stored
 	sr := f.samReaderAt(f.starts[k], k*samChunkLogs)
 	var batch []domain.ID

@@ -21,7 +21,7 @@ func TestReadFileNamesTheProblem(t *testing.T) {
 	for _, c := range cases {
 		f, err := readFileString(c.file)
 		if c.name == "duplicate log" {
-			if err != nil || f.SAMLogs() != 2 {
+			if err != nil || f.logs != 2 {
 				t.Errorf("%s: %v", c.name, err)
 			}
 			continue
@@ -85,7 +85,7 @@ func TestReadFileNamesTheLogInTheMiddle(t *testing.T) {
 	}
 	// A well-formed file of the same size reads, its logs counted and none kept.
 	f, err := readFileString(`{"samActionLogs": ` + samArray(n, -1, "") + `, "partners": [{"id": "` + p1 + `", "name": "P"}]}`)
-	if err != nil || f.SAMLogs() != n || len(f.ds.SAMActionLogs) != 0 || len(f.ds.Partners) != 1 || f.Records() != n+1 {
+	if err != nil || f.logs != n || len(f.ds.SAMActionLogs) != 0 || len(f.ds.Partners) != 1 || f.Records() != n+1 {
 		t.Fatalf("ReadFile: %v, %+v", err, f)
 	}
 }
@@ -194,7 +194,7 @@ func TestReadFileAsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds.SAMActionLogs = nil
-	if diff := cmp.Diff(ds, f.ds); diff != "" || f.SAMLogs() != 2 || f.Records() != ds.Records()+2 {
+	if diff := cmp.Diff(ds, f.ds); diff != "" || f.logs != 2 || f.Records() != ds.Records()+2 {
 		t.Fatalf("ReadFile and Read differ (-Read +ReadFile): %s", diff)
 	}
 }
@@ -226,8 +226,8 @@ func FuzzReadFile(f *testing.F) {
 		}
 		logs := len(ds.SAMActionLogs)
 		ds.SAMActionLogs = nil
-		if diff := cmp.Diff(ds, file.ds); diff != "" || file.SAMLogs() != logs {
-			t.Fatalf("datasets differ (-Read +ReadFile), %d logs against %d:\n%s", file.SAMLogs(), logs, diff)
+		if diff := cmp.Diff(ds, file.ds); diff != "" || file.logs != logs {
+			t.Fatalf("datasets differ (-Read +ReadFile), %d logs against %d:\n%s", file.logs, logs, diff)
 		}
 	})
 }
@@ -255,7 +255,7 @@ func BenchmarkReadFile(b *testing.B) {
 	b.SetBytes(int64(file.Len()))
 	for b.Loop() {
 		f, err := ReadFile(bytes.NewReader(file.Bytes()), bytes.NewReader(file.Bytes()))
-		if err != nil || f.SAMLogs() != 200_000 {
+		if err != nil || f.logs != 200_000 {
 			b.Fatal(err)
 		}
 	}

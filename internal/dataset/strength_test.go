@@ -47,7 +47,7 @@ func TestImportRefusesWeakAndExpiredCredentials(t *testing.T) {
 				if diff := cmp.Diff(before, testdb.Export(t, st, nil)); diff != "" {
 					t.Errorf("the refused import changed the database (-before +after):\n%s", diff)
 				}
-				if _, err := auth.New(st, time.Now).Authenticate(ctx, "Api-Key "+good); !errors.Is(err, auth.Unauthenticated) {
+				if _, err := auth.New(st, time.Now).Verify(ctx, auth.NewAttempt("Api-Key "+good)); !errors.Is(err, auth.Unauthenticated) {
 					t.Errorf("the refused file's good key authenticates: %v", err)
 				}
 			})
@@ -62,7 +62,7 @@ func TestImportRefusesWeakAndExpiredCredentials(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, header := range []string{"Api-Key " + good, "Bearer " + good} {
-				if _, err := auth.New(st, time.Now).Authenticate(ctx, header); err != nil {
+				if _, err := auth.New(st, time.Now).Verify(ctx, auth.NewAttempt(header)); err != nil {
 					t.Errorf("%s…: %v", header[:10], err)
 				}
 			}
@@ -102,7 +102,7 @@ func TestWeakCredentialsAreNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		// As a key imported before secrets were judged (direct SQL: the attacker of the threat model).
-		if _, err := st.DB().ExecContext(ctx, `UPDATE api_keys SET secret_bits = NULL WHERE id = '`+string(id(115))+`'`); err != nil {
+		if _, err := testdb.SQLOf(t, st).ExecContext(ctx, `UPDATE api_keys SET secret_bits = NULL WHERE id = '`+string(id(115))+`'`); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.CreateAPIKey(ctx, store.NewAPIKey{ID: id(116), UserID: staffUser, Prefix: "abcdefgh", Hash: bytes.Repeat([]byte{1}, 32),

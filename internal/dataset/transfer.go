@@ -251,11 +251,22 @@ func allPlaced(keys []string, placed map[string]bool) bool {
 	return true
 }
 
+// Store is what the import and the export need of the store (*store.Store is one): the import's
+// transaction, handed to bulkload (Load); the export's snapshot (Dump); which of the file's SAM
+// log ids are stored already, to name one the import found taken; and, after an import that
+// deleted records, the engine's purge of the deleted bytes.
+type Store interface {
+	Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
+	Dump(ctx context.Context, fn func(sn *bulkload.Snapshot) error) error
+	StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error)
+	PurgeDeleted(ctx context.Context)
+}
+
 // Import adds every record of ds to the store in one transaction: all of it, or nothing. A
 // reference may name a record of the file, anywhere in it, or one in the database; an id that is
 // in the database already is a duplicate. A problem with the file comes back as an *Error naming
 // the record and field. It returns how many records it added.
-func Import(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring) (int, error) {
+func Import(ctx context.Context, st Store, ds *Dataset, ring *secrets.Ring) (int, error) {
 	c, err := ImportWith(ctx, st, ds, ring, Options{})
 	return c.Added, err
 }
@@ -281,19 +292,19 @@ func (c Counts) Total() int { return c.Added + c.Replaced + c.Deleted }
 // a delete that would leave a reference dangling is refused naming the referrer. All of it, or
 // nothing. Once a deleted or replaced record's secrets (an SSN, a document) are gone, the engine
 // is told to purge the deleted bytes, as the document delete does.
-func ImportWith(ctx context.Context, st *store.Store, ds *Dataset, ring *secrets.Ring, opts Options) (Counts, error) {
+func ImportWith(ctx context.Context, st Store, ds *Dataset, ring *secrets.Ring, opts Options) (Counts, error) {
 	return importAll(ctx, st, ds, nil, ring, opts)
 }
 
 // ImportFile imports a file that ReadFile has read, as ImportWith does, reading its SAM action
 // logs again from the file a chunk at a time (see stream.go). The file must not change meanwhile:
 // if it has, the import fails and nothing is imported.
-func ImportFile(ctx context.Context, st *store.Store, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
+func ImportFile(ctx context.Context, st Store, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
 	return importAll(ctx, st, f.ds, f, ring, opts)
 }
 
 // importAll imports ds and, if f is not nil, the SAM action logs of f.
-func importAll(ctx context.Context, st *store.Store, ds *Dataset, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
+func importAll(ctx context.Context, st Store, ds *Dataset, f *File, ring *secrets.Ring, opts Options) (Counts, error) {
 	if len(ds.Deletes) > 0 && !opts.Upsert {
 		return Counts{}, Errorf(deletesKey, "deleting records needs import --upsert")
 	}
@@ -567,7 +578,7 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 
 // samLogTaken names the log whose id was taken, after the import has rolled back: the first log of
 // the file, in file order, whose id is stored already or repeats an earlier log's.
-func samLogTaken(ctx context.Context, st *store.Store, logs []domain.SAMActionLog) error {
+func samLogTaken(ctx context.Context, st Store, logs []domain.SAMActionLog) error {
 	seen := make(map[[16]byte]bool, len(logs))
 	ids := make([]domain.ID, 0, samLogIDChunk)
 	for start := 0; start < len(logs); start += samLogIDChunk {
@@ -595,7 +606,7 @@ func samLogTaken(ctx context.Context, st *store.Store, logs []domain.SAMActionLo
 // notes, audit events). Credentials are never exported. SSNs are left out unless ring is given,
 // in which case they are opened and exported in plaintext. It reads one consistent snapshot, and
 // serving goes on meanwhile.
-func Export(ctx context.Context, st *store.Store, ring *secrets.Ring) (*Dataset, error) {
+func Export(ctx context.Context, st Store, ring *secrets.Ring) (*Dataset, error) {
 	x := &exporter{ds: &Dataset{}, ring: ring}
 	err := st.Dump(ctx, func(sn *bulkload.Snapshot) error {
 		x.sn = sn

@@ -1,6 +1,6 @@
 package deviceparams
 
-// Varsheet holds the VAR sheet (seed 2.5) fields the payload uses.
+// Varsheet holds the VAR sheet fields the payload uses.
 type Varsheet struct {
 	MerchantNumber         *string
 	TerminalIDNumber       *string

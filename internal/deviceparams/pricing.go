@@ -19,9 +19,6 @@ type PricingModel struct {
 	AdjustmentPercent *string
 }
 
-// Validate reports the first problem with p; see ValidatePricing.
-func (p PricingModel) Validate() error { return ValidatePricing(p.Type, p.AdjustmentPercent) }
-
 const percentProblem = `must be a decimal string from 0 to 100, like "8.250"`
 
 // ValidatePricing checks a pricing model's type and adjustment percent. Errors

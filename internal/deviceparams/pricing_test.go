@@ -39,7 +39,7 @@ func TestValidatePricing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := PricingModel{Type: tt.typ, AdjustmentPercent: tt.adj}.Validate()
+			err := ValidatePricing(tt.typ, tt.adj)
 			var got *FieldError
 			if err != nil && !errors.As(err, &got) {
 				t.Fatalf("error %v is not a *FieldError", err)

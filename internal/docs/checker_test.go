@@ -85,8 +85,12 @@ func TestAnchors(t *testing.T) {
 }
 
 func TestCheckPrivateReference(t *testing.T) {
-	shared := "sha" + "red"
+	shared, seed := "sha"+"red", "se"+"ed"
 	r := fakeRepo(t, map[string]string{
+		"client.go":        "// one entry (" + seed + " 2.7)\n// a page (" + seed + " 4.6) ok\n",
+		"auth.go":          "// accepted (" + seed + " section 5)\n// as the " + seed + "'s client rule says\n",
+		"docs/contract.md": "see section 4.1 of the con" + "tract\nas contract-" + "decisions says\nper the design " + "documents\n",
+		"docs/fine.md":     "operation 4.1, RFC 6749 section 4.4, a random " + seed + ", seeds, " + seed + "ed\n",
 		"README.md":        "fine\nsee ../" + shared + "/seed/contract.md\n",
 		"x.go":             "// as in " + shared + "/design/style.md\n",
 		"deep.yaml":        "ref: ../../" + shared + "\n",
@@ -101,7 +105,8 @@ func TestCheckPrivateReference(t *testing.T) {
 			got = append(got, strings.SplitN(p, ": ", 2)[0])
 		}
 	}
-	want := []string{"README.md:2", "deep.yaml:1", "x.go:1"}
+	want := []string{"README.md:2", "auth.go:1", "auth.go:2", "client.go:1", "client.go:2",
+		"deep.yaml:1", "docs/contract.md:1", "docs/contract.md:2", "docs/contract.md:3", "x.go:1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mentions found (-want +got):\n%s", diff)
 	}

@@ -36,8 +36,9 @@ func TestMarkdownLinks(t *testing.T) {
 	}
 }
 
-// TestNoPrivateReference fails on any mention of the team's private reference (a shared/ folder
-// beside the repository) in any file of the repository: a clone does not have it.
+// TestNoPrivateReference fails on any mention of the team's private reference in any file of the
+// repository (a shared/ folder beside it, the documents it holds, their section numbers): a clone
+// does not have it, so the code and the docs say the rule in their own words instead.
 func TestNoPrivateReference(t *testing.T) {
 	repo := openRepo(t)
 	for _, name := range repo.files {
@@ -371,9 +372,17 @@ func slug(text string) string {
 }
 
 // privateReference matches mentions of the team's reference beside the repository: any path
-// through a shared/ folder above it, or its seed/ and design/ folders by name. The pattern is
-// built from pieces so that this file does not match it.
-var privateReference = regexp.MustCompile(`\.\./(\.\./)*` + "shared" + `\b|\b` + "shared" + `/(seed|design)/`)
+// through a shared/ folder above it, or its seed/ and design/ folders by name; a numbered section
+// of its seed document (the word, then a section number or "section"), that document's rules
+// (the word in the possessive), a section of the contract as it numbers them; its decisions file
+// and its design documents. The operations' own numbers (4.1 to 4.5, docs/api.md) and the
+// sections of RFCs are the repository's or public, and stay. The pattern is built from pieces so
+// that this file does not match it.
+var privateReference = regexp.MustCompile(`\.\./(\.\./)*` + "shared" + `\b|\b` + "shared" + `/(seed|design)/` +
+	`|(?i)\b` + "seed" + `('s\b| (section )?[0-9])` +
+	`|(?i)\bsection [0-9]+(\.[0-9]+)* of the (contract|` + "seed" + `)` +
+	`|(?i)\bcontract-` + "decisions" +
+	`|(?i)\bthe design ` + "documents?")
 
 // checkPrivateReference returns a problem for each line of a text file that mentions the
 // team's private reference.

@@ -2,8 +2,8 @@ package domain
 
 import "slices"
 
-// The enumerations of seed section 2 and the design documents, in one place for the importer and
-// the tests.
+// The closed sets of values the records' fields take (docs/dataset.md), in one place for the
+// importer and the tests.
 var (
 	OrderTypes = []string{"placement", "lease", "rental", "sale", "reprogram", "var_only", "warranty_swap",
 		"gateway", "gateway_var_only", "pos_var_only", "terminal_var_only"}

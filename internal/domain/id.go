@@ -14,7 +14,7 @@ import (
 // so inner code never sees an unchecked identifier.
 type ID string
 
-// ErrBadID is returned by ParseID for anything that is not a uuid per seed section 2.1.
+// ErrBadID is returned by ParseID for anything that is not a uuid as ParseID spells the rule.
 var ErrBadID = errors.New("not a uuid")
 
 const (

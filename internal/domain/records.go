@@ -114,7 +114,8 @@ type DeploymentOrder struct {
 	MerchantID ID `json:"merchantId"`
 }
 
-// Audit stamps shared by the deployment records (seed 2.3 to 2.5).
+// Audit stamps shared by the deployment records (inventory units, equipment, VAR sheets, line
+// items).
 type Stamps struct {
 	CreatedAt time.Time `json:"createdAt"`
 	CreatedBy ID        `json:"createdBy"`
@@ -187,7 +188,7 @@ type LineItem struct {
 	Stamps
 }
 
-// Shipment is seed 2.6; the line item it belongs to is the dataset's business (it is not a field
+// Shipment is a line item's shipment; the line item it belongs to is the dataset's business (it is not a field
 // of the API object).
 type Shipment struct {
 	ID             ID         `json:"id"`
@@ -261,7 +262,7 @@ type LineItemView struct {
 	Shipment      *Shipment      `json:"shipment"`
 }
 
-// ServiceAcceptance is seed 2.8 as the API shows it.
+// ServiceAcceptance is a lead's service acceptance as the API shows it.
 type ServiceAcceptance struct {
 	MidID          *ID                 `json:"midId"`
 	Configured     bool                `json:"configured"`

@@ -33,8 +33,9 @@ var (
 	pushBuckets    = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 )
 
-// New returns the metrics of a service whose database pool is db (nil: no pool statistics).
-func New(db *sql.DB) *Metrics {
+// New returns the metrics of a service whose database pool's statistics pool reads (nil: no
+// pool statistics).
+func New(pool func() sql.DBStats) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -65,8 +66,8 @@ func New(db *sql.DB) *Metrics {
 		collectors.NewBuildInfoCollector(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if db != nil {
-		m.reg.MustRegister(collectors.NewDBStatsCollector(db, "backoffice"))
+	if pool != nil {
+		m.reg.MustRegister(newPoolCollector(pool))
 	}
 	return m
 }
@@ -83,9 +84,6 @@ func buildInfo(b buildinfo.Info) prometheus.Gauge {
 	g.Set(1)
 	return g
 }
-
-// Registry is the registry everything is registered in, for tests and further collectors.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

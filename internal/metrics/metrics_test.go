@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"database/sql"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +29,7 @@ func TestExposition(t *testing.T) {
 	if err := st.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m := New(st.DB())
+	m := New(st.PoolStats)
 	route := "GET /v1/crm/sam-action-logs/{entityId}"
 	m.ObserveRequest("GET", route, 200, 300*time.Microsecond)
 	m.ObserveRequest("GET", route, 200, 2*time.Millisecond)
@@ -64,8 +63,7 @@ func TestExposition(t *testing.T) {
 
 // Without a database there are no pool statistics, and nothing fails.
 func TestWithoutDatabase(t *testing.T) {
-	var db *sql.DB
-	out := scrape(t, New(db))
+	out := scrape(t, New(nil))
 	if strings.Contains(out, "go_sql_") {
 		t.Error("pool statistics without a pool")
 	}

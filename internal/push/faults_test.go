@@ -63,7 +63,6 @@ func newPushRig(t *testing.T, st *store.Store, wrap func(push.Store) push.Store)
 	r := &pushRig{st: st, gw: &countingGateway{}, now: testdb.FixtureNow}
 	srv := httptest.NewServer(r.gw)
 	t.Cleanup(srv.Close)
-	st.SetClock(r.clock)
 	var ps push.Store = st
 	if wrap != nil {
 		ps = wrap(st)
@@ -92,62 +91,99 @@ func (r *pushRig) push() error {
 	return err
 }
 
-// pushNotes are the bodies of the push notes written.
+// pushNotes are the bodies of the push notes written, as an export reads them.
 func (r *pushRig) pushNotes(t *testing.T) []string {
 	t.Helper()
-	rows, err := r.st.DB().QueryContext(context.Background(),
-		`SELECT body FROM merchant_notes WHERE body LIKE 'Device parameter push%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var bodies []string
-	for rows.Next() {
-		var b string
-		if err := rows.Scan(&b); err != nil {
-			t.Fatal(err)
+	for _, n := range testdb.Export(t, r.st, nil).MerchantNotes {
+		if strings.HasPrefix(n.Body, "Device parameter push") {
+			bodies = append(bodies, n.Body)
 		}
-		bodies = append(bodies, b)
 	}
 	return bodies
 }
 
-// refusing is a push's store that makes the database refuse writes just before the nth call of
-// one of its methods.
+// refusing is a push's store over a database that refuses writes from just before the nth call
+// of one of its methods on, until allow: every write of the push's store then fails as a read-only
+// database makes it fail (store.ErrUnavailable, nothing written; the store's own tests hold that a
+// read-only database is answered so), and reads are still answered.
 type refusing struct {
 	push.Store
-	t      *testing.T
-	st     *store.Store
 	method string
 	nth    int
-	calls  map[string]int
+
+	mu      sync.Mutex
+	calls   map[string]int
+	refused bool
 }
 
-func (f *refusing) before(method string) {
+func newRefusing(ps push.Store, method string, nth int) *refusing {
+	return &refusing{Store: ps, method: method, nth: nth, calls: map[string]int{}}
+}
+
+var errReadOnly = fmt.Errorf("the database refuses writes: %w", store.ErrUnavailable)
+
+// write counts a call of a writing method and tells whether the database refuses it.
+func (f *refusing) write(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls[method]++
 	if method == f.method && f.calls[method] == f.nth {
-		testdb.RefuseWrites(f.t, f.st, true)
+		f.refused = true
 	}
+	if f.refused {
+		return errReadOnly
+	}
+	return nil
 }
 
-func (f *refusing) AcquirePushLease(ctx context.Context, item domain.ID, holder string, ttl time.Duration) (bool, error) {
-	f.before("AcquirePushLease")
-	return f.Store.AcquirePushLease(ctx, item, holder, ttl)
+// allow has the database take writes again.
+func (f *refusing) allow() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refused = false
+}
+
+func (f *refusing) AcquirePushLease(ctx context.Context, item domain.ID, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	if err := f.write("AcquirePushLease"); err != nil {
+		return false, err
+	}
+	return f.Store.AcquirePushLease(ctx, item, holder, now, ttl)
+}
+
+func (f *refusing) ReleasePushLease(ctx context.Context, item domain.ID, holder string) error {
+	if err := f.write("ReleasePushLease"); err != nil {
+		return err
+	}
+	return f.Store.ReleasePushLease(ctx, item, holder)
 }
 
 func (f *refusing) BeginPush(ctx context.Context, r domain.PushRecord, noteOf func(domain.PushRecord) domain.MerchantNote) error {
-	f.before("BeginPush")
+	if err := f.write("BeginPush"); err != nil {
+		return err
+	}
 	return f.Store.BeginPush(ctx, r, noteOf)
 }
 
 func (f *refusing) CountPushAttempt(ctx context.Context, item domain.ID, holder string) error {
-	f.before("CountPushAttempt")
+	if err := f.write("CountPushAttempt"); err != nil {
+		return err
+	}
 	return f.Store.CountPushAttempt(ctx, item, holder)
 }
 
 func (f *refusing) FinishPush(ctx context.Context, item domain.ID, holder string, note domain.MerchantNote) (bool, error) {
-	f.before("FinishPush")
+	if err := f.write("FinishPush"); err != nil {
+		return false, err
+	}
 	return f.Store.FinishPush(ctx, item, holder, note)
+}
+
+func (f *refusing) NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf func(domain.PushRecord) domain.MerchantNote) (int, error) {
+	if err := f.write("NoteAbandonedPushes"); err != nil {
+		return 0, err
+	}
+	return f.Store.NoteAbandonedPushes(ctx, now, noteOf)
 }
 
 // No request reaches the gateway unrecorded. The database refuses writes from each step of a push
@@ -179,8 +215,10 @@ func TestNoGatewayRequestWithoutItsRecord(t *testing.T) {
 		for _, then := range variants {
 			t.Run(fmt.Sprintf("%s %d %s", step.method, step.nth, then), func(t *testing.T) {
 				testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+					var db *refusing
 					r := newPushRig(t, st, func(ps push.Store) push.Store {
-						return &refusing{Store: ps, t: t, st: st, method: step.method, nth: step.nth, calls: map[string]int{}}
+						db = newRefusing(ps, step.method, step.nth)
+						return db
 					})
 					err := r.push()
 					if !errors.Is(err, store.ErrUnavailable) {
@@ -192,7 +230,7 @@ func TestNoGatewayRequestWithoutItsRecord(t *testing.T) {
 					if notes := r.pushNotes(t); len(notes) != 0 {
 						t.Fatalf("notes written into a database refusing writes: %q", notes)
 					}
-					testdb.RefuseWrites(t, st, false)
+					db.allow()
 					// The lease could not be released: it runs out first.
 					if n, err := r.svc.NoteAbandoned(context.Background()); err != nil || n != 0 {
 						t.Fatalf("abandoned pushes noted while their lease runs: %d, %v", n, err)

@@ -27,7 +27,7 @@ import (
 // item (BeginPush) or once its lease has expired (NoteAbandonedPushes).
 type Store interface {
 	PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error)
-	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error)
+	AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, now time.Time, ttl time.Duration) (bool, error)
 	PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (time.Time, bool, error)
 	ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error
 	BeginPush(ctx context.Context, r domain.PushRecord, noteOf func(domain.PushRecord) domain.MerchantNote) error
@@ -127,7 +127,7 @@ func (s *Service) Push(ctx context.Context, actor domain.Actor, orderID, lineIte
 		return nil, err
 	}
 	holder := domain.NewID().String()
-	ok, err := s.store.AcquirePushLease(ctx, lineItemID, holder, s.lease)
+	ok, err := s.store.AcquirePushLease(ctx, lineItemID, holder, s.now(), s.lease)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (f *fakeStore) PushSource(_ context.Context, _ domain.Scope, order, item do
 	return f.src, nil
 }
 
-func (f *fakeStore) AcquirePushLease(context.Context, domain.ID, string, time.Duration) (bool, error) {
+func (f *fakeStore) AcquirePushLease(context.Context, domain.ID, string, time.Time, time.Duration) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.leased {

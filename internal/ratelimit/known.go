@@ -92,8 +92,8 @@ func (k *Known) forgetOne(keep string) {
 	k.entries--
 }
 
-// Len reports how many credentials are remembered in all, for tests and metrics.
-func (k *Known) Len() int {
+// size is how many credentials are remembered in all.
+func (k *Known) size() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.entries

@@ -12,8 +12,8 @@ func TestKnownRemembersSuccessesPerAddress(t *testing.T) {
 	}
 	k.Remember("192.0.2.1", "key-a")
 	k.Remember("192.0.2.1", "key-a")
-	if !k.Has("192.0.2.1", "key-a") || k.Len() != 1 {
-		t.Errorf("after two successes: has %v, len %d", k.Has("192.0.2.1", "key-a"), k.Len())
+	if !k.Has("192.0.2.1", "key-a") || k.size() != 1 {
+		t.Errorf("after two successes: has %v, len %d", k.Has("192.0.2.1", "key-a"), k.size())
 	}
 	// Known at one address says nothing of another.
 	if k.Has("192.0.2.2", "key-a") || k.Has("192.0.2.1", "key-b") {
@@ -33,8 +33,8 @@ func TestKnownForgetsAnAddressesLeastRecentCredential(t *testing.T) {
 			t.Errorf("credential %s known: %v, want %v", c, !want, want)
 		}
 	}
-	if k.Len() != 3 {
-		t.Errorf("len %d, want 3", k.Len())
+	if k.size() != 3 {
+		t.Errorf("len %d, want 3", k.size())
 	}
 }
 
@@ -43,8 +43,8 @@ func TestKnownIsBoundedOverall(t *testing.T) {
 	k := NewKnown(4, 10)
 	for i := range 1000 {
 		k.Remember(fmt.Sprintf("addr-%d", i%300), fmt.Sprintf("key-%d", i))
-		if k.Len() > 10 {
-			t.Fatalf("after %d successes: %d remembered, bound 10", i+1, k.Len())
+		if k.size() > 10 {
+			t.Fatalf("after %d successes: %d remembered, bound 10", i+1, k.size())
 		}
 	}
 	// The newest success is always kept.
@@ -58,8 +58,8 @@ func TestKnownIsBoundedOverall(t *testing.T) {
 		}
 		n += len(creds)
 	}
-	if n != k.Len() {
-		t.Errorf("counted %d, held %d", k.Len(), n)
+	if n != k.size() {
+		t.Errorf("counted %d, held %d", k.size(), n)
 	}
 }
 

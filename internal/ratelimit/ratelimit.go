@@ -86,8 +86,8 @@ func (l *Limiter) Allow(key string) Decision { return l.take(key, true) }
 // Check tells whether key's bucket has a token, without taking one or making a bucket.
 func (l *Limiter) Check(key string) Decision { return l.take(key, false) }
 
-// Len reports how many buckets are held, for tests and metrics.
-func (l *Limiter) Len() int {
+// size is how many buckets are held.
+func (l *Limiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.buckets)

@@ -47,7 +47,7 @@ func TestCheckNeitherSpendsNorCreates(t *testing.T) {
 	if got := l.Check("k"); !got.Allowed || got.Remaining != 1 {
 		t.Fatalf("fresh key: %+v", got)
 	}
-	if l.Len() != 0 {
+	if l.size() != 0 {
 		t.Fatalf("Check made a bucket")
 	}
 	l.Allow("k")
@@ -65,13 +65,13 @@ func TestIdleBucketsAreDropped(t *testing.T) {
 	for i := range 100 {
 		l.Allow(fmt.Sprint("k", i))
 	}
-	if l.Len() != 100 {
-		t.Fatalf("len %d", l.Len())
+	if l.size() != 100 {
+		t.Fatalf("len %d", l.size())
 	}
 	c.add(2 * sweepEvery) // every bucket is full again
 	l.Allow("new")
-	if l.Len() != 1 {
-		t.Fatalf("after the sweep: len %d, want 1", l.Len())
+	if l.size() != 1 {
+		t.Fatalf("after the sweep: len %d, want 1", l.size())
 	}
 }
 
@@ -80,8 +80,8 @@ func TestKeysAreCapped(t *testing.T) {
 	l := New(0.001, 1, 10, c.now)
 	for i := range 1000 {
 		l.Allow(fmt.Sprint("k", i))
-		if l.Len() > 10 {
-			t.Fatalf("len %d over the cap", l.Len())
+		if l.size() > 10 {
+			t.Fatalf("len %d over the cap", l.size())
 		}
 	}
 	// The newest key always gets its bucket.

@@ -169,8 +169,9 @@ func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 // events they handed in. Under load those goroutines are requests already read off their
 // connections, on their way to their own audit event: on one core, a writer that committed at
 // once would commit the first of them alone, and the rest would wait a whole commit for the next.
-// Measured served at 32 connections on one core: groups of 2 to 15 became groups of 18 to 20, and
-// decrypts went from about 3,300 to 6,200 a second. A lone caller yields to nobody.
+// So the groups grow to the requests in flight, and with them decrypts a second
+// (docs/performance.md measures it against the writer without the yield). A lone caller yields
+// to nobody.
 func (w *auditWriter) yieldToReady(t *writerTurn) {
 	if len(t.group) == maxAuditGroup {
 		return

@@ -124,6 +124,6 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 	})
 }
 
-// WaitBackground waits for background bookkeeping (last-use stamps) to be written. Close calls
-// it; tests call it before reading what a request stamped.
-func (s *Store) WaitBackground() { s.background.Wait() }
+// waitBackground waits for background bookkeeping (last-use stamps) to be written. Close calls
+// it before it releases the database.
+func (s *Store) waitBackground() { s.background.Wait() }

@@ -244,7 +244,7 @@ func TestCacheRefusesAReplacedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	replacement := path + ".new"
-	if _, err := other.DB().ExecContext(ctx, "VACUUM INTO ?", replacement); err != nil {
+	if _, err := store.DB(other).ExecContext(ctx, "VACUUM INTO ?", replacement); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("sqlite", replacement)
@@ -458,7 +458,7 @@ func TestCacheOutlivesWritesItDoesNotRead(t *testing.T) {
 
 		key := staffCredential(t, st)
 		st.NoteAPIKeyUse(key.ID, fixtureNow.Add(time.Hour), time.Minute)
-		st.WaitBackground()
+		store.WaitBackground(st)
 		if c := staffCredential(t, st); c.LastUsedAt != nil {
 			t.Errorf("the cached credential's last use moved to %v; it should be the one read", c.LastUsedAt)
 		}
@@ -492,7 +492,7 @@ func TestLastUseIsStampedOncePerInterval(t *testing.T) {
 		}
 		stamp := func(at time.Time) {
 			st.NoteAPIKeyUse(key.ID, at, time.Minute)
-			st.WaitBackground()
+			store.WaitBackground(st)
 		}
 		stamp(fixtureNow)
 		if v := lastUse(); !v.Valid {

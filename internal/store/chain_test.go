@@ -79,7 +79,7 @@ func sealAsServeDoes(t *testing.T, st *store.Store) {
 // sqlExec changes the database behind the store's back, as someone with database access would.
 func sqlExec(t *testing.T, st *store.Store, query string) {
 	t.Helper()
-	if _, err := st.DB().ExecContext(ctx, query); err != nil {
+	if _, err := store.DB(st).ExecContext(ctx, query); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 }

@@ -263,9 +263,6 @@ func resumeChainWalk(ver ChainVerifier, g Genesis, base ChainExpect, head domain
 	return w
 }
 
-// Report is what the walk has found so far.
-func (w *ChainWalk) Report() ChainReport { return w.rep }
-
 // stepRow checks the next row of audit_events as read (see scanAuditWalkRow).
 func (w *ChainWalk) stepRow(r auditRow) bool {
 	if w.rep.Break != nil {

@@ -52,15 +52,20 @@ func event(action string, target domain.ID) domain.AuditEvent {
 	return domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: action, TargetID: string(target), Outcome: domain.OutcomeGranted}
 }
 
-// actor is what authenticating with the secret as a credential of the kind gives, at the store's
-// clock: the actor, or domain.ErrNotFound when the credential may not be used.
+// actor is what authenticating with the secret as a credential of the kind gives, now: the actor,
+// or domain.ErrNotFound when the credential may not be used.
 func actor(st *store.Store, kind, secret string) (domain.Actor, error) {
+	return actorAt(st, time.Now, kind, secret)
+}
+
+// actorAt is actor at the time clock tells.
+func actorAt(st *store.Store, clock func() time.Time, kind, secret string) (domain.Actor, error) {
 	scheme := map[string]string{domain.CredentialAPIKey: "Api-Key ", domain.CredentialSession: "Bearer "}[kind]
-	a, err := auth.New(st, store.Clock(st)).Authenticate(context.Background(), scheme+secret)
+	a, err := auth.New(st, clock).Verify(context.Background(), auth.NewAttempt(scheme+secret))
 	if errors.Is(err, auth.Unauthenticated) {
 		return a, domain.ErrNotFound
 	}
-	st.WaitBackground()
+	store.WaitBackground(st)
 	return a, err
 }
 
@@ -102,7 +107,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []store.APIKeyInfo{{ID: id, UserID: staffID, Name: "ci", Prefix: &prefix, CreatedAt: &now}}
-		st.WaitBackground()
+		store.WaitBackground(st)
 		if diff := cmp.Diff(want, listed, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".LastUsedAt" }, cmp.Ignore())); diff != "" {
 			t.Errorf("ListAPIKeys by prefix (-want +got):\n%s", diff)
 		}
@@ -165,18 +170,18 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 		ctx := context.Background()
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-		st.SetClock(func() time.Time { return now })
+		clock := func() time.Time { return now }
 		key, prefix := secrets.NewAPIKey()
 		expires := now.Add(time.Hour)
 		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: now, ExpiresAt: &expires}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := actor(st, domain.CredentialAPIKey, key); err != nil {
+		if _, err := actorAt(st, clock, domain.CredentialAPIKey, key); err != nil {
 			t.Fatalf("before expiry: %v", err)
 		}
 		now = expires
-		if _, err := actor(st, domain.CredentialAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := actorAt(st, clock, domain.CredentialAPIKey, key); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("at expiry: %v, want not found", err)
 		}
 	})
@@ -189,7 +194,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		start := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		now := start
-		st.SetClock(func() time.Time { return now })
+		clock := func() time.Time { return now }
 		key, prefix := secrets.NewAPIKey()
 		k := store.NewAPIKey{ID: domain.NewID(), UserID: staffID, Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: now}
 		if err := st.CreateAPIKey(ctx, k, event("api_key.create", k.ID)); err != nil {
@@ -197,7 +202,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 		}
 		lastUsed := func() *time.Time {
 			t.Helper()
-			st.WaitBackground()
+			store.WaitBackground(st)
 			keys, err := st.ListAPIKeys(ctx, store.APIKeyFilter{Prefix: prefix})
 			if err != nil || len(keys) != 1 {
 				t.Fatalf("ListAPIKeys = %v, %v", keys, err)
@@ -210,7 +215,7 @@ func TestLastUseIsStampedAtMostOnceAMinute(t *testing.T) {
 		use := func(at time.Time) {
 			t.Helper()
 			now = at
-			if _, err := actor(st, domain.CredentialAPIKey, key); err != nil {
+			if _, err := actorAt(st, clock, domain.CredentialAPIKey, key); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"testing"
 	"time"
 
 	"backoffice/internal/domain"
@@ -15,9 +18,6 @@ import (
 func MigrateTo(ctx context.Context, s *Store, version string) error {
 	return migrateTo(ctx, s.db, s.engine, version)
 }
-
-// Clock is the store's clock, for tests that judge credentials at the store's time.
-func Clock(s *Store) func() time.Time { return s.now }
 
 // Exec runs shared SQL on the store, outside any operation: tests write rows as an older schema
 // held them.
@@ -78,4 +78,52 @@ func CachedReadQueries() [][]string {
 		out = append(out, r.queries())
 	}
 	return out
+}
+
+// DB is the store's own pool: tests run SQL on the very connections the store uses.
+func DB(s *Store) *sql.DB { return s.db }
+
+// WaitBackground waits for the store's background writes (last-use stamps), as Close does.
+func WaitBackground(s *Store) { s.waitBackground() }
+
+// AddMerchantNote writes a note on a merchant, as a push's note is written.
+func AddMerchantNote(ctx context.Context, s *Store, n domain.MerchantNote) error {
+	return insertNote(ctx, s.q(), n)
+}
+
+// RefuseWrites makes the store's database refuse every write from now on, as a read-only database
+// does (SQLite's query_only; a PostgreSQL session in read-only mode, as on a standby), or take
+// them again when refuse is false. Reads are still answered. The store's pool is cut to one
+// connection (onOneConnection).
+func RefuseWrites(t testing.TB, s *Store, refuse bool) {
+	t.Helper()
+	if s.Engine() == "postgres" {
+		value := map[bool]string{true: "on", false: "off"}[refuse]
+		onOneConnection(t, s, "SET default_transaction_read_only = "+value, "SHOW default_transaction_read_only", value)
+		return
+	}
+	onOneConnection(t, s, fmt.Sprintf("PRAGMA query_only = %t", refuse), "PRAGMA query_only", map[bool]string{true: "1", false: "0"}[refuse])
+}
+
+// onOneConnection cuts the store's pool to one connection and makes the setting set on it, so
+// that it holds for every statement the store runs. A connection the store holds meanwhile
+// (SQLite's background checkpoint) may be the one kept, and the one set closed, so the setting is
+// made until the one connection left reads it back as want (show).
+func onOneConnection(t testing.TB, s *Store, set, show, want string) {
+	t.Helper()
+	ctx := context.Background()
+	s.db.SetMaxOpenConns(1)
+	for range 100 {
+		if _, err := s.db.ExecContext(ctx, set); err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		var got string
+		if err := s.db.QueryRowContext(ctx, show).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", show, err)
+		}
+		if got == want && s.db.Stats().OpenConnections == 1 {
+			return
+		}
+	}
+	t.Fatalf("%s: the setting did not hold", set)
 }

@@ -38,7 +38,7 @@ func TestReadinessTellsTheTruthOnAFullFilesystem(t *testing.T) {
 					TargetID: string(principalA), Outcome: domain.OutcomeGranted})
 			}
 			push := func() error {
-				if _, err := st.AcquirePushLease(ctx, itemA, "probe-test", time.Minute); err != nil {
+				if _, err := st.AcquirePushLease(ctx, itemA, "probe-test", time.Now(), time.Minute); err != nil {
 					return err
 				}
 				return st.ReleasePushLease(ctx, itemA, "probe-test")
@@ -63,7 +63,7 @@ func TestReadinessTellsTheTruthOnAFullFilesystem(t *testing.T) {
 					// As autovacuum would: a probe that wrote to a table of its own would find room
 					// in the pages it has, and prove nothing of the disk. (On a full disk the vacuum
 					// may fail to extend its own map: it is the probe that is under test.)
-					_, _ = st.DB().ExecContext(ctx, "VACUUM readiness_probe")
+					_, _ = store.DB(st).ExecContext(ctx, "VACUUM readiness_probe")
 				}
 				probe := st.Writable(ctx)
 				for name, w := range writes {

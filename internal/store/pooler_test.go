@@ -57,7 +57,7 @@ func TestNoSessionStateOnPostgres(t *testing.T) {
 	}
 	for what, query := range left {
 		var n int
-		if err := st.DB().QueryRowContext(ctx, query).Scan(&n); err != nil || n != 0 {
+		if err := store.DB(st).QueryRowContext(ctx, query).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%s left on the session: %d, %v; want none", what, n, err)
 		}
 	}

@@ -128,10 +128,10 @@ func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 }
 
 // AcquirePushLease takes the line item's push lease for holder until now+ttl, unless another
-// holder has an unexpired one. The lease lives in the database so that it holds across every
-// process sharing it, and expires so that a crashed holder cannot keep it.
-func (s *Store) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, ttl time.Duration) (bool, error) {
-	now := s.now()
+// holder has one unexpired at now (the caller's clock, as NoteAbandonedPushes's). The lease lives
+// in the database so that it holds across every process sharing it, and expires so that a crashed
+// holder cannot keep it.
+func (s *Store) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, now time.Time, ttl time.Duration) (bool, error) {
 	res, err := s.q().Exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (line_item_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE push_leases.expires_at <= ?`, lineItemID, holder, column.Micros(now.Add(ttl)), column.Micros(now))
@@ -166,11 +166,6 @@ func (s *Store) ReleasePushLease(ctx context.Context, lineItemID domain.ID, hold
 		return fmt.Errorf("store: release push lease %s: %w", lineItemID, err)
 	}
 	return nil
-}
-
-// AddMerchantNote writes a note on a merchant.
-func (s *Store) AddMerchantNote(ctx context.Context, n domain.MerchantNote) error {
-	return insertNote(ctx, s.q(), n)
 }
 
 func insertNote(ctx context.Context, q runner, n domain.MerchantNote) error {

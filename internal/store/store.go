@@ -25,7 +25,6 @@ type Store struct {
 	db     *sql.DB
 	engine Engine
 	pool   Pool
-	now    func() time.Time
 	stmts  *stmtCache
 	// writes, for an engine with a single writer, queues this process's writers in Go, each for
 	// at most the engine's busy timeout (see writeLock); nil elsewhere. Writers of other
@@ -131,7 +130,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	o.pool.apply(db)
-	s := &Store{db: db, engine: e, pool: o.pool, now: time.Now, stmts: newStmtCache(db, e.KeepsStatements())}
+	s := &Store{db: db, engine: e, pool: o.pool, stmts: newStmtCache(db, e.KeepsStatements())}
 	if e.SingleWriter() {
 		s.writes = newWriteLock(e.BusyTimeout())
 	}
@@ -155,7 +154,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // Close waits for background writes, then releases the database. Callers stop using the store
 // first (serve closes it after the HTTP server has drained).
 func (s *Store) Close() error {
-	s.WaitBackground()
+	s.waitBackground()
 	s.audits.stop()
 	s.engine.Close()
 	s.stmts.Close()
@@ -165,11 +164,8 @@ func (s *Store) Close() error {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.classify(s.db.PingContext(ctx)) }
 
-// SetClock replaces the clock, for tests.
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
-
-// DB exposes the pool for pool statistics.
-func (s *Store) DB() *sql.DB { return s.db }
+// PoolStats are the connection pool's statistics, for the metrics.
+func (s *Store) PoolStats() sql.DBStats { return s.db.Stats() }
 
 // querier runs shared SQL on the pool, outside any transaction: each query a cached prepared
 // statement (stmts), its placeholders rewritten for the engine, a write holding this process's

@@ -345,17 +345,16 @@ func TestPushLeaseAndNotes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		testdb.Import(t, st, fixture())
 		now := fixtureNow
-		st.SetClock(func() time.Time { return now })
 		acquire := func(holder string, want bool) {
 			t.Helper()
-			got, err := st.AcquirePushLease(ctx, itemA, holder, time.Minute)
+			got, err := st.AcquirePushLease(ctx, itemA, holder, now, time.Minute)
 			if err != nil || got != want {
 				t.Fatalf("acquire by %s = %v, %v; want %v", holder, got, err, want)
 			}
 		}
 		acquire("first", true)
 		acquire("second", false)
-		if got, err := st.AcquirePushLease(ctx, itemB, "second", time.Minute); err != nil || !got {
+		if got, err := st.AcquirePushLease(ctx, itemB, "second", now, time.Minute); err != nil || !got {
 			t.Fatalf("a lease on another line item = %v, %v", got, err)
 		}
 		now = now.Add(time.Minute) // the first lease has expired: it is taken over
@@ -370,7 +369,7 @@ func TestPushLeaseAndNotes(t *testing.T) {
 		acquire("fourth", true)
 
 		note := domain.MerchantNote{MerchantID: merchantA, Body: "pushed", CreatedAt: now, CreatedBy: userA}
-		if err := st.AddMerchantNote(ctx, note); err != nil {
+		if err := store.AddMerchantNote(ctx, st, note); err != nil {
 			t.Fatal(err)
 		}
 		notes := testdb.Export(t, st, nil).MerchantNotes
@@ -383,7 +382,7 @@ func TestPushLeaseAndNotes(t *testing.T) {
 func TestCredentialRule(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		testdb.Import(t, st, fixture())
-		st.SetClock(func() time.Time { return fixtureNow })
+		clock := func() time.Time { return fixtureNow }
 		staff := domain.Actor{UserID: staffUser, Permissions: []domain.Permission{domain.PermAll}}
 		partner := domain.Actor{UserID: userA, PartnerID: partnerA, Permissions: []domain.Permission{domain.PermReadSAMActionLogs, domain.PermDecryptPrincipals}}
 		cases := []struct {
@@ -403,7 +402,7 @@ func TestCredentialRule(t *testing.T) {
 			{"session of a disabled user", domain.CredentialSession, testdb.DisabledToken, nil},
 		}
 		for _, c := range cases {
-			got, err := actor(st, c.kind, c.secret)
+			got, err := actorAt(st, clock, c.kind, c.secret)
 			if c.want == nil {
 				if !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("%s: %+v, %v; want not found", c.name, got, err)
@@ -419,8 +418,8 @@ func TestCredentialRule(t *testing.T) {
 			}
 		}
 		// The key expires at its instant, not after it.
-		st.SetClock(func() time.Time { return fixtureNow.Add(24 * time.Hour) })
-		if _, err := actor(st, domain.CredentialAPIKey, partnerKey); !errors.Is(err, domain.ErrNotFound) {
+		clock = func() time.Time { return fixtureNow.Add(24 * time.Hour) }
+		if _, err := actorAt(st, clock, domain.CredentialAPIKey, partnerKey); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("api key at its expiry: %v, want not found", err)
 		}
 	})
@@ -526,11 +525,11 @@ func TestWritableFollowsTheDatabase(t *testing.T) {
 		if err := st.Writable(ctx); err != nil {
 			t.Fatalf("write probe: %v", err)
 		}
-		testdb.RefuseWrites(t, st, true)
+		store.RefuseWrites(t, st, true)
 		if err := st.Writable(ctx); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("write probe on a read-only database: %v, want ErrUnavailable", err)
 		}
-		testdb.RefuseWrites(t, st, false)
+		store.RefuseWrites(t, st, false)
 		if err := st.Writable(ctx); err != nil {
 			t.Errorf("write probe once writes are taken again: %v", err)
 		}

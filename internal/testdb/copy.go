@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"backoffice/internal/store"
 )
 
 // Copy returns the URL of a fresh database of the engine holding what the database of from holds
@@ -24,12 +22,7 @@ func Copy(t testing.TB, engine, from string) string {
 	defer cancel()
 	if engine == "sqlite" {
 		to := filepath.Join(t.TempDir(), "copy.db")
-		st, err := store.Open(ctx, from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		if _, err := st.DB().ExecContext(ctx, `VACUUM INTO ?`, to); err != nil {
+		if _, err := SQL(t, from).ExecContext(ctx, `VACUUM INTO ?`, to); err != nil {
 			t.Fatalf("copy %s: %v", from, err)
 		}
 		return "sqlite:" + to

@@ -66,6 +66,7 @@ func OpenURL(t testing.TB, url string, opts ...store.Option) *store.Store {
 		t.Fatalf("open %s: %v", strings.Split(url, ":")[0], err)
 	}
 	t.Cleanup(func() { st.Close() })
+	remember(t, st, url)
 	// Audit events are chained under the master key ring; the tests' stores use the default test
 	// ring's key, as a service started with testdb.Ring does.
 	st.SetChainSigner(Ring(t))
@@ -88,6 +89,7 @@ func OpenAsIs(t testing.TB, url string) *store.Store {
 		t.Fatalf("open %s: %v", url, err)
 	}
 	t.Cleanup(func() { st.Close() })
+	remember(t, st, url)
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}

@@ -27,8 +27,9 @@ import (
 
 // The sizes of buckets. A page skips up to a bucket's worth of logs, so smaller buckets make deep
 // pages cheaper, and a late log moves one row per newer bucket, so bigger ones make late logs
-// cheaper. At 256 a million logs are about 3,900 buckets: a late log took 19 ms on SQLite, and
-// page 50,000 about what page 1 does; at 1,000, 6 ms and five times page 1 (docs/performance.md).
+// cheaper. At 256 a deep page costs about what page 1 does, at the price of more bucket rows for a
+// late log to move; larger buckets made deep pages several times dearer (docs/performance.md,
+// "Why 256").
 // Migration 0006 cuts buckets of 256 too; any sizes a database holds stay correct.
 const (
 	samBucketTarget = 256

@@ -144,9 +144,9 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 
 // BeginImport gives the import's connection a page cache of 32 MiB instead of the default 2 MiB:
 // the logs' ids go into their index a chunk at a time, in id order within the chunk, and the small
-// cache misses on nearly every one. A bigger one was no faster for a million logs (6.4 s at 256
-// MiB, 6.3 s at 32 MiB: the misses are reads from the operating system's cache) and is the
-// import's memory: at 256 MiB it was most of it. Imports need no lock of their own: SQLite's
+// cache misses on nearly every one. A bigger one was no faster (the misses left are reads from the
+// operating system's cache) and is the import's memory: at 256 MiB it was most of it
+// (docs/performance.md). Imports need no lock of their own: SQLite's
 // write transactions already run one at a time.
 //
 // It also sets the read cache's generation triggers aside for the import's rows (see
@@ -173,8 +173,8 @@ func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, 
 
 // cacheTriggers are the row triggers that move the read cache's generation (migration 0010):
 // SQLite has no statement triggers, so a million imported logs would move it two million times,
-// each a random() and an UPDATE, a third of the import's time (measured: 18.4 s against 13.1 s
-// for bench/gen's million logs). The import drops them in its own transaction and creates them
+// each a random() and an UPDATE, a large part of the import's time (measured in
+// docs/performance.md, "The read cache's parts"). The import drops them in its own transaction and creates them
 // again, from their own text, before it commits: DDL is transactional in SQLite and the import
 // holds the write lock from its BEGIN (immediate, as every write transaction of the store's), so
 // no other connection ever sees a table without its trigger (it sees the old schema until the

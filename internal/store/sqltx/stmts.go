@@ -107,9 +107,6 @@ func (c *Stmts) Lookup(text string) (*sql.Stmt, bool) {
 	return st, ok
 }
 
-// DB is the database the statements are prepared on.
-func (c *Stmts) DB() *sql.DB { return c.db }
-
 // Close closes every statement prepared.
 func (c *Stmts) Close() {
 	c.mu.Lock()
