@@ -193,12 +193,14 @@ limit_round() {
   [ "$1" = "$LIMIT_OP" ] || return 0
   local out
   out=$(run "http://127.0.0.1:$LIMIT_PORT/$1" "$CONNS" "$THREADS" "$limit")
+  [ -n "$out" ] && [ "$(field "$out" 1)" != 0 ] || { echo "bench/durable answered nothing" >&2; exit 1; }
   limit_rates+=("$(field "$out" 1)"); limit_p99+=("$(field "$out" 3)"); limit_cpu+=("$(field "$out" 6)")
 }
 # limit_one OP: the limit at one connection, for decrypt only.
 limit_one() {
   [ "$1" = "$LIMIT_OP" ] || return 0
   limit1=$(run "http://127.0.0.1:$LIMIT_PORT/$1" 1 1 "$limit")
+  [ -n "$limit1" ] && [ "$(field "$limit1" 1)" != 0 ] || { echo "bench/durable answered nothing" >&2; exit 1; }
 }
 
 # --- load --------------------------------------------------------------------------------------
@@ -208,12 +210,13 @@ rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
-# run URL CONNS THREADS PID HEADER: one bounded wrk run (wrk on LOAD_CPUS) against the server PID,
-# sending HEADER; prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
+# run URL CONNS THREADS PID [HEADER]: one bounded wrk run (wrk on LOAD_CPUS) against the server
+# PID, sending HEADER if given; prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
 run() {
-  local out t0 t1
+  local out t0 t1 header=()
+  [ -z "${5:-}" ] || header=(-H "$5")
   t0=$(cpu_ticks "$4")
-  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency -H "$5" "$1" 2>&1) || true
+  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency "${header[@]}" "$1" 2>&1) || true
   t1=$(cpu_ticks "$4")
   echo "$out" >>"$WORKDIR/wrk.log"
   echo "$out" | awk '
