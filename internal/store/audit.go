@@ -153,7 +153,7 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 // (PostgreSQL, auditChain.appendAfter) and the writer knows the head it committed last, in one
 // statement that appends only if the head is still that one; otherwise, or when another writer
 // moved the head meanwhile (another replica, a transaction of this process recording its own
-// event), in a transaction that reads the head under the chain's lock (Append). A failure forgets
+// event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
 // the head: a commit whose answer was lost may have moved it, and the next group reads it again.
 func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
 	ctx := context.Background()
@@ -162,7 +162,11 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
 	if w.tip != nil && chain.afterTip {
 		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events)
 	}
-	if errors.Is(err, errChainMoved) {
+	// A connection lost under the statement (a server process ended, a failover) most likely
+	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read
+	// under the lock. Should the lost statement have committed after all, the same event ids
+	// make the second insert fail rather than write the group twice.
+	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
 		err = s.tx(ctx, func(q *sqltx.Tx) error {
 			var err error
 			tip, err = chain.appendLocked(ctx, q, events)
