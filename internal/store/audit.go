@@ -27,8 +27,11 @@ type auditWriter struct {
 	stopOnce sync.Once
 	reqs     chan auditReq
 	prepared bool // its statements are prepared (only its goroutine reads or sets it)
-	quit     chan struct{}
-	done     chan struct{}
+	// tip is the chain's head after the group it committed last, nil when it does not know it
+	// (before its first group, after a failure); only its goroutine reads or sets it.
+	tip  *chainTip
+	quit chan struct{}
+	done chan struct{}
 }
 
 type auditReq struct {
@@ -137,16 +140,44 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	}
 	err := w.prepare(s)
 	if err == nil {
-		chain := s.chain()
-		err = s.tx(context.Background(), func(q *sqltx.Tx) error {
-			return chain.Append(context.Background(), q, events)
-		})
+		err = w.write(s, events)
 	}
 	for _, r := range t.group {
 		r.errc <- err
 	}
 	t.last, t.wait = len(t.group), mayLinger
 	t.group = t.group[:0]
+}
+
+// write appends events to the chain, committed when it returns. Where the engine can
+// (PostgreSQL, auditChain.appendAfter) and the writer knows the head it committed last, in one
+// statement that appends only if the head is still that one; otherwise, or when another writer
+// moved the head meanwhile (another replica, a transaction of this process recording its own
+// event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
+// the head: a commit whose answer was lost may have moved it, and the next group reads it again.
+func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
+	ctx := context.Background()
+	chain := s.chain()
+	tip, err := chainTip{}, errChainMoved
+	if w.tip != nil && chain.afterTip {
+		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events)
+	}
+	// A connection lost under the statement (a server process ended, a failover) most likely
+	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read
+	// under the lock. Should the lost statement have committed after all, the same event ids
+	// make the second insert fail rather than write the group twice.
+	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
+		err = s.tx(ctx, func(q *sqltx.Tx) error {
+			var err error
+			tip, err = chain.appendLocked(ctx, q, events)
+			return err
+		})
+	}
+	w.tip = nil
+	if err == nil {
+		w.tip = &tip
+	}
+	return err
 }
 
 // lingerOrCommit first yields to the requests ready to run (yieldToReady), then commits the group

@@ -96,52 +96,80 @@ type auditChain struct {
 	lockHead bool
 	// busy tells the engine's error of a turn not granted within its busy timeout.
 	busy func(error) bool
+	// afterTip: the engine appends a group in one statement after a head the caller knows
+	// (PostgreSQL's audit_chain_append, appendAfter); moved tells its error of a head that moved.
+	afterTip bool
+	moved    func(error) bool
 }
 
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
-	return auditChain{signer: s.signer, arrays: s.engine.Name() == "postgres", lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy}
+	pg := s.engine.Name() == "postgres"
+	return auditChain{signer: s.signer, arrays: pg, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
+		afterTip: pg, moved: s.engine.IsChainMoved}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
 // numbers and links each event after it, inserts them, and moves the head. It is the only way an
 // audit event is written (the group writer, and every transaction that records its own event),
-// so that every event is chained.
+// so that every event is chained; on PostgreSQL the group writer may also append in one
+// statement after the head it committed last (appendAfter).
 func (c auditChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
+	_, err := c.appendLocked(ctx, q, events)
+	return err
+}
+
+// appendLocked is Append, and the chain's head after it.
+func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) (chainTip, error) {
 	if c.signer == nil {
-		return ErrNoChainSigner
+		return chainTip{}, ErrNoChainSigner
 	}
 	seq, prev, err := c.lockChainHead(ctx, q)
 	if err != nil && c.lockHead && c.busy(err) {
-		return fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
+		return chainTip{}, fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
 	}
 	if err != nil {
-		return fmt.Errorf("store: audit chain head: %w", err)
+		return chainTip{}, fmt.Errorf("store: audit chain head: %w", err)
 	}
+	args, tip, err := c.link(chainTip{seq: seq, hash: prev}, events)
+	if err != nil {
+		return chainTip{}, err
+	}
+	if c.arrays {
+		return tip, insertAuditArrays(ctx, q, args)
+	}
+	return tip, insertAuditRows(ctx, q, args)
+}
+
+// chainTip is the chain's head: the newest event's sequence number and link (0 and nil on an
+// empty trail; a nil link after legacy events only).
+type chainTip struct {
+	seq  int64
+	hash []byte
+}
+
+// link numbers and links events after tip, under the active key, giving each event without an id
+// one (in events itself, so that a second try of the same group writes the same ids): their rows
+// as appendAuditRow makes them, and the head they end at.
+func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, error) {
 	keyID := c.signer.ActiveKeyID()
-	linked := make([]domain.AuditEvent, len(events))
-	hashes := make([][]byte, len(events))
-	for i, e := range events {
-		if e.ID == "" {
-			e.ID = domain.NewTimeOrderedID(e.At)
+	seq, prev := tip.seq, tip.hash
+	args := make([]any, 0, auditColumns*len(events))
+	for i := range events {
+		if events[i].ID == "" {
+			events[i].ID = domain.NewTimeOrderedID(events[i].At)
 		}
+		e := events[i]
 		seq++
 		e.Seq, e.ChainKeyID = seq, keyID
 		h, err := chainLink(c.signer, prev, e)
 		if err != nil {
-			return fmt.Errorf("store: audit chain link: %w", err)
+			return nil, chainTip{}, fmt.Errorf("store: audit chain link: %w", err)
 		}
 		prev = h
-		linked[i], hashes[i] = e, h
+		args = appendAuditRow(args, &e, h)
 	}
-	args := make([]any, 0, auditColumns*len(linked))
-	for i := range linked {
-		args = appendAuditRow(args, &linked[i], hashes[i])
-	}
-	if c.arrays {
-		return insertAuditArrays(ctx, q, args)
-	}
-	return insertAuditRows(ctx, q, args)
+	return args, chainTip{seq: seq, hash: prev}, nil
 }
 
 // auditInsertArrays inserts any number of audit events in one statement, a column to an array:
@@ -166,6 +194,45 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, args []any) error {
 		return fmt.Errorf("store: audit event: %w", q.Classify(err))
 	}
 	return nil
+}
+
+// chainAppendAfter is migration 0018's audit_chain_append: the group's rows as arrays, appended
+// in one statement, in a transaction of its own, if the chain's head is still the one given.
+var chainAppendAfter = `SELECT audit_chain_append(?::bigint, ?::bytea, ?::` +
+	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
+
+// errChainMoved means the chain's head was no longer the one a group was linked after: another
+// replica, or a transaction of this process recording its own event, appended since. Nothing of
+// the group was written.
+var errChainMoved = errors.New("store: the audit chain's head moved")
+
+// appendAfter appends events after tip, the head the caller committed last, in one statement on
+// the pool, committed when it returns (PostgreSQL): one round trip, where Append's transaction
+// takes four (BEGIN, the head, the insert, COMMIT). It fails with errChainMoved, having written
+// nothing, when the head is no longer tip; the caller then appends with Append, which reads the
+// head under the chain's lock. It returns the head after the events.
+func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent) (chainTip, error) {
+	if c.signer == nil {
+		return chainTip{}, ErrNoChainSigner
+	}
+	args, next, err := c.link(tip, events)
+	if err != nil {
+		return chainTip{}, err
+	}
+	arrays, err := auditArrays(args)
+	if err != nil {
+		return chainTip{}, err
+	}
+	_, err = q.Exec(ctx, chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)...)
+	switch {
+	case err == nil:
+		return next, nil
+	case c.moved(err):
+		return chainTip{}, errChainMoved
+	case c.busy(err):
+		return chainTip{}, fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
+	}
+	return chainTip{}, fmt.Errorf("store: audit event: %w", err)
 }
 
 // lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence

@@ -60,6 +60,9 @@ type Engine interface {
 	// IsBusy tells a database locked by another writer past the busy timeout: the connection is
 	// as good as before, and the write may be tried again.
 	IsBusy(err error) bool
+	// IsChainMoved tells the error of an append after a head that is no longer the chain's
+	// (PostgreSQL's audit_chain_append; never on an engine without it).
+	IsChainMoved(err error) bool
 	// IsUnwritable tells a database that takes no write until its operator acts (out of space, a
 	// read-only file or server, a failing disk): no fault of the service's, so answered like a
 	// lost connection (503), and not retried.

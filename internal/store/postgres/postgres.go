@@ -175,6 +175,13 @@ func (*Engine) IsBusy(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
+// IsChainMoved tells audit_chain_append's refusal (ZC001, migration 0018): the chain's head was
+// no longer the one the events were linked after, and nothing was written.
+func (*Engine) IsChainMoved(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "ZC001"
+}
+
 // IsUnwritable tells a server that takes no write now: out of disk, memory or connections (class
 // 53), in a read-only transaction (25006: a standby, such as a primary that a failover demoted),
 // or failing its own disk (58030).

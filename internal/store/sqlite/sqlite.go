@@ -118,6 +118,10 @@ func (Engine) IsBusy(err error) bool {
 	return ok && (primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED)
 }
 
+// IsChainMoved is false: SQLite appends to the audit chain in a transaction that holds the write
+// lock from its start, and never after a head it was given.
+func (Engine) IsChainMoved(error) bool { return false }
+
 // IsUnwritable tells a file that takes no write now: the disk (or max_page_count) is full, the
 // file or its folder is read-only, the operating system failed a read or a write, a file that
 // SQLite needs (the WAL, its index) cannot be opened, or the path no longer names the file that
