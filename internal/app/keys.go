@@ -59,7 +59,7 @@ func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	if err := printWeakCredentials(env.Stdout, weak); err != nil {
+	if err := printWeakCredentials(env.Stdout, weak, cfg.weakAllowed()); err != nil {
 		return err
 	}
 	if err := errors.Join(missingKeys(keyStates(ring, counts)), printTrailKeys(env.Stdout, ring, needs)); err != nil {

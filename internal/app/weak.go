@@ -66,14 +66,19 @@ func kindName(kind string) string {
 	return "API key"
 }
 
-// printWeakCredentials lists the weak credentials for keys status, with why each is weak.
-func printWeakCredentials(w io.Writer, weak []store.WeakCredential) error {
+// printWeakCredentials lists the weak credentials for keys status, with why each is weak, and
+// what serve does about them with this configuration (allowed: it starts and warns).
+func printWeakCredentials(w io.Writer, weak []store.WeakCredential, allowed bool) error {
 	if len(weak) == 0 {
 		fmt.Fprintf(w, "Every usable API key and session carries at least %d random bits.\n", secrets.MinCredentialBits)
 		return nil
 	}
-	fmt.Fprintf(w, "\nWEAK CREDENTIALS: %d usable API keys and sessions are not known to carry %d random bits; serve refuses to start until they are revoked (or %s is set):\n",
-		len(weak), secrets.MinCredentialBits, allowWeakCredentialsVar)
+	consequence := fmt.Sprintf("serve refuses to start until they are revoked (or %s is set)", allowWeakCredentialsVar)
+	if allowed {
+		consequence = "serve starts with them, as allowed here (the demo's own database, or " + allowWeakCredentialsVar + "), and warns"
+	}
+	fmt.Fprintf(w, "\nWEAK CREDENTIALS: %d usable API keys and sessions are not known to carry %d random bits; %s:\n",
+		len(weak), secrets.MinCredentialBits, consequence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tID\tUSER\tSTRENGTH")
 	for _, c := range weak {

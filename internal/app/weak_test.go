@@ -68,7 +68,7 @@ func TestServeRefusesWeakCredentials(t *testing.T) {
 			}
 			status, _, err := c.run("keys", "status")
 			if !strings.Contains(status, "WEAK CREDENTIALS") || !strings.Contains(squash(status), "API-key "+string(weakKey)+" "+string(testStaff)+" about 2 bits") ||
-				strings.Contains(status, string(testImportKey)) || err == nil {
+				!strings.Contains(status, "serve refuses to start") || strings.Contains(status, string(testImportKey)) || err == nil {
 				t.Errorf("keys status with a weak key: %v\n%s", err, status)
 			}
 
@@ -121,7 +121,7 @@ func TestDemoKeysOnlyServeTheDemo(t *testing.T) {
 	if served, _, err := serveStarts(t, map[string]string{"BACKOFFICE_DATABASE_URL": "sqlite:" + copyPath}, "--demo"); served || err == nil {
 		t.Errorf("serve --demo on another database holding the demo's keys: served %v, %v; want it refused", served, err)
 	}
-	if out, _, err := (&cli{t: t, vars: map[string]string{}}).run("keys", "status", "--demo"); err != nil || !strings.Contains(out, "WEAK CREDENTIALS") {
+	if out, _, err := (&cli{t: t, vars: map[string]string{}}).run("keys", "status", "--demo"); err != nil || !strings.Contains(out, "WEAK CREDENTIALS") || !strings.Contains(out, "serve starts with them") {
 		t.Errorf("keys status --demo: %v\n%s", err, out)
 	}
 }
