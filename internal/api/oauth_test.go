@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -50,7 +51,7 @@ func (h *harness) withTokens(t *testing.T, p *oauthtest.Provider, change func(*o
 		change(&cfg, &d)
 	}
 	v, err := oauth.New(context.Background(), cfg)
-	if err != nil {
+	if err != nil && !errors.Is(err, oauth.ErrUnreachable) { // unreachable: serve starts, and so does this handler
 		t.Fatal(err)
 	}
 	d.Tokens = v
@@ -174,5 +175,34 @@ func TestRefusedTokensCountAsFailures(t *testing.T) {
 			wantError(t, h.do(http.MethodGet, path, expired), http.StatusUnauthorized, "unauthenticated")
 		}
 		wantError(t, h.do(http.MethodGet, path, expired), http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+// A token that cannot be checked because the identity provider's keys are not available is
+// refused, but it is not the caller's failure: it does not spend the address's failure budget,
+// so an outage of the provider never locks its users' offices out of their API keys and sessions.
+func TestUncheckedTokensAreNoFailures(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		p := oauthtest.New(t)
+		p.SetDown(true)
+		h.withTokens(t, p, func(_ *oauth.Config, d *api.Deps) { d.Limits = api.Limits{FailureRate: 0.0001, FailureBurst: 3} })
+		path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"
+		tok := bearer(p.Token(t, staffUser.String(), fixtureNow, nil))
+		for range 6 {
+			r := h.do(http.MethodGet, path, tok)
+			wantError(t, r, http.StatusUnauthorized, "unauthenticated")
+			if !strings.Contains(r.err(t).Detail, "signing keys are not available") {
+				t.Fatalf("detail %q; want it to say the provider's keys are not available", r.err(t).Detail)
+			}
+		}
+		if r := h.get(path, staffKey); r.Status != http.StatusOK {
+			t.Fatalf("an API key from the same address after the outage's refusals: %d %s", r.Status, r.Body)
+		}
+		// A token refused on its own merits still counts.
+		forged := bearer(p.Token(t, staffUser.String(), fixtureNow, nil)[:20] + "x.y.z")
+		for range 3 {
+			wantError(t, h.do(http.MethodGet, path, forged), http.StatusUnauthorized, "unauthenticated")
+		}
+		wantError(t, h.do(http.MethodGet, path, forged), http.StatusTooManyRequests, "rate_limited")
 	})
 }

@@ -217,6 +217,9 @@ func (a *Authenticator) verifyToken(ctx context.Context, token string) (domain.A
 type TokenError struct {
 	Description string
 	Err         error
+	// Unchecked marks a token that could not be checked at all (the identity provider's keys are
+	// not available): refused, but no failure of the caller's, so not counted against its address.
+	Unchecked bool
 }
 
 func (e *TokenError) Error() string {
@@ -228,8 +231,9 @@ func (e *TokenError) Error() string {
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// Is makes a refused token count as Unauthenticated wherever failed authentications are counted.
-func (e *TokenError) Is(target error) bool { return target == Unauthenticated }
+// Is makes a refused token count as Unauthenticated wherever failed authentications are counted;
+// an unchecked one is not counted.
+func (e *TokenError) Is(target error) bool { return target == Unauthenticated && !e.Unchecked }
 
 // refusal answers a refused token with 401 unauthenticated, its reason in the detail; any other
 // error passes as it is.

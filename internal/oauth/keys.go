@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"backoffice/internal/auth"
 	"context"
 	"crypto"
 	"crypto/tls"
@@ -143,7 +144,9 @@ func (c *keyCache) key(ctx context.Context, kid, alg string) (signingKey, error)
 	}
 	s := c.fresh(c.now())
 	if s == nil {
-		return signingKey{}, refuse("the identity provider's signing keys are not available; try again shortly", c.lastError())
+		// Not the token's fault: refused, but not counted as a failed authentication, so that an
+		// outage of the provider does not lock out the addresses of its users.
+		return signingKey{}, &auth.TokenError{Description: "the identity provider's signing keys are not available; try again shortly", Err: c.lastError(), Unchecked: true}
 	}
 	if k, ok := s.find(kid, alg); ok {
 		return k, nil
