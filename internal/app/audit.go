@@ -258,32 +258,62 @@ func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
 // is an ErrCannotCheck.
 func checkpointExpects(files []string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, notes []string, err error) {
 	for _, file := range files {
-		read, err := checkpoint.ReadFile(file)
+		more, read, unvouched, err := fileExpects(file, keys)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
-		}
-		vouched, unvouched, err := checkpoint.Vouched(read.Entries, keys)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(err.Error(), checkpoint.ErrUnverifiable.Error()+": "))
+			return nil, nil, err
 		}
 		if len(read.Entries) == 0 {
 			notes = append(notes, file+" holds no checkpoint yet")
 		}
-		for _, line := range read.Torn {
-			notes = append(notes, fmt.Sprintf("%s line %d is torn (a write cut short by a full disk or a crash): left out; the checkpoints around it were checked", file, line))
+		notes = append(notes, tornNotes(read)...)
+		if len(unvouched) > 0 {
+			notes = append(notes, unvouchedNote(file, unvouched))
 		}
-		if unvouched > 0 {
-			notes = append(notes, fmt.Sprintf("%s: the last %d checkpoints are signed under a key not given, and were not checked", file, unvouched))
-		}
-		for _, e := range vouched {
-			x, err := expectOf(e)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
-			}
-			expects = append(expects, x)
-		}
+		expects = append(expects, more...)
 	}
 	return expects, notes, nil
+}
+
+// fileExpects reads one checkpoints file: what the checkpoints it vouches for say the chain
+// holds, the file as read, and the checkpoints after the last one vouched for (signed under keys
+// not given), which nothing checks.
+func fileExpects(file string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, read checkpoint.File, unvouched []checkpoint.Entry, err error) {
+	read, err = checkpoint.ReadFile(file)
+	if err != nil {
+		return nil, read, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
+	}
+	vouched, unvouched, err := checkpoint.Vouched(read.Entries, keys)
+	if err != nil {
+		return nil, read, nil, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(err.Error(), checkpoint.ErrUnverifiable.Error()+": "))
+	}
+	for _, e := range vouched {
+		x, err := expectOf(e)
+		if err != nil {
+			return nil, read, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
+		}
+		expects = append(expects, x)
+	}
+	return expects, read, unvouched, nil
+}
+
+// tornNotes say which lines of a file a write left unfinished.
+func tornNotes(read checkpoint.File) []string {
+	var notes []string
+	for _, line := range read.Torn {
+		notes = append(notes, fmt.Sprintf("%s line %d is torn (a write cut short by a full disk or a crash): left out; the checkpoints around it were checked", read.Name, line))
+	}
+	return notes
+}
+
+// unvouchedNote says which checkpoints of a file nothing checked, and under which keys.
+func unvouchedNote(file string, unvouched []checkpoint.Entry) string {
+	var ids []string
+	for _, e := range unvouched {
+		if !slices.Contains(ids, e.KeyID) {
+			ids = append(ids, e.KeyID)
+		}
+	}
+	return fmt.Sprintf("%s: the last %d checkpoints are signed under a key not given (%s), and were not checked", file, len(unvouched), strings.Join(ids, ", "))
 }
 
 // expectOf is what a checkpoint says the chain holds.

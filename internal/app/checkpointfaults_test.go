@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -146,7 +148,8 @@ func TestCheckpointsChildProcess(t *testing.T) {
 }
 
 // Two processes that append to one checkpoints file at once (a restart that starts the new serve
-// before the old one stops) each name the checkpoint truly before theirs: the file holds together,
+// before the old one stops) each name the checkpoint truly before theirs, and neither appends
+// one behind the file's last (its walk at a lower seq): the file holds together, its seqs rise,
 // and verify checks every checkpoint in it.
 func TestCheckpointsFromTwoProcesses(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
@@ -172,10 +175,59 @@ func TestCheckpointsFromTwoProcesses(t *testing.T) {
 				}
 			}
 			read, err := checkpoint.ReadFile(file)
-			if err != nil || len(read.Entries) != 2*each || len(read.Torn) != 0 {
-				t.Fatalf("%d checkpoints, torn %v, %v; want %d", len(read.Entries), read.Torn, err, 2*each)
+			if err != nil || len(read.Entries) < each || len(read.Torn) != 0 {
+				t.Fatalf("%d checkpoints, torn %v, %v; want at least %d", len(read.Entries), read.Torn, err, each)
 			}
-			wantVerify(t, c, nil, fmt.Sprintf("checkpoints: %d matched", 2*each), "--checkpoints", file)
+			for i := 1; i < len(read.Entries); i++ {
+				if read.Entries[i].Seq <= read.Entries[i-1].Seq {
+					t.Fatalf("line %d covers seq %d, after seq %d", read.Entries[i].Line, read.Entries[i].Seq, read.Entries[i-1].Seq)
+				}
+			}
+			wantVerify(t, c, nil, fmt.Sprintf("checkpoints: %d matched", len(read.Entries)), "--checkpoints", file)
 		})
 	}
+}
+
+// A new checkpoint names the one before it, and so vouches for it; an anchor or a seal covers
+// the checkpoints it was checked against. A line appended to the file by someone without the
+// master key (under a key id nobody holds) is vouched for by nothing: the running checkpointer
+// signs no checkpoint after it, serve does not start on it, and keys rewrap refuses, each naming
+// the key; verify checks the rest and says what it left out.
+func TestNothingVouchesForAForgedCheckpoint(t *testing.T) {
+	c, _ := auditCLI(t, "sqlite")
+	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+	var logs lockedBuffer
+	cp, err := newCheckpointer(file, testdb.OpenAsIs(t, c.vars["BACKOFFICE_DATABASE_URL"]), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.sign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := fileCheckpoints(t, file)[0]
+	line, _ := json.Marshal(checkpoint.Checkpoint{V: 1, Seq: last.Seq + 5, Digest: strings.Repeat("00", 32), Prev: last.ID(),
+		At: last.At, KeyID: "kX", Sig: base64.StdEncoding.EncodeToString(make([]byte, 64))})
+	forged := readFile(t, file) + string(line) + "\n"
+	if err := os.WriteFile(file, []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c.mustRun("apikey", "create", "--user", string(testStaff))
+	if err := cp.sign(context.Background()); !errors.Is(err, checkpoint.ErrUnverifiable) || !strings.Contains(err.Error(), "kX") {
+		t.Errorf("the running checkpointer after a forged line: %v; want it refused, naming key kX", err)
+	}
+	if readFile(t, file) != forged {
+		t.Errorf("a checkpoint was appended after the forged line")
+	}
+	if _, err := newCheckpointer(file, testdb.OpenAsIs(t, c.vars["BACKOFFICE_DATABASE_URL"]), testdb.Ring(t, "k1"), newLogger(&logs, 0)); err == nil || !strings.Contains(err.Error(), "key kX, which the ring does not hold") {
+		t.Errorf("serve's checkpointer on the forged file: %v; want it refused, naming key kX", err)
+	}
+	if _, _, err := c.run("keys", "rewrap"); !errors.Is(err, ErrCannotCheck) || !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), "(kX)") {
+		t.Errorf("keys rewrap on the forged file: %v; want it refused (cannot check), naming key kX", err)
+	}
+	if readFile(t, file) != forged {
+		t.Errorf("the file changed")
+	}
+	wantVerify(t, c, nil, "signed under a key not given (kX), and were not checked")
 }

@@ -38,6 +38,9 @@ type checkpointer struct {
 	// id of the last checkpoint this process logged, which the next names when there is no file.
 	signed int64
 	prev   string
+	// keys are the ring's checkpoint public keys: the file's last checkpoint must hold under one
+	// before a new one names it.
+	keys map[string]ed25519.PublicKey
 }
 
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
@@ -73,10 +76,11 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	vouched, _, err := checkpoint.Vouched(file.Entries, keys)
+	vouched, unvouched, err := checkpoint.Vouched(file.Entries, keys)
 	switch {
-	case errors.Is(err, checkpoint.ErrNoKeyGiven):
-		log.Warn("audit checkpoints: no checkpoint in the file is signed under a key of the ring; the next is signed after a walk of the whole chain", slog.String("file", path))
+	case errors.Is(err, checkpoint.ErrNoKeyGiven) || err == nil && len(unvouched) > 0:
+		last := file.Entries[len(file.Entries)-1]
+		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %s is signed under key %s, which the ring does not hold: the next checkpoint would name it, and so vouch for it unchecked. Add the key back to BACKOFFICE_MASTER_KEYS, or find out where the line came from and move the file aside (keep it)", last.What(), last.KeyID)
 	case err != nil:
 		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
 	case len(vouched) > 0:
@@ -86,6 +90,7 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 		}
 		c.base, c.signed = &x, x.Seq
 	}
+	c.keys = keys
 	return c, nil
 }
 
@@ -156,17 +161,19 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	at := c.now()
 	sign := func(prev string) (checkpoint.Checkpoint, error) { return checkpoint.Sign(v, prev, at, keyID, key) }
-	var cp checkpoint.Checkpoint
+	cp, appended := checkpoint.Checkpoint{}, true
 	if c.path != "" {
-		cp, err = checkpoint.Append(c.path, sign)
+		cp, appended, err = checkpoint.Append(c.path, c.keys, sign)
 	} else {
 		cp, err = sign(c.prev)
 	}
 	if err != nil {
 		return err
 	}
-	c.log.Info("audit checkpoint", slog.Int64("seq", cp.Seq), slog.String("head", cp.Head), slog.String("digest", cp.Digest),
-		slog.String("prev", cp.Prev), slog.String("at", cp.At), slog.String("key_id", cp.KeyID), slog.String("sig", cp.Sig))
+	if appended {
+		c.log.Info("audit checkpoint", slog.Int64("seq", cp.Seq), slog.String("head", cp.Head), slog.String("digest", cp.Digest),
+			slog.String("prev", cp.Prev), slog.String("at", cp.At), slog.String("key_id", cp.KeyID), slog.String("sig", cp.Sig))
+	}
 	c.signed, c.prev = cp.Seq, cp.ID()
 	return nil
 }

@@ -253,9 +253,12 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	defer st.Close()
-	v, err := verifyBeforeAnchor(ctx, cfg, st, ring)
+	v, notes, err := verifyBeforeAnchor(ctx, cfg, st, ring)
 	if err != nil {
 		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(env.Stderr, "rewrap: checkpoints:", n)
 	}
 	if err := startRewrap(ctx, st, ring, actor, v); err != nil {
 		return err
@@ -269,15 +272,16 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 
 // verifyBeforeAnchor walks the whole audit chain, against the configured checkpoints, before
 // keys rewrap anchors it: an anchor covers only a trail verified just before it. A trail that does
-// not verify refuses the run, which then changes nothing.
-func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (store.Verified, error) {
-	expects, err := configuredExpects(cfg, ring)
+// not verify, or checkpoints it cannot check, refuse the run, which then changes nothing. notes
+// name the checkpoints file's torn lines, left out.
+func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (store.Verified, []string, error) {
+	expects, notes, err := configuredExpects(cfg, ring)
 	if err == nil {
 		var rep store.ChainReport
 		if rep, err = st.VerifyAuditChain(ctx, ring, expects); err == nil {
 			var v store.Verified
 			if v, err = rep.Verified(); err == nil {
-				return v, nil
+				return v, notes, nil
 			}
 		}
 	}
@@ -285,7 +289,7 @@ func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *
 	if errors.As(err, new(*store.ChainBreak)) {
 		kind = errAuditChainBroken
 	}
-	return store.Verified{}, rewrapRefused{why: err, kind: kind}
+	return store.Verified{}, nil, rewrapRefused{why: err, kind: kind}
 }
 
 // rewrapRefused is a keys rewrap that did not run because the trail does not verify: exit 1 when

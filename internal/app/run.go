@@ -220,7 +220,7 @@ func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...sto
 		if err != nil {
 			return nil, false, err
 		}
-		expects, err := configuredExpects(cfg, ring)
+		expects, _, err := configuredExpects(cfg, ring) // serve logs the torn lines as it reads the file
 		return expects, !checkpointed, err
 	})
 	if err != nil {
@@ -232,23 +232,29 @@ func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...sto
 
 // configuredExpects are the checkpoints of the configured file (BACKOFFICE_AUDIT_CHECKPOINTS, or
 // the demo's) that are signed under a key of the ring, as what the chain must hold: none when no
-// file is configured or it is missing. A file that does not hold together is an error.
-func configuredExpects(cfg Config, ring *secrets.Ring) ([]store.ChainExpect, error) {
+// file is configured or it is missing. It is what a seal or an anchor is checked against, so a
+// check that would leave part of the file out refuses: a file that does not hold together, or
+// checkpoints after the last one the ring vouches for (signed under a key it does not hold), is
+// an ErrCannotCheck. notes name the torn lines left out.
+func configuredExpects(cfg Config, ring *secrets.Ring) (expects []store.ChainExpect, notes []string, err error) {
 	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := os.Stat(cfg.AuditCheckpoints); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	keys, err := ringPublicKeys(ring)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	expects, _, err := checkpointExpects([]string{cfg.AuditCheckpoints}, keys)
+	expects, read, unvouched, err := fileExpects(cfg.AuditCheckpoints, keys)
+	if err == nil && len(unvouched) > 0 {
+		err = fmt.Errorf("%w: %s: add the key to the ring (BACKOFFICE_MASTER_KEYS)", ErrCannotCheck, unvouchedNote(cfg.AuditCheckpoints, unvouched))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+		return nil, nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 	}
-	return expects, nil
+	return expects, tornNotes(read), nil
 }
 
 // lastCheckpoint is the newest checkpoint in the configured file (BACKOFFICE_AUDIT_CHECKPOINTS,

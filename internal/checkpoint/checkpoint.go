@@ -104,32 +104,43 @@ type File struct {
 // from reading the predecessor to the sync, so that processes appending to one file each name the
 // checkpoint truly before theirs. A file that ends in a torn line gets the new one on a line of its
 // own.
-func Append(path string, sign func(prev string) (Checkpoint, error)) (Checkpoint, error) {
+//
+// A checkpoint that names its predecessor vouches for it, so Append refuses (ErrUnverifiable)
+// unless the predecessor's signature holds under one of keys: a line appended by hand, or one
+// signed under a key that is not given, is never vouched for unchecked. When the predecessor
+// already covers the seq sign made, or a later one (another process appending to the file got
+// there first), nothing is written: Append returns the predecessor, and appended false.
+func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev string) (Checkpoint, error)) (c Checkpoint, appended bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("audit checkpoints: %w", err)
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %w", err)
 	}
 	defer f.Close()
 	unlock, err := lockFile(f)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: lock: %w", path, err)
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: lock: %w", path, err)
 	}
 	defer unlock()
 	prev, clean, err := lastInFile(f)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
 	}
 	var prevID string
 	if prev != nil {
+		if err := checkPredecessor(*prev, keys); err != nil {
+			return Checkpoint{}, false, fmt.Errorf("%w: %s: %v", ErrUnverifiable, path, err)
+		}
 		prevID = prev.ID()
 	}
-	c, err := sign(prevID)
-	if err != nil {
-		return Checkpoint{}, err
+	if c, err = sign(prevID); err != nil {
+		return Checkpoint{}, false, err
+	}
+	if prev != nil && c.Seq <= prev.Seq {
+		return *prev, false, nil
 	}
 	line, err := json.Marshal(c)
 	if err != nil {
-		return Checkpoint{}, err
+		return Checkpoint{}, false, err
 	}
 	var b []byte
 	if !clean {
@@ -140,9 +151,23 @@ func Append(path string, sign func(prev string) (Checkpoint, error)) (Checkpoint
 		err = f.Sync()
 	}
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
 	}
-	return c, nil
+	return c, true, nil
+}
+
+// checkPredecessor says why the file's last checkpoint p may not be named by a new one: its key
+// is not given, or its signature does not hold under it.
+func checkPredecessor(p Checkpoint, keys map[string]ed25519.PublicKey) error {
+	what := fmt.Sprintf("the last checkpoint in the file (seq %d, signed at %s)", p.Seq, p.At)
+	pub, ok := keys[p.KeyID]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s names key %s, which the ring does not hold: a new checkpoint would vouch for it unchecked; add the key back to the ring, or find out where the line came from and move the file aside (keep it)", what, p.KeyID)
+	case !p.SignedBy(pub):
+		return fmt.Errorf("the signature of %s does not hold under key %s: forged or altered; find out why, then move the file aside (keep it)", what, p.KeyID)
+	}
+	return nil
 }
 
 // tailChunk is how much of a file's end Append reads first to find the last checkpoint.
@@ -270,26 +295,27 @@ var ErrNoKeyGiven = fmt.Errorf("%w", ErrUnverifiable)
 // before it (Prev), so the newest whose signature holds under one of keys vouches for every
 // checkpoint before it, whatever key signed those (a key since retired). A signature that does
 // not hold under the key it names, a broken Prev, or no checkpoint signed under a key given, is
-// ErrUnverifiable; checkpoints after the last one vouched for are left out and counted.
-func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched []Entry, unvouched int, err error) {
+// ErrUnverifiable; checkpoints after the last one vouched for are returned apart (unvouched):
+// nothing vouches for them, and whoever reads them cannot check them.
+func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvouched []Entry, err error) {
 	last := -1
 	for i, e := range entries {
 		if i > 0 && e.Prev != entries[i-1].ID() {
-			return nil, 0, fmt.Errorf("%w: %s does not name the one before it: the file was altered", ErrUnverifiable, e.What())
+			return nil, nil, fmt.Errorf("%w: %s does not name the one before it: the file was altered", ErrUnverifiable, e.What())
 		}
 		pub, ok := keys[e.KeyID]
 		if !ok {
 			continue
 		}
 		if !e.SignedBy(pub) {
-			return nil, 0, fmt.Errorf("%w: the signature of %s does not hold under key %s: forged or altered", ErrUnverifiable, e.What(), e.KeyID)
+			return nil, nil, fmt.Errorf("%w: the signature of %s does not hold under key %s: forged or altered", ErrUnverifiable, e.What(), e.KeyID)
 		}
 		last = i
 	}
 	if len(entries) > 0 && last < 0 {
-		return nil, 0, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrNoKeyGiven, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
+		return nil, nil, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrNoKeyGiven, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
 	}
-	return entries[:last+1], len(entries) - last - 1, nil
+	return entries[:last+1], entries[last+1:], nil
 }
 
 // ParsePublicKey reads a public key as `audit public-key` prints it: "KEYID:BASE64".

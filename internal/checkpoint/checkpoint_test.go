@@ -1,9 +1,12 @@
 package checkpoint
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,20 +27,99 @@ func signed(c Checkpoint) Checkpoint {
 }
 
 // chain appends checkpoints signed under the given keys, each naming the one before it in the
-// file.
+// file, at seqs after the file's last.
 func chain(t *testing.T, path string, signers ...string) {
 	t.Helper()
-	for i, id := range signers {
-		_, err := Append(path, func(prev string) (Checkpoint, error) {
-			return signed(Checkpoint{Seq: int64(i + 1), Digest: strings.Repeat("ab", 32), Prev: prev, At: "2026-11-25T12:00:00Z", KeyID: id}), nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	for _, id := range signers {
+		if _, appended, err := Append(path, allKeys(), atSeq(lastSeq(t, path)+1, id)); err != nil || !appended {
+			t.Fatalf("append: %v (appended %v)", err, appended)
 		}
 	}
 }
 
+// atSeq signs a checkpoint at seq under key id.
+func atSeq(seq int64, id string) func(prev string) (Checkpoint, error) {
+	return func(prev string) (Checkpoint, error) {
+		return signed(Checkpoint{Seq: seq, Digest: strings.Repeat("ab", 32), Prev: prev, At: "2026-11-25T12:00:00Z", KeyID: id}), nil
+	}
+}
+
+func lastSeq(t *testing.T, path string) int64 {
+	t.Helper()
+	file, err := ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && len(file.Entries) == 0 {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file.Entries[len(file.Entries)-1].Seq
+}
+
 func pub(id string) ed25519.PublicKey { return key(id[1] - '0').Public().(ed25519.PublicKey) }
+
+// allKeys are k1 to k8, the keys a ring of these tests holds.
+func allKeys() map[string]ed25519.PublicKey {
+	keys := map[string]ed25519.PublicKey{}
+	for i := 1; i <= 8; i++ {
+		id := fmt.Sprintf("k%d", i)
+		keys[id] = pub(id)
+	}
+	return keys
+}
+
+// A new checkpoint names, and so vouches for, the one before it: Append refuses to name one it
+// cannot check (a line forged under a key id nobody holds, or one whose signature does not hold),
+// and writes nothing.
+func TestAppendRefusesAPredecessorItCannotCheck(t *testing.T) {
+	for name, forge := range map[string]func(good []byte) []byte{
+		"an invented key id": func(good []byte) []byte {
+			line, _ := json.Marshal(Checkpoint{V: 1, Seq: 3, Digest: strings.Repeat("cd", 32), Prev: "x", At: "2026-11-25T12:00:00Z", KeyID: "kX", Sig: "AAAA"})
+			return append(good, append(line, '\n')...)
+		},
+		"a signature that does not hold": func(good []byte) []byte {
+			return []byte(strings.Replace(string(good), `"seq":2`, `"seq":7`, 1))
+		},
+		"a key the ring no longer holds": func(good []byte) []byte {
+			var c Checkpoint
+			json.Unmarshal(bytes.TrimSpace(good[bytes.LastIndexByte(good[:len(good)-1], '\n')+1:]), &c)
+			line, _ := json.Marshal(signed(Checkpoint{Seq: 3, Digest: c.Digest, Prev: c.ID(), At: c.At, KeyID: "k9"}))
+			return append(good, append(line, '\n')...)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.jsonl")
+			chain(t, path, "k1", "k1")
+			good, _ := os.ReadFile(path)
+			forged := forge(good)
+			os.WriteFile(path, forged, 0o600)
+			_, appended, err := Append(path, allKeys(), atSeq(10, "k1"))
+			if !errors.Is(err, ErrUnverifiable) || appended {
+				t.Fatalf("appended %v after %s: %v", appended, name, err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, forged) {
+				t.Fatalf("the file changed:\n%s", after)
+			}
+		})
+	}
+}
+
+// Two processes appending to one file: the one behind (its walk at a lower seq than the file's
+// last checkpoint) writes nothing and is given the checkpoint that already covers it.
+func TestAppendBehindTheFileWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	chain(t, path, "k1", "k1", "k1")
+	before, _ := os.ReadFile(path)
+	for _, seq := range []int64{2, 3} {
+		c, appended, err := Append(path, allKeys(), atSeq(seq, "k1"))
+		if err != nil || appended || c.Seq != 3 {
+			t.Fatalf("seq %d behind seq 3: got seq %d, appended %v, %v", seq, c.Seq, appended, err)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Fatal("the file changed")
+	}
+}
 
 // After a rotation the newest checkpoint, signed under the new key, vouches for those signed
 // under the retired key before it; checkpoints after the last one a given key signed are left out.
@@ -50,8 +132,8 @@ func TestVouchedAcrossARotation(t *testing.T) {
 		t.Fatalf("read: %+v %v", entries, err)
 	}
 	vouched, unvouched, err := Vouched(entries, map[string]ed25519.PublicKey{"k2": pub("k2")})
-	if err != nil || len(vouched) != 3 || unvouched != 1 {
-		t.Fatalf("vouched %d, unvouched %d, %v; want 3 and 1", len(vouched), unvouched, err)
+	if err != nil || len(vouched) != 3 || len(unvouched) != 1 || unvouched[0].KeyID != "k3" {
+		t.Fatalf("vouched %d, unvouched %+v, %v; want 3 and the one under k3", len(vouched), unvouched, err)
 	}
 	if _, _, err := Vouched(entries, map[string]ed25519.PublicKey{"k9": pub("k9")}); !errors.Is(err, ErrUnverifiable) {
 		t.Fatalf("no key given signed any: %v", err)
