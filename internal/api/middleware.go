@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -63,7 +64,8 @@ func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handle
 		r = r.WithContext(reqlog.WithID(ctx, id))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		elapsed := time.Since(start)
+		end := time.Now()
+		elapsed := end.Sub(start)
 		// The mux has set the pattern on this very request; unknown routes have none.
 		route := r.Pattern
 		if route == "" {
@@ -79,12 +81,24 @@ func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handle
 		if quietRoutes[route] {
 			level = slog.LevelDebug
 		}
-		log.LogAttrs(r.Context(), level, "request",
-			slog.String("method", method),
-			slog.String("route", route),
-			slog.Int("status", sw.status),
-			slog.Float64("duration_ms", milliseconds(elapsed)))
+		accessLine(r.Context(), log.Handler(), level, end, method, route, sw.status, elapsed)
 	})
+}
+
+// accessLine logs a request's line through h, log's handler, as Logger.LogAttrs would but
+// without its runtime.Callers on each request: the line's source is always this function, and
+// no handler of the service logs sources.
+func accessLine(ctx context.Context, h slog.Handler, level slog.Level, at time.Time, method, route string, status int, elapsed time.Duration) {
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	rec := slog.NewRecord(at, level, "request", 0)
+	rec.AddAttrs(
+		slog.String("method", method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", milliseconds(elapsed)))
+	_ = h.Handle(ctx, rec) // a Logger ignores its handler's errors too: a log write that fails is not the request's
 }
 
 // milliseconds is d for logs, which carry durations in milliseconds with the unit in the key.
