@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/jsonlog"
 	"backoffice/internal/oauth"
 	"backoffice/internal/oauth/oauthtest"
 )
@@ -58,7 +59,7 @@ func BenchmarkCredentialLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(jsonlog.New(io.Discard, slog.LevelInfo))
 	h := api.New(api.Deps{Store: st, Ring: ring, Logger: log, Now: func() time.Time { return fixtureNow }, Tokens: v,
 		Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
 	path := "/v1/crm/leads/" + leadA.String() + "/service-acceptance"

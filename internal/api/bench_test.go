@@ -13,6 +13,7 @@ import (
 	"backoffice/internal/api"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
+	"backoffice/internal/jsonlog"
 	"backoffice/internal/metrics"
 	"backoffice/internal/push"
 	"backoffice/internal/secrets"
@@ -66,7 +67,7 @@ func fixtureStore(tb testing.TB, engine string) (*store.Store, *secrets.Ring) {
 // benchHandler is the service over st, with the rate limits out of the way and the access line
 // written to nowhere; pushes record in pushes. A nil m observes nothing.
 func benchHandler(st api.Store, pushes *store.Store, ring *secrets.Ring, m api.Observer) http.Handler {
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(jsonlog.New(io.Discard, slog.LevelInfo))
 	return api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(push.Config{Store: pushes, Logger: log}), Logger: log,
 		Metrics: m, Limits: api.Limits{Rate: 1e9, Burst: 1e9, FailureRate: 1, FailureBurst: 10}})
 }

@@ -21,6 +21,7 @@ import (
 	"backoffice/internal/api"
 	"backoffice/internal/dataset"
 	"backoffice/internal/gateway"
+	"backoffice/internal/jsonlog"
 	"backoffice/internal/push"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -72,7 +73,7 @@ func newHarnessOf(t *testing.T, st *store.Store, ds *dataset.Dataset, opts ...ha
 	h := &harness{t: t, st: st, logs: &syncBuffer{}, sim: gateway.NewSimulator(gateway.SimOptions{Token: "gw-token"})}
 	gw := httptest.NewServer(h.sim)
 	t.Cleanup(gw.Close)
-	log := slog.New(slog.NewJSONHandler(h.logs, nil))
+	log := slog.New(jsonlog.New(h.logs, slog.LevelInfo))
 	cfg := push.Config{Store: st, Gateway: gateway.New(gateway.Config{BaseURL: gw.URL, Token: "gw-token", Timeout: 2 * time.Second}),
 		Budget: 2 * time.Second, Now: func() time.Time { return fixtureNow }, Logger: log}
 	for _, o := range opts {

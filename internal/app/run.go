@@ -17,6 +17,7 @@ import (
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
+	"backoffice/internal/jsonlog"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
@@ -182,7 +183,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(jsonlog.New(w, level))
 }
 
 // openStore opens an existing database with the configured pool and applies pending migrations.

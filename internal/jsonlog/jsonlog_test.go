@@ -1,0 +1,183 @@
+package jsonlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lines logs with each logger made from a handler on its own buffer and returns what each wrote.
+func lines(log func(*slog.Logger)) (ours, std string) {
+	var a, b bytes.Buffer
+	log(slog.New(New(&a, slog.LevelDebug)))
+	log(slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return a.String(), b.String()
+}
+
+type valuer struct{}
+
+func (valuer) LogValue() slog.Value {
+	return slog.GroupValue(slog.Int("a", 1), slog.String("b", "x\ty"))
+}
+
+var at = time.Date(2026, 11, 28, 9, 30, 1, 123456789, time.UTC)
+
+// record is a record at a fixed time, as a logger would make it.
+func record(level slog.Level, msg string, attrs ...slog.Attr) slog.Record {
+	r := slog.NewRecord(at, level, msg, 0)
+	r.AddAttrs(attrs...)
+	return r
+}
+
+// Every line is the library's, byte for byte, whether this handler writes it or hands it on.
+func TestSameLines(t *testing.T) {
+	zone := time.FixedZone("", -5*3600)
+	cases := map[string]func(*slog.Logger){
+		"access line": func(l *slog.Logger) {
+			l.Handler().Handle(context.Background(), record(slog.LevelInfo, "request", slog.String("request_id", "ef662aef14babe33"),
+				slog.String("method", "GET"), slog.String("route", "GET /v1/crm/leads/{leadId}/service-acceptance"),
+				slog.Int("status", 200), slog.Float64("duration_ms", 0.052)))
+		},
+		"every simple kind": func(l *slog.Logger) {
+			l.Handler().Handle(context.Background(), record(slog.LevelWarn+2, "kinds <&>", slog.Int64("i", math.MinInt64),
+				slog.Uint64("u", math.MaxUint64), slog.Bool("t", true), slog.Bool("f", false), slog.Duration("d", -3*time.Second),
+				slog.Time("at", at.In(zone)), slog.Float64("zero", 0), slog.Float64("negzero", math.Copysign(0, -1)),
+				slog.Float64("small", 1e-6), slog.Float64("big", 1e21-1e5), slog.Float64("pi", math.Pi), slog.String("empty", "")))
+		},
+		"floats encoding/json writes otherwise": func(l *slog.Logger) {
+			l.Handler().Handle(context.Background(), record(slog.LevelInfo, "f", slog.Float64("tiny", 1e-7), slog.Float64("huge", 1e21),
+				slog.Float64("neg", -2.5e-9)))
+		},
+		"not a number": func(l *slog.Logger) {
+			l.Handler().Handle(context.Background(), record(slog.LevelInfo, "f", slog.Float64("nan", math.NaN()), slog.Float64("inf", math.Inf(1))))
+		},
+		"strings to escape": func(l *slog.Logger) {
+			for _, s := range []string{`a"b`, `a\b`, "tab\there", "line\nbreak", "caf\u00e9", "\u2028", "\x7f", "bad \xff utf-8", "<html>&"} {
+				l.Handler().Handle(context.Background(), record(slog.LevelInfo, s, slog.String(s, s)))
+			}
+		},
+		"error, any, LogValuer, group, no key": func(l *slog.Logger) {
+			for _, a := range []slog.Attr{slog.Any("error", errors.New("boom \"x\"")), slog.Any("list", []int{1, 2}),
+				slog.Any("v", valuer{}), slog.Group("g", slog.Int("n", 1)), slog.Group("", slog.Int("inline", 2)),
+				slog.Any("", nil), slog.Int("", 3), slog.Group("empty")} {
+				l.Handler().Handle(context.Background(), record(slog.LevelInfo, "x", slog.String("before", "b"), a, slog.String("after", "a")))
+			}
+		},
+		"no time, odd levels, a year out of range": func(l *slog.Logger) {
+			r := slog.NewRecord(time.Time{}, slog.LevelDebug-3, "no time", 0)
+			l.Handler().Handle(context.Background(), r)
+			l.Handler().Handle(context.Background(), slog.NewRecord(time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), slog.LevelError+9, "far", 0))
+			l.Handler().Handle(context.Background(), record(slog.LevelInfo, "t", slog.Time("t", time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC))))
+		},
+		"the Logger's With and WithGroup": func(l *slog.Logger) {
+			w := l.With(slog.String("component", "gateway"), slog.Int("n", 2))
+			w.Info("simple", slog.Bool("ok", true))
+			w.With(slog.Any("err", errors.New("e"))).Info("after an any")
+			w.WithGroup("g").Info("grouped", slog.Int("x", 1))
+			w.WithGroup("g").With(slog.Int("y", 2)).Info("grouped with")
+			w.WithGroup("").Info("empty group name", slog.Int("x", 1))
+			l.With().Info("no attrs")
+		},
+		"the Logger's own calls": func(l *slog.Logger) {
+			l.Debug("d")
+			l.LogAttrs(context.Background(), slog.LevelInfo, "la", slog.String("k", "v"))
+			l.Info("args", "k", "v", "n", 3)
+		},
+	}
+	for name, log := range cases {
+		t.Run(name, func(t *testing.T) {
+			ours, std := lines(log)
+			if strings.Contains(name, "Logger") { // the Logger stamps each line with the time of the call
+				ours, std = dropTimes(ours), dropTimes(std)
+			}
+			if ours != std {
+				t.Fatalf("lines differ:\nours: %s\nstd:  %s", ours, std)
+			}
+		})
+	}
+}
+
+// dropTimes removes the time of every line.
+func dropTimes(s string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if _, rest, ok := strings.Cut(line, `"level":`); ok {
+			line = rest
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// Any string, number and message: the same bytes as the library's.
+func FuzzSameLines(f *testing.F) {
+	f.Add("request", "route", "GET /v1/x", int64(200), 0.052, true)
+	f.Add("m\n", "k\"", "\x00\xff", int64(-1), 1e-7, false)
+	f.Fuzz(func(t *testing.T, msg, key, s string, i int64, fl float64, b bool) {
+		ours, std := lines(func(l *slog.Logger) {
+			l.Handler().Handle(context.Background(), record(slog.LevelInfo, msg, slog.String(key, s), slog.Int64("i", i),
+				slog.Float64("f", fl), slog.Bool("b", b)))
+		})
+		if ours != std {
+			t.Fatalf("lines differ:\nours: %s\nstd:  %s", ours, std)
+		}
+	})
+}
+
+// Lines written at once from many goroutines, some by the library, stay whole.
+func TestLinesStayWhole(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(New(&buf, slog.LevelInfo))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				if g%2 == 0 {
+					l.Info("fast", slog.Int("g", g), slog.String("pad", strings.Repeat("x", 300)))
+				} else {
+					l.Info("library", slog.Any("err", errors.New(strings.Repeat("y", 300))))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, `{"time":`) || !strings.HasSuffix(line, `}`) || strings.Count(line, `"time"`) != 1 {
+			t.Fatalf("line %d is not one whole line: %.120s", i+1, line)
+		}
+	}
+}
+
+func TestLevel(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(New(&buf, slog.LevelWarn))
+	l.Info("dropped")
+	l.Warn("kept")
+	if got := buf.String(); strings.Contains(got, "dropped") || !strings.Contains(got, "kept") {
+		t.Fatalf("wrote %q", got)
+	}
+}
+
+// The access line, written by this handler and by the library.
+func BenchmarkLine(b *testing.B) {
+	r := record(slog.LevelInfo, "request", slog.String("request_id", "ef662aef14babe33"), slog.String("method", "GET"),
+		slog.String("route", "GET /v1/crm/leads/{leadId}/service-acceptance"), slog.Int("status", 200), slog.Float64("duration_ms", 0.052))
+	for name, h := range map[string]slog.Handler{
+		"jsonlog": New(io.Discard, slog.LevelInfo),
+		"slog":    slog.NewJSONHandler(io.Discard, nil),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = h.Handle(context.Background(), r)
+			}
+		})
+	}
+}
