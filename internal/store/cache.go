@@ -31,10 +31,14 @@ type generation struct{ s *Store }
 
 // Version fails as unavailable, before reading, when the engine says a read would come from a
 // database nobody writes any more (SQLite: the file opened was removed or replaced, and its n
-// would never move again): the read cache then refuses the read (see cached).
+// would never move again): the read cache then refuses the read (see cached). On an engine of
+// prompt reads it reads whether or not the request is still waiting (Engine.PromptReads).
 func (g generation) Version(ctx context.Context) (int64, error) {
 	if err := g.s.beforeWrite(); err != nil {
 		return 0, err
+	}
+	if g.s.engine.PromptReads() {
+		ctx = context.WithoutCancel(ctx)
 	}
 	var n int64
 	err := g.s.q().QueryRow(ctx, `SELECT n FROM cache_generation WHERE id = 1`).Scan(&n)

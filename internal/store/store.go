@@ -91,6 +91,11 @@ type Engine interface {
 	KeepsStatements() bool
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
+	// PromptReads tells an engine whose point reads wait on nothing but the local disk and, at
+	// worst, the busy timeout (SQLite in WAL mode), never on a network: the read cache's freshness
+	// check runs there without the request's cancellation, which database/sql and the driver would
+	// each watch with a goroutine of their own, costing more than the read.
+	PromptReads() bool
 	// BusyTimeout is how long a writer waits for a lock another writer holds before it fails
 	// busy (SQLite's busy timeout; on PostgreSQL, the wait for the audit chain's turn).
 	BusyTimeout() time.Duration

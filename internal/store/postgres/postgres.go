@@ -240,6 +240,8 @@ func (*Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatab
 // server (see QueryExecMode).
 func (*Engine) KeepsStatements() bool { return false }
 
+func (*Engine) PromptReads() bool { return false }
+
 // SingleWriter: PostgreSQL runs writers side by side.
 func (*Engine) SingleWriter() bool { return false }
 

@@ -243,6 +243,8 @@ func (Engine) SnapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
 // statement prepared on it stays until it is closed.
 func (Engine) KeepsStatements() bool { return true }
 
+func (Engine) PromptReads() bool { return true }
+
 // SingleWriter: SQLite lets one writer in at a time and makes the others poll with sleeps of a
 // millisecond and more; queueing this process's writers in Go instead takes most of a write's
 // latency away under load.
