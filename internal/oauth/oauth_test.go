@@ -74,6 +74,19 @@ func refusedWith(t *testing.T, err error, want string) {
 	}
 }
 
+// uncheckedWith checks a token that could not be checked (the provider's keys not available):
+// refused, but not counted as the caller's failed authentication.
+func uncheckedWith(t *testing.T, err error) {
+	t.Helper()
+	var te *auth.TokenError
+	if !errors.As(err, &te) || !te.Unchecked || !strings.Contains(te.Description, "signing keys are not available") {
+		t.Fatalf("err = %v; want an unchecked token's refusal saying the signing keys are not available", err)
+	}
+	if errors.Is(err, auth.Unauthenticated) {
+		t.Fatalf("an unchecked token must not count as a failed authentication: %v", err)
+	}
+}
+
 func TestVerifyAcceptsEachAlgorithm(t *testing.T) {
 	p := oauthtest.New(t)
 	c := newClock()
@@ -289,7 +302,7 @@ func TestProviderDown(t *testing.T) {
 	}
 	c.Advance(oauth.DefaultKeysMaxAge / 2)
 	_, err := v.Verify(context.Background(), tok)
-	refusedWith(t, err, "signing keys are not available")
+	uncheckedWith(t, err)
 	p.SetDown(false)
 	c.Advance(10 * time.Second)
 	if _, err := v.Verify(context.Background(), tok); err != nil {
@@ -325,7 +338,7 @@ func TestStart(t *testing.T) {
 			t.Fatalf("New = %v, %v; want a verifier and ErrUnreachable", v, err)
 		}
 		_, err = v.Verify(context.Background(), p.Token(t, user, c.Now(), nil))
-		refusedWith(t, err, "signing keys are not available")
+		uncheckedWith(t, err)
 		p.SetDown(false)
 		c.Advance(10 * time.Second)
 		if _, err := v.Verify(context.Background(), p.Token(t, user, c.Now(), nil)); err != nil {
