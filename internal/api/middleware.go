@@ -61,7 +61,9 @@ func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handle
 		id := newRequestID()
 		w.Header()["X-Request-Id"] = []string{id}
 		ctx, span := startRequestSpan(tracer, r)
-		r = r.WithContext(reqlog.WithID(ctx, id))
+		// The request's reads (the credential's, the operation's) share one check of the read
+		// cache, made after the request began.
+		r = r.WithContext(domain.ShareFreshness(reqlog.WithID(ctx, id)))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		end := time.Now()
@@ -207,8 +209,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, actor domain.Actor
 // a lock its neighbours' guesses cause (a NAT, an office) does not stop it.
 func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The credential's read and the operation's share one check of the read cache.
-		ctx := domain.ShareFreshness(r.Context())
+		ctx := r.Context()
 		attempt := auth.NewAttempt(soleAuthorization(r.Header))
 		var addr string
 		if g.failures != nil {
@@ -227,7 +228,6 @@ func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerF
 			}
 		}
 		actor, err := a.Verify(ctx, attempt)
-		r = r.WithContext(ctx)
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
 				if d := g.failures.Allow(addr); !d.Allowed {
