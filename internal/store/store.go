@@ -112,9 +112,9 @@ type Engine interface {
 	Room() error
 	// WriteProbe is the write GET /readyz makes to prove that the database takes, now, the writes a
 	// request makes (a decrypt's audit event, a push's record): statements run in order in one
-	// write transaction, given the store's probe row where they have a placeholder, and whether
-	// the transaction is committed (else it is rolled back).
-	WriteProbe() (statements []string, commit bool)
+	// write transaction, each with its own arguments (row, the store's probe row, where one is
+	// written), and whether the transaction is committed (else it is rolled back).
+	WriteProbe(row []byte) (statements []sqltx.Statement, commit bool)
 	// Close stops what the engine runs in the background.
 	Close()
 }
