@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -276,6 +278,65 @@ func TestAuditVerifyExportOffline(t *testing.T) {
 	_, errOut, err := auditor.run(append([]string{"audit", "verify"}, args...)...)
 	if !errors.Is(err, errAuditChainBroken) || !strings.Contains(err.Error(), "seq 2-3 missing") {
 		t.Errorf("offline verify of a cut tail: %v %s; want seq 2-3 missing", err, errOut)
+	}
+}
+
+// An export read as it streams gives the answer of its events in seq order, whatever order the
+// file has them in (an export edited, or sorted by another field): a file out of order is walked
+// sorted, not judged by its order.
+func TestAuditVerifyExportInAnyOrder(t *testing.T) {
+	c, url := auditCLI(t, "sqlite")
+	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+	signCheckpoint(t, c, file)
+	pub := strings.TrimSpace(c.mustRun("audit", "public-key"))
+	export := filepath.Join(t.TempDir(), "export.json")
+	auditor := &cli{t: t, vars: map[string]string{}}
+	args := []string{"--export", export, "--checkpoints", file, "--public-key", pub}
+
+	c.mustRun("export", export)
+	wantVerify(t, auditor, nil, "checkpoints: 1 matched", args...)
+	reverseAuditEvents(t, export)
+	wantVerify(t, auditor, nil, "checkpoints: 1 matched", args...)
+
+	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
+	c.mustRun("export", export)
+	const broken = "BROKEN: audit chain broken in seq 1-3: an event in seq 1-3 differs from what the checkpoint of"
+	wantVerify(t, auditor, errAuditChainBroken, broken, args...)
+	reverseAuditEvents(t, export)
+	wantVerify(t, auditor, errAuditChainBroken, broken, args...)
+
+	// The file is still read and checked whole: a bad record after the events fails it.
+	b := []byte(strings.Replace(readFile(t, export), `"detail": "nothing to see"`, `"detail": 7`, 1))
+	if err := os.WriteFile(export, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := auditor.run(append([]string{"audit", "verify"}, args...)...); err == nil || !strings.Contains(err.Error(), "--export: auditEvents[") {
+		t.Errorf("verify of an export with a malformed event: %v", err)
+	}
+}
+
+// reverseAuditEvents rewrites the export at path with its audit events in the reverse order.
+func reverseAuditEvents(t *testing.T, path string) {
+	t.Helper()
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(readFile(t, path)), &file); err != nil {
+		t.Fatal(err)
+	}
+	var events []json.RawMessage
+	if err := json.Unmarshal(file["auditEvents"], &events); err != nil || len(events) < 2 {
+		t.Fatalf("the export holds %d audit events: %v", len(events), err)
+	}
+	slices.Reverse(events)
+	var err error
+	if file["auditEvents"], err = json.Marshal(events); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -213,7 +213,6 @@ func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
 	if len(logs) == 0 {
 		return
 	}
-	at := func(i int, field string) string { return fmt.Sprintf("samActionLogs[%d].%s", i, field) }
 	c.seen["samActionLogs"] = make(map[domain.ID]bool, len(logs)) // grown once, not twenty times
 	for i := range logs {
 		r := &logs[i]
@@ -221,17 +220,15 @@ func (c *checker) samActionLogs(logs []domain.SAMActionLog) {
 			continue
 		}
 		c.key("samActionLogs", i, &r.ID)
-		c.id(at(i, "entityId"), &r.EntityID)
-		c.text(at(i, "action"), r.Action)
-		c.time(at(i, "actionDate"), r.ActionDate)
+		c.samLog(at(samKey, i), r)
 	}
 }
 
-// samLogOK checks a SAM action log by the rules of check, canonicalising its ids, and records its
-// id as seen. It reports false, having recorded nothing, when any rule fails: check then runs the
-// rules again, one by one, to name the first problem.
+// samLogOK checks a SAM action log by the rules of samLog, canonicalising its ids, and records
+// its id as seen. It reports false, having recorded nothing, when any rule fails: samActionLogs
+// then runs the rules again, one by one, to name the first problem.
 func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
-	id, entity, ok := validSAMLog(r)
+	id, entity, ok := validSAMLog(r, "")
 	if !ok {
 		return false
 	}
@@ -248,14 +245,30 @@ func (c *checker) samLogOK(r *domain.SAMActionLog) bool {
 	return true
 }
 
-// validSAMLog checks a SAM action log by the rules of check but for its id being unique, and
-// gives its ids in canonical form.
-func validSAMLog(r *domain.SAMActionLog) (id, entity domain.ID, ok bool) {
+// samLog holds the SAM action log at path to the rules of a log but for its own id (which the
+// caller checks: unique in the key, or on its own), one by one, naming the first it breaks, and
+// makes its entity id canonical. The one place of the rules of a log: validSAMLog is the same
+// rules at once, for the logs that keep them.
+func (c *checker) samLog(path string, r *domain.SAMActionLog) {
+	c.id(path+".entityId", &r.EntityID)
+	c.text(path+".action", r.Action)
+	c.time(path+".actionDate", r.ActionDate)
+}
+
+// validSAMLog checks a SAM action log by the rules of samLog and a well-formed id of its own, but
+// for that id being unique, and gives its ids in canonical form. known, when not "", is an
+// entity id known canonical: a log that names it as it is needs no parse of it (the logs of an
+// entity come in runs).
+func validSAMLog(r *domain.SAMActionLog, known domain.ID) (id, entity domain.ID, ok bool) {
 	if id, ok = canonical(r.ID); !ok {
 		return "", "", false
 	}
-	entity, ok = canonical(r.EntityID)
-	if !ok || strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
+	if entity = known; r.EntityID != known || known == "" {
+		if entity, ok = canonical(r.EntityID); !ok {
+			return "", "", false
+		}
+	}
+	if strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
 		return "", "", false
 	}
 	return id, entity, true

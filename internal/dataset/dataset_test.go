@@ -316,3 +316,54 @@ func FuzzLeanSAMLog(f *testing.F) {
 		}
 	})
 }
+
+// auditFile is a file of audit events, given as JSON objects, after a partner.
+func auditFile(events ...string) string {
+	return `{"partners": [{"id": "` + p1 + `", "name": "P"}], "auditEvents": [` + strings.Join(events, ",\n") + `]}`
+}
+
+// auditEventJSON is audit event n (its seq seq), with this outcome and detail (JSON).
+func auditEventJSON(n, seq int, outcome, detail string) string {
+	return fmt.Sprintf(`{"id": "00000000-0000-4000-8000-00000000050%d", "at": "2026-01-01T00:00:0%dZ", "actorUserId": "%s",
+		"action": "a", "targetId": "t", "outcome": %q, "detail": %s, "seq": %d}`, n, n, strings.ToUpper(p1), outcome, detail, seq)
+}
+
+func goodEvent(n int) string { return auditEventJSON(n, n, "granted", `"d"`) }
+
+// StreamAuditEvents hands out, one by one in the file's order, the audit events Read keeps, as
+// checked; and refuses a file with the error Read gives it: a record that cannot be read before a
+// record read earlier that breaks a rule, else the first that breaks one.
+func TestStreamAuditEventsAgreesWithRead(t *testing.T) {
+	ok := auditFile(goodEvent(3), goodEvent(1), goodEvent(2))
+	ds, err := Read(strings.NewReader(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []domain.AuditEvent
+	if err := StreamAuditEvents(strings.NewReader(ok), strings.NewReader(ok), func(e domain.AuditEvent) { streamed = append(streamed, e) }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ds.AuditEvents, streamed); diff != "" || streamed[0].ActorUserID != p1 {
+		t.Errorf("streamed events differ from Read's (-read +streamed):\n%s", diff)
+	}
+	for _, c := range []struct {
+		name, file string
+		handed     int // events handed out: those before the first bad one
+	}{
+		{"a bad record", auditFile(goodEvent(1), auditEventJSON(2, 2, "maybe", `"d"`)), 1},
+		{"two bad records", auditFile(goodEvent(1), auditEventJSON(2, -1, "granted", `"d"`), auditEventJSON(3, 3, "maybe", `"d"`)), 1},
+		{"a bad record, then an unreadable one", auditFile(goodEvent(1), auditEventJSON(2, 2, "maybe", `"d"`), auditEventJSON(3, 3, "granted", `7`)), 1},
+		{"a duplicate id", auditFile(goodEvent(1), goodEvent(2), goodEvent(1)), 2},
+		{"a bad record after the events", `{"auditEvents": [` + goodEvent(1) + `], "users": [{}]}`, 1},
+	} {
+		_, want := Read(strings.NewReader(c.file))
+		handed := 0
+		got := StreamAuditEvents(strings.NewReader(c.file), strings.NewReader(c.file), func(domain.AuditEvent) { handed++ })
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%s: StreamAuditEvents: %v; Read: %v", c.name, got, want)
+		}
+		if handed != c.handed {
+			t.Errorf("%s: %d events handed out, want %d", c.name, handed, c.handed)
+		}
+	}
+}

@@ -93,14 +93,7 @@ func (f *File) Records() int { return f.ds.Records() + f.logs }
 // r gave, at its offset, once r has given it: the file itself, or a copy of the stream made as r
 // is read. An error names the record and field, and its line and column.
 func ReadFile(r io.Reader, again io.ReaderAt) (*File, error) {
-	f := &File{ds: &Dataset{}, again: again, values: map[string]int64{}}
-	rd := newReader(r, f)
-	err := rd.read()
-	f.size = rd.lim.read
-	if err != nil {
-		return nil, f.place(rd.readError(err))
-	}
-	return f, nil
+	return readFile(r, again, nil)
 }
 
 // Read reads and checks a dataset as ReadFile does, with its SAM action logs. Ids come back in
@@ -110,13 +103,41 @@ func Read(r io.Reader) (*Dataset, error) {
 	if err != nil {
 		return nil, &Error{Problem: "cannot read the file: " + err.Error(), off: -1}
 	}
-	f := &File{ds: &Dataset{}, again: bytes.NewReader(b), size: int64(len(b)), values: map[string]int64{}}
-	rd := newReader(bytes.NewReader(b), f)
-	rd.keepLogs = true
-	if err := rd.read(); err != nil {
-		return nil, f.place(rd.readError(err))
+	f, err := readFile(bytes.NewReader(b), bytes.NewReader(b), func(rd *reader) { rd.keepLogs = true })
+	if err != nil {
+		return nil, err
 	}
 	return f.ds, nil
+}
+
+// auditKey is the key of the audit events, which StreamAuditEvents hands out one by one.
+const auditKey = "auditEvents"
+
+// StreamAuditEvents reads and checks the dataset that r gives as ReadFile does, but keeps none
+// of its audit events: each, checked, goes to each as it is read, in the file's order, and
+// memory holds one at a time (and the ids seen, to find one given twice). each stops being
+// called at the first event that breaks a rule; the file's first error is returned once it has
+// been read to its end, as ReadFile would return it. again is as ReadFile's.
+func StreamAuditEvents(r io.Reader, again io.ReaderAt, each func(domain.AuditEvent)) error {
+	_, err := readFile(r, again, func(rd *reader) {
+		rd.each = map[string]func(any){auditKey: func(v any) { each(*v.(*domain.AuditEvent)) }}
+	})
+	return err
+}
+
+// readFile reads the file r gives, its reader set up by setup (nil: as ReadFile reads).
+func readFile(r io.Reader, again io.ReaderAt, setup func(*reader)) (*File, error) {
+	f := &File{ds: &Dataset{}, again: again, values: map[string]int64{}}
+	rd := newReader(r, f)
+	if setup != nil {
+		setup(rd)
+	}
+	err := rd.read()
+	f.size = rd.lim.read
+	if err != nil {
+		return nil, f.place(rd.readError(err))
+	}
+	return f, nil
 }
 
 // reader reads one file.
@@ -128,7 +149,9 @@ type reader struct {
 	c    *checker
 	// keepLogs: the SAM logs are kept in the Dataset (Read), not only checked.
 	keepLogs bool
-	w        walker
+	// each, by key, takes the key's records one by one instead of the Dataset (see kind.stream).
+	each map[string]func(any)
+	w    walker
 }
 
 func newReader(r io.Reader, f *File) *reader {
@@ -225,6 +248,8 @@ func (rd *reader) value(key string) error {
 		return errorAt(at, key, "expected an array of objects")
 	case key == samKey:
 		return rd.samLogs()
+	case rd.each[key] != nil && k.stream != nil:
+		return k.stream(rd, rd.each[key])
 	}
 	if err := k.decode(rd, rd.f.ds); err != nil {
 		return err
@@ -248,6 +273,33 @@ func readRecords[T any](rd *reader, key string, dst *[]T) error {
 			return err
 		}
 		*dst = append(*dst, r)
+	}
+}
+
+// streamRecords reads the array of key's records at the decoder's position as readRecords does,
+// but keeps none: each record is checked as it comes (check, as the key's check would) and, while
+// every one so far has kept the rules, handed to each. Past a record that breaks a rule the rest
+// are still read, so that the error is the one readRecords and then the key's check would give: a
+// record that cannot be read first, else the first record that breaks a rule.
+func streamRecords[T any](rd *reader, key string, check func(c *checker, i int, r *T), each func(any)) error {
+	if _, err := rd.dec.ReadToken(); err != nil { // '['
+		return rd.w.syntax(err, []step{{name: key}})
+	}
+	for i := 0; ; i++ {
+		var r T
+		done, err := rd.record(key, i, &r)
+		switch {
+		case err != nil:
+			return err
+		case done && rd.c.err != nil: // a *Error: a nil one is no error
+			return rd.c.err
+		case done:
+			return nil
+		}
+		check(rd.c, i, &r)
+		if rd.c.err == nil {
+			each(&r)
+		}
 	}
 }
 

@@ -110,25 +110,17 @@ func (sr *samReader) careful(start int64, path []step, r *domain.SAMActionLog) e
 	return decodeRecord(raw, start, path, r)
 }
 
-// check holds a log to the rules of checker.samActionLogs, but for its id being unique (which
-// the import checks), and makes its ids canonical.
+// check holds a log to the rules of checker.samActionLogs (checker.samLog), but for its id being
+// unique (which the import checks), and makes its ids canonical.
 func (sr *samReader) check(r *domain.SAMActionLog) error {
-	if r.EntityID == sr.entity && r.EntityID != "" {
-		if id, ok := canonical(r.ID); ok && strings.TrimSpace(r.Action) != "" && !r.ActionDate.IsZero() {
-			r.ID = id
-			return nil
-		}
-	}
-	if id, entity, ok := validSAMLog(r); ok {
+	if id, entity, ok := validSAMLog(r, sr.entity); ok {
 		r.ID, r.EntityID, sr.entity = id, entity, entity
 		return nil
 	}
 	c := &checker{}
 	path := at(samKey, sr.i)
 	c.id(path+".id", &r.ID)
-	c.id(path+".entityId", &r.EntityID)
-	c.text(path+".action", r.Action)
-	c.time(path+".actionDate", r.ActionDate)
+	c.samLog(path, r)
 	return c.err
 }
 

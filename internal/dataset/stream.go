@@ -142,13 +142,16 @@ func (f *File) samLogTaken(ctx context.Context, st Store, k int, upsert bool) er
 		}
 		u, _ := r.ID.Bytes()
 		ids[u] = false
-		if batch = append(batch, r.ID); len(batch) == samLogIDChunk && !upsert {
+		if upsert {
+			continue // the stored logs the file replaces were removed first: none is asked about
+		}
+		if batch = append(batch, r.ID); len(batch) == samLogIDChunk {
 			if err := ask(); err != nil {
 				return err
 			}
 		}
 	}
-	if len(batch) > 0 && !upsert {
+	if len(batch) > 0 {
 		if err := ask(); err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"backoffice/internal/domain"
 )
 
 func readFileString(s string) (*File, error) {
@@ -32,6 +34,44 @@ func TestReadFileNamesTheProblem(t *testing.T) {
 		_, readErr := Read(strings.NewReader(c.file))
 		if err != nil && readErr != nil && err.Error() != readErr.Error() {
 			t.Errorf("%s: ReadFile says %q, Read %q", c.name, err, readErr)
+		}
+	}
+}
+
+// One set of rules holds a SAM log, whichever reader meets it: a log that breaks one after a run
+// of logs of its entity (which the stream reader takes without parsing the entity again) is
+// refused by ReadFile as by Read, naming the same field; a run that names its entity in another
+// letter case reads, canonical.
+func TestSAMLogRulesAreTheSameInEitherReader(t *testing.T) {
+	good := samLogJSON(1, l1, "2026-01-01T00:00:00Z")
+	for _, c := range []struct{ name, bad, want string }{
+		{"bad id", strings.Replace(samLogJSON(2, l1, "2026-01-01T00:00:00Z"), `"id": "00000000-0000-4000-9000-000000000002"`, `"id": "x"`, 1), `samActionLogs[1].id: not a uuid: "x"`},
+		{"blank action", strings.Replace(samLogJSON(2, l1, "2026-01-01T00:00:00Z"), `"action": "a"`, `"action": " "`, 1), "samActionLogs[1].action: required"},
+		{"no date", strings.Replace(samLogJSON(2, l1, "2026-01-01T00:00:00Z"), `, "actionDate": "2026-01-01T00:00:00Z"`, ``, 1), "samActionLogs[1].actionDate: required"},
+		{"no entity", samLogJSON(2, "", "2026-01-01T00:00:00Z"), "samActionLogs[1].entityId: required"},
+	} {
+		file := `{"samActionLogs": [` + good + `, ` + c.bad + `]}`
+		_, fileErr := readFileString(file)
+		_, readErr := Read(strings.NewReader(file))
+		if fileErr == nil || readErr == nil || fileErr.Error() != readErr.Error() || !strings.HasPrefix(readErr.Error(), c.want) {
+			t.Errorf("%s: ReadFile says %v, Read %v; want %q", c.name, fileErr, readErr, c.want)
+		}
+	}
+	upper := strings.ToUpper(l1)
+	file := `{"samActionLogs": [` + samLogJSON(1, upper, "2026-01-01T00:00:00Z") + `, ` + samLogJSON(2, upper, "2026-01-01T00:00:00Z") + `]}`
+	ds, err := Read(strings.NewReader(file))
+	if err != nil || ds.SAMActionLogs[1].EntityID != l1 {
+		t.Fatalf("Read: %v, %+v", err, ds)
+	}
+	f, err := readFileString(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := f.samReaderAt(f.starts[0], 0)
+	for range 2 {
+		var r domain.SAMActionLog
+		if ok, err := sr.next(&r); !ok || err != nil || r.EntityID != l1 {
+			t.Fatalf("the second reading: %v, %v, %+v", ok, err, r)
 		}
 	}
 }

@@ -21,6 +21,9 @@ type kind struct {
 	refs []string
 	// decode reads the key's array of records from the file into a Dataset.
 	decode func(rd *reader, ds *Dataset) error
+	// stream reads the key's array as decode does, but keeps no record: each is checked as it
+	// comes and handed to each (a *T). nil for a kind whose rules span its records (checkAll).
+	stream func(rd *reader, each func(any)) error
 	// links are its references field by field, with their columns: where a delete looks for
 	// what still refers to a record. parts are tables of rows that belong to its records.
 	links []link
@@ -105,6 +108,12 @@ func (s spec[T]) kind() kind {
 		k.links = append(k.links, link{field: r.field, column: snake(r.field), to: r.to})
 	}
 	k.decode = func(rd *reader, ds *Dataset) error { return readRecords(rd, s.key, s.records(ds)) }
+	checkOne := func(c *checker, i int, r *T) {
+		c.key(s.key, i, s.id(r))
+		if s.check != nil {
+			s.check(c, at(s.key, i), r)
+		}
+	}
 	k.check = func(c *checker, ds *Dataset) {
 		records := *s.records(ds)
 		if s.checkAll != nil {
@@ -112,11 +121,11 @@ func (s spec[T]) kind() kind {
 			return
 		}
 		for i := range records {
-			c.key(s.key, i, s.id(&records[i]))
-			if s.check != nil {
-				s.check(c, at(s.key, i), &records[i])
-			}
+			checkOne(c, i, &records[i])
 		}
+	}
+	if s.checkAll == nil {
+		k.stream = func(rd *reader, each func(any)) error { return streamRecords(rd, s.key, checkOne, each) }
 	}
 	k.ids = func(ds *Dataset) []domain.ID {
 		records := *s.records(ds)

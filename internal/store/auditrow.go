@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/column"
@@ -149,71 +148,31 @@ func scanAuditWalkRow(r scanner) (auditRow, error) {
 		return auditRow{}, err
 	}
 	var a auditRow
-	var bad []string
-	text := func(i int, name string, nullable bool) string {
-		switch x := v[i].(type) {
-		case string:
-			return x
-		case []byte:
-			return string(x)
-		case nil:
-			if !nullable {
-				bad = append(bad, name+" is NULL")
-			}
-			return ""
-		}
-		bad = append(bad, fmt.Sprintf("%s holds a %T, not text", name, v[i]))
-		return ""
+	var l looseRow
+	text := func(i int, name string) string {
+		s, _ := l.text(v[i], name, false)
+		return s
 	}
-	number := func(i int, name string) (int64, bool) {
-		switch x := v[i].(type) {
-		case int64:
-			return x, true
-		case nil:
-			return 0, false
-		}
-		bad = append(bad, fmt.Sprintf("%s holds %s, not a whole number", name, describe(v[i])))
-		return 0, true
-	}
-	a.e.ID = domain.ID(text(0, "id", false))
-	at, ok := number(1, "at")
+	a.e.ID = domain.ID(text(0, "id"))
+	at, ok := l.number(v[1], "at")
 	if !ok {
-		bad = append(bad, "at is NULL")
+		l.note("at is NULL")
 	}
 	a.e.At = column.FromMicros(at)
-	a.e.ActorUserID = domain.ID(text(2, "actor_user_id", false))
-	a.e.Action = text(3, "action", false)
-	a.e.TargetID = text(4, "target_id", false)
-	a.e.Outcome = text(5, "outcome", false)
-	a.e.Detail = text(6, "detail", false)
-	a.e.Seq, a.numbered = number(7, "seq")
-	a.e.ChainKeyID = text(8, "chain_key_id", true)
+	a.e.ActorUserID = domain.ID(text(2, "actor_user_id"))
+	a.e.Action = text(3, "action")
+	a.e.TargetID = text(4, "target_id")
+	a.e.Outcome = text(5, "outcome")
+	a.e.Detail = text(6, "detail")
+	a.e.Seq, a.numbered = l.number(v[7], "seq")
+	a.e.ChainKeyID, _ = l.text(v[8], "chain_key_id", true)
 	if v[8] != nil && a.e.ChainKeyID == "" {
-		bad = append(bad, "chain_key_id is empty, not NULL")
+		l.note("chain_key_id is empty, not NULL")
 	}
-	switch h := v[9].(type) {
-	case []byte:
-		a.e.Hash = hexHash(h)
-	case string: // text written into the blob column
-		a.e.Hash = hexHash([]byte(h))
-	case nil:
-	default:
-		bad = append(bad, fmt.Sprintf("hash holds %s, not bytes", describe(v[9])))
-	}
+	a.e.Hash = hexHash(l.bytes(v[9], "hash"))
 	if v[9] != nil && a.e.Hash == "" {
 		a.e.Hash = "-" // an empty link is no link and no absence of one: malformed
 	}
-	a.bad = strings.Join(bad, ", ")
+	a.bad = l.faults()
 	return a, nil
-}
-
-// describe names a value read from the database for a report, without quoting long text whole.
-func describe(v any) string {
-	if s, ok := v.(string); ok {
-		if len(s) > 20 {
-			s = s[:20] + "…"
-		}
-		return fmt.Sprintf("the text %q", s)
-	}
-	return fmt.Sprintf("a %T", v)
 }

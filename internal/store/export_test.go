@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/bulkload"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -126,4 +127,30 @@ func onOneConnection(t testing.TB, s *Store, set, show, want string) {
 		}
 	}
 	t.Fatalf("%s: the setting did not hold", set)
+}
+
+// CountGenerationMoves has s's engine count, in *moves, the moves of the read cache's generation
+// that its imports make themselves (Engine.BeginImport's moved).
+func CountGenerationMoves(s *Store, moves *int) {
+	counted := movesCounted{Engine: s.engine, moves: moves}
+	if c, ok := s.engine.(bulkload.Copier); ok {
+		s.engine = movesCountedCopier{counted, c}
+		return
+	}
+	s.engine = counted
+}
+
+type movesCounted struct {
+	Engine
+	moves *int
+}
+
+func (e movesCounted) BeginImport(ctx context.Context, tx *sql.Tx) (func() error, func(), error) {
+	moved, end, err := e.Engine.BeginImport(ctx, tx)
+	return func() error { *e.moves++; return moved() }, end, err
+}
+
+type movesCountedCopier struct {
+	movesCounted
+	bulkload.Copier
 }

@@ -90,33 +90,18 @@ func readGenesis(ctx context.Context, q *sqltx.Tx) (Genesis, error) {
 		return Genesis{}, fmt.Errorf("store: audit chain genesis: %w", err)
 	}
 	g := Genesis{Found: true}
-	switch v := last.(type) {
-	case int64:
-		g.LastUnlinked = v
-	default:
-		g.bad = "last_unlinked_seq holds " + describe(last) + ", not a whole number"
+	var l looseRow
+	var numbered bool
+	g.LastUnlinked, numbered = l.number(last, "last_unlinked_seq")
+	switch {
+	case !numbered:
+		l.note("last_unlinked_seq is NULL")
+	case g.LastUnlinked < 0:
+		l.note("last_unlinked_seq is negative")
 	}
-	switch v := keyID.(type) {
-	case string:
-		g.KeyID, g.keyed = v, true
-	case []byte:
-		g.KeyID, g.keyed = string(v), true
-	case nil:
-	default:
-		g.bad = "chain_key_id holds " + describe(keyID) + ", not text"
-	}
-	switch v := mac.(type) {
-	case []byte:
-		g.MAC = v
-	case string:
-		g.MAC = []byte(v)
-	case nil:
-	default:
-		g.bad = "mac holds " + describe(mac) + ", not bytes"
-	}
-	if g.LastUnlinked < 0 && g.bad == "" {
-		g.bad = "last_unlinked_seq is negative"
-	}
+	g.KeyID, g.keyed = l.text(keyID, "chain_key_id", true)
+	g.MAC = l.bytes(mac, "mac")
+	g.bad = l.faults()
 	return g, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strings"
 
 	"backoffice/internal/store/sqltx"
 )
@@ -33,14 +32,10 @@ func (s *Store) Writable(ctx context.Context) error {
 	if err := s.engine.Room(); err != nil {
 		return fmt.Errorf("store: write probe: %w", &unavailableError{err: err})
 	}
-	statements, commit := s.engine.WriteProbe()
+	statements, commit := s.engine.WriteProbe(probeRow)
 	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		for _, st := range statements {
-			var args []any
-			if strings.Contains(st, "?") {
-				args = []any{probeRow}
-			}
-			if _, err := q.Exec(ctx, st, args...); err != nil {
+			if _, err := q.Exec(ctx, st.SQL, st.Args...); err != nil {
 				return err
 			}
 		}

@@ -73,11 +73,11 @@ type Engine interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
 	// load, under which the tables' triggers leave the read cache's generation alone. moved moves
-	// it for everything the import wrote, and takes its lock: Load calls it once the import has
-	// written its rows, before it commits, and, on an engine whose writers run side by side, also
-	// before the import first takes the audit chain's head (every writer takes the generation
-	// first and the chain second). An error fails the import. end gives the settings back,
-	// whatever the outcome.
+	// it for everything the import wrote, and takes its lock: Load calls it once in the
+	// transaction, on an engine whose writers run side by side before the import first takes the
+	// audit chain's head (every writer takes the generation first and the chain second), else
+	// once the import has written its rows, before it commits. An error fails the import. end
+	// gives the settings back, whatever the outcome.
 	BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error)
 	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
 	// table, tail after the values.
@@ -112,9 +112,9 @@ type Engine interface {
 	Room() error
 	// WriteProbe is the write GET /readyz makes to prove that the database takes, now, the writes a
 	// request makes (a decrypt's audit event, a push's record): statements run in order in one
-	// write transaction, given the store's probe row where they have a placeholder, and whether
-	// the transaction is committed (else it is rolled back).
-	WriteProbe() (statements []string, commit bool)
+	// write transaction, each with its own arguments (row, the store's probe row, where one is
+	// written), and whether the transaction is committed (else it is rolled back).
+	WriteProbe(row []byte) (statements []sqltx.Statement, commit bool)
 	// Close stops what the engine runs in the background.
 	Close()
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"backoffice/internal/store/sqltx"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -264,11 +266,12 @@ func (*Engine) Room() error { return nil }
 // audit_events would. A standby or a read-only transaction refuses the CREATE. It is rolled
 // back: nothing stays, and it takes no lock that another session holds (a TRUNCATE of a table
 // would wait for a pg_dump's lock for the whole dump).
-func (*Engine) WriteProbe() ([]string, bool) {
-	return []string{
-		`SET LOCAL temp_tablespaces = ''`,
-		`CREATE TEMPORARY TABLE readiness_extend (n bigint) ON COMMIT DROP`,
-		`INSERT INTO readiness_extend SELECT generate_series(1, 2000)`,
+// It writes its own rows, not row.
+func (*Engine) WriteProbe(row []byte) ([]sqltx.Statement, bool) {
+	return []sqltx.Statement{
+		{SQL: `SET LOCAL temp_tablespaces = ''`},
+		{SQL: `CREATE TEMPORARY TABLE readiness_extend (n bigint) ON COMMIT DROP`},
+		{SQL: `INSERT INTO readiness_extend SELECT generate_series(1, 2000)`},
 	}, false
 }
 

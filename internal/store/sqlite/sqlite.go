@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"time"
 
+	"backoffice/internal/store/sqltx"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -274,8 +276,11 @@ func (e Engine) Room() error { return e.file.room() }
 // the WAL and syncs it, as every request's commit does. A rolled-back write would prove none of the
 // last: SQLite writes the WAL only at commit. The table holds no row before or after, and no
 // trigger of the read cache's is on it.
-func (Engine) WriteProbe() ([]string, bool) {
-	return []string{`INSERT INTO readiness_probe (filler) VALUES (?)`, `DELETE FROM readiness_probe`}, true
+func (Engine) WriteProbe(row []byte) ([]sqltx.Statement, bool) {
+	return []sqltx.Statement{
+		{SQL: `INSERT INTO readiness_probe (filler) VALUES (?)`, Args: []any{row}},
+		{SQL: `DELETE FROM readiness_probe`},
+	}, true
 }
 
 // Close stops the purger, with a last checkpoint if one was due.

@@ -30,6 +30,13 @@ type Classifier interface {
 	Classify(err error) error
 }
 
+// Statement is a statement and the arguments it is run with, for a list of statements whose
+// arguments differ from one to the next (an engine's write probe).
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
 // Tx is a transaction in progress: what the body of a transaction is given.
 type Tx struct {
 	tx      *sql.Tx
