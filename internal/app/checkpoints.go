@@ -52,7 +52,8 @@ type auditTrail interface {
 // newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
 // key of the ring, if any. A file that does not hold together (a line that is neither a
 // checkpoint nor a torn one, a checkpoint that does not name the one before it, a signature that
-// does not hold) is an error: serve does not start on it. Torn lines are logged and left out.
+// does not hold) is an error: serve does not start on it, nor on one whose last checkpoint the
+// next could not name (checkpoint.CheckPredecessor). Torn lines are logged and left out.
 func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
 	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now}
 	if path == "" {
@@ -76,14 +77,18 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	vouched, unvouched, err := checkpoint.Vouched(file.Entries, keys)
-	switch {
-	case errors.Is(err, checkpoint.ErrNoKeyGiven) || err == nil && len(unvouched) > 0:
-		last := file.Entries[len(file.Entries)-1]
-		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %s is signed under key %s, which the ring does not hold: the next checkpoint would name it, and so vouch for it unchecked. Add the key back to BACKOFFICE_MASTER_KEYS, or find out where the line came from and move the file aside (keep it)", last.What(), last.KeyID)
-	case err != nil:
+	vouched, _, err := checkpoint.Vouched(file.Entries, keys)
+	if err != nil && !errors.Is(err, checkpoint.ErrNoKeyGiven) {
 		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
-	case len(vouched) > 0:
+	}
+	// The first checkpoint this process signs names the file's last: refuse now, not at the first
+	// tick, what Append would refuse then.
+	if n := len(file.Entries); n > 0 {
+		if err := checkpoint.CheckPredecessor(file.Entries[n-1].Checkpoint, keys); err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+		}
+	}
+	if len(vouched) > 0 {
 		x, err := expectOf(vouched[len(vouched)-1])
 		if err != nil {
 			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)

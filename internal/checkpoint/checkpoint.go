@@ -127,8 +127,8 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev strin
 	}
 	var prevID string
 	if prev != nil {
-		if err := checkPredecessor(*prev, keys); err != nil {
-			return Checkpoint{}, false, fmt.Errorf("%w: %s: %v", ErrUnverifiable, path, err)
+		if err := CheckPredecessor(*prev, keys); err != nil {
+			return Checkpoint{}, false, fmt.Errorf("%s: %w", path, err)
 		}
 		prevID = prev.ID()
 	}
@@ -156,16 +156,17 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev strin
 	return c, true, nil
 }
 
-// checkPredecessor says why the file's last checkpoint p may not be named by a new one: its key
-// is not given, or its signature does not hold under it.
-func checkPredecessor(p Checkpoint, keys map[string]ed25519.PublicKey) error {
+// CheckPredecessor says why a new checkpoint may not name p, a file's last checkpoint (an
+// ErrUnverifiable): its key is not among keys, or its signature does not hold under it. Append
+// holds every append to it; serve holds a file to it before it starts.
+func CheckPredecessor(p Checkpoint, keys map[string]ed25519.PublicKey) error {
 	what := fmt.Sprintf("the last checkpoint in the file (seq %d, signed at %s)", p.Seq, p.At)
 	pub, ok := keys[p.KeyID]
 	switch {
 	case !ok:
-		return fmt.Errorf("%s names key %s, which the ring does not hold: a new checkpoint would vouch for it unchecked; add the key back to the ring, or find out where the line came from and move the file aside (keep it)", what, p.KeyID)
+		return fmt.Errorf("%w: %s names key %s, which the ring does not hold: a new checkpoint would vouch for it unchecked; add the key back to the ring, or find out where the line came from and move the file aside (keep it)", ErrUnverifiable, what, p.KeyID)
 	case !p.SignedBy(pub):
-		return fmt.Errorf("the signature of %s does not hold under key %s: forged or altered; find out why, then move the file aside (keep it)", what, p.KeyID)
+		return fmt.Errorf("%w: the signature of %s does not hold under key %s: forged or altered; find out why, then move the file aside (keep it)", ErrUnverifiable, what, p.KeyID)
 	}
 	return nil
 }

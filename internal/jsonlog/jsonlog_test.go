@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"backoffice/internal/domain"
 )
 
 // lines logs with each logger made from a handler on its own buffer and returns what each wrote.
@@ -179,5 +181,21 @@ func BenchmarkLine(b *testing.B) {
 				_ = h.Handle(context.Background(), r)
 			}
 		})
+	}
+}
+
+// An SSN redacts itself in the service's log lines however it reaches them: as an attribute of
+// the line, inside a group, or fixed on a logger by With (its LogValue, which the library calls).
+func TestSSNsStayRedacted(t *testing.T) {
+	const plain = "123-45-6789"
+	ssn := domain.NewSSN(plain)
+	var buf bytes.Buffer
+	l := slog.New(New(&buf, slog.LevelDebug))
+	l.Info("decrypt", slog.Any("ssn", ssn), slog.String("route", "GET /x"))
+	l.Info("grouped", slog.Group("principal", slog.Any("ssn", ssn)))
+	l.With(slog.Any("ssn", ssn)).Info("with")
+	l.Info("args", "ssn", ssn)
+	if out := buf.String(); strings.Contains(out, plain) || strings.Count(out, "[REDACTED]") != 4 {
+		t.Fatalf("an SSN reached the log, or not as [REDACTED]:\n%s", out)
 	}
 }
