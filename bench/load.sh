@@ -85,6 +85,8 @@ go build -o "$WORKDIR/idp" ./bench/idp
 say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_ITEMS line items"
 "$WORKDIR/gen" -out "$WORKDIR/dataset.json" -targets "$WORKDIR/targets.env" \
   -sam-logs "$SAM_LOGS" -leads "$LEADS" -line-items "$LINE_ITEMS"
+# The generator's file goes to the disk now, not while the import syncs its own writes.
+sync
 # shellcheck disable=SC1091
 . "$WORKDIR/targets.env"
 

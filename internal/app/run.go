@@ -186,6 +186,17 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(jsonlog.New(w, level))
 }
 
+// serveLogDelay is how long serve's lines below warning level may wait to be written together
+// (jsonlog.NewDelayed): every request logs one, and writing each alone cost more than making it.
+const serveLogDelay = 10 * time.Millisecond
+
+// newServeLogger is serve's logger: newLogger's lines, written in batches; flush writes what
+// waits, before serve returns.
+func newServeLogger(w io.Writer, level slog.Level) (log *slog.Logger, flush func()) {
+	h := jsonlog.NewDelayed(w, level, serveLogDelay)
+	return slog.New(h), func() { _ = h.Flush() }
+}
+
 // openStore opens an existing database with the configured pool and applies pending migrations.
 // A SQLite file that does not exist is an error naming it: a mistyped path must not leave an
 // empty database behind.

@@ -51,7 +51,8 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if _, _, err := cfg.OAuth.verifierConfig(); err != nil {
 		return err
 	}
-	log := newLogger(env.Stderr, cfg.LogLevel)
+	log, flushLog := newServeLogger(env.Stderr, cfg.LogLevel)
+	defer flushLog()
 	applyMemoryLimit(cfg, log)
 	tp, stopTracing, err := tracing.Setup(ctx, env.Getenv)
 	if err != nil {

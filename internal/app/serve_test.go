@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,5 +155,38 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	}
 	if ok, err := st.AcquirePushLease(ctx, demoLineItem, "next", time.Now(), time.Minute); err != nil || !ok {
 		t.Errorf("lease still held after serve returned: %v %v", ok, err)
+	}
+}
+
+// serve's info lines wait to be written together (newServeLogger), and every one of them is
+// written before serve returns: a stop right after the requests loses none of their lines.
+func TestServeWritesEveryLogLineBeforeItReturns(t *testing.T) {
+	e := newTestEnv(t)
+	addr := freeAddr(t)
+	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+	const requests = 25
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, err := http.Get("http://" + addr + "/no-such-route")
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %v\n%s", err, stderr.String())
+		}
+	}
+	for range requests - 1 {
+		res, err := http.Get("http://" + addr + "/no-such-route")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	logs := stderr.String()
+	if n := strings.Count(logs, `"method":"GET","route":"unmatched"`); n != requests {
+		t.Fatalf("%d access lines of %d requests:\n%s", n, requests, logs)
 	}
 }

@@ -3,7 +3,8 @@
 // records whose attributes are strings of printable ASCII, numbers, booleans, durations and
 // times, outside any group, as every request's access line is. Those it formats several times
 // faster than the library (BenchmarkLine measures both side by side); every other record goes to
-// a slog.JSONHandler on the same writer.
+// a slog.JSONHandler on the same writer. NewDelayed's handler writes its lines below warning level
+// in batches, for a server whose every request logs one.
 package jsonlog
 
 import (
@@ -28,22 +29,74 @@ type Handler struct {
 	whole bool
 }
 
-// New returns a handler writing to w the records at level or above.
+// New returns a handler writing to w the records at level or above, each line as it is logged.
 func New(w io.Writer, level slog.Leveler) *Handler {
-	out := &lockedWriter{w: w}
+	return newHandler(&lockedWriter{w: w}, level)
+}
+
+// NewDelayed is New for a busy server, whose every request logs a line: lines below warning
+// level wait up to delay, or until maxPending bytes of them wait, and are written together, in
+// one write instead of one each; a warning or an error is written at once, after every line
+// logged before it. Flush writes what waits: call it before the process ends. A process killed
+// outright loses the lines of its last delay.
+func NewDelayed(w io.Writer, level slog.Leveler, delay time.Duration) *Handler {
+	out := &lockedWriter{w: w, delay: delay}
+	out.timer = time.AfterFunc(time.Hour, func() { _ = out.Flush() })
+	out.timer.Stop()
+	return newHandler(out, level)
+}
+
+func newHandler(out *lockedWriter, level slog.Leveler) *Handler {
 	return &Handler{out: out, level: level, std: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}), whole: true}
 }
 
+// Flush writes the lines that wait (NewDelayed); with New's handler there are none.
+func (h *Handler) Flush() error { return h.out.Flush() }
+
+// maxPending is how many bytes of lines a delayed handler keeps before it writes them.
+const maxPending = 32 << 10
+
 // lockedWriter serializes the writes of the handler and of its slog.JSONHandler, one line each.
+// With a delay it gathers the lines in pending and writes them when timer fires (delay after the
+// first of them), when they fill maxPending, or on Flush.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	delay   time.Duration
+	timer   *time.Timer
+	pending []byte
 }
 
 func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(b)
+	if l.delay <= 0 {
+		return l.w.Write(b)
+	}
+	if len(l.pending) == 0 {
+		l.timer.Reset(l.delay)
+	}
+	l.pending = append(l.pending, b...)
+	if len(l.pending) >= maxPending {
+		return len(b), l.writePending()
+	}
+	return len(b), nil
+}
+
+// Flush writes the lines that wait, if any.
+func (l *lockedWriter) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writePending()
+}
+
+func (l *lockedWriter) writePending() error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	_, err := l.w.Write(l.pending)
+	l.pending = l.pending[:0]
+	return err
 }
 
 func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
@@ -54,6 +107,17 @@ func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.write(ctx, r)
+	if r.Level >= slog.LevelWarn {
+		if ferr := h.out.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+// write hands the record's line to out.
+func (h *Handler) write(ctx context.Context, r slog.Record) error {
 	if !h.whole {
 		return h.std.Handle(ctx, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,10 +134,22 @@ func FuzzSameLines(f *testing.F) {
 	})
 }
 
-// Lines written at once from many goroutines, some by the library, stay whole.
+// Lines written at once from many goroutines, some by the library, stay whole, also when they
+// wait to be written together.
 func TestLinesStayWhole(t *testing.T) {
-	var buf bytes.Buffer
-	l := slog.New(New(&buf, slog.LevelInfo))
+	t.Run("at once", func(t *testing.T) {
+		var buf bytes.Buffer
+		linesStayWhole(t, New(&buf, slog.LevelInfo), &buf)
+	})
+	t.Run("delayed", func(t *testing.T) {
+		var buf bytes.Buffer
+		h := NewDelayed(&buf, slog.LevelInfo, time.Hour)
+		linesStayWhole(t, h, &buf, h.Flush)
+	})
+}
+
+func linesStayWhole(t *testing.T, h slog.Handler, buf *bytes.Buffer, flush ...func() error) {
+	l := slog.New(h)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -150,11 +163,101 @@ func TestLinesStayWhole(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+	for _, f := range flush {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 8*200 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*200)
+	}
+	for i, line := range lines {
 		if !strings.HasPrefix(line, `{"time":`) || !strings.HasSuffix(line, `}`) || strings.Count(line, `"time"`) != 1 {
 			t.Fatalf("line %d is not one whole line: %.120s", i+1, line)
 		}
 	}
+}
+
+// writes keeps each Write it is given apart.
+type writes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *writes) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, string(b))
+	return len(b), nil
+}
+
+func (w *writes) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.got)
+}
+
+// A delayed handler writes its info lines together: not at once, but on Flush, when the delay
+// has passed, or when they fill maxPending; a warning at once, after the lines before it.
+func TestDelayedLines(t *testing.T) {
+	t.Run("flush", func(t *testing.T) {
+		w := &writes{}
+		h := NewDelayed(w, slog.LevelInfo, time.Hour)
+		l := slog.New(h)
+		l.Info("one")
+		l.Info("two")
+		if got := w.all(); len(got) != 0 {
+			t.Fatalf("written before the delay: %q", got)
+		}
+		if err := h.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := w.all()
+		if len(got) != 1 || !strings.Contains(got[0], `"msg":"one"`) || !strings.HasSuffix(got[0], `"msg":"two"}`+"\n") {
+			t.Fatalf("writes %q, want both lines in one", got)
+		}
+	})
+	t.Run("after the delay", func(t *testing.T) {
+		w := &writes{}
+		l := slog.New(NewDelayed(w, slog.LevelInfo, time.Millisecond))
+		l.Info("one")
+		for deadline := time.Now().Add(10 * time.Second); len(w.all()) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the line was never written")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if got := w.all(); len(got) != 1 || !strings.Contains(got[0], `"msg":"one"`) {
+			t.Fatalf("writes %q", got)
+		}
+	})
+	t.Run("a warning at once", func(t *testing.T) {
+		w := &writes{}
+		l := slog.New(NewDelayed(w, slog.LevelInfo, time.Hour))
+		l.Info("before")
+		l.Warn("warning")
+		got := w.all()
+		if len(got) == 0 || !strings.Contains(strings.Join(got, ""), `"msg":"before"`) || !strings.HasSuffix(got[len(got)-1], `"msg":"warning"}`+"\n") {
+			t.Fatalf("writes %q, want the earlier line, then the warning, written at once", got)
+		}
+		l.Error("library", slog.Any("err", errors.New("e"))) // through slog.JSONHandler
+		if got := w.all(); !strings.Contains(got[len(got)-1], `"msg":"library"`) {
+			t.Fatalf("the error line waits: %q", got)
+		}
+	})
+	t.Run("full", func(t *testing.T) {
+		w := &writes{}
+		l := slog.New(NewDelayed(w, slog.LevelInfo, time.Hour))
+		pad := strings.Repeat("x", 1000)
+		for range maxPending / 1000 {
+			l.Info("line", slog.String("pad", pad))
+		}
+		got := w.all()
+		if len(got) != 1 || len(got[0]) < maxPending {
+			t.Fatalf("%d writes, want the lines written together once they filled %d bytes", len(got), maxPending)
+		}
+	})
 }
 
 func TestLevel(t *testing.T) {
