@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
+	"hash"
+	"sync"
 )
 
 // auditChainLabel is the HKDF info that derives the audit chain's key from a master key. The
@@ -25,7 +27,24 @@ func (r *Ring) ChainMAC(keyID string, message []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
 	}
-	m := hmac.New(sha256.New, key)
+	m := key.macs.Get().(hash.Hash)
+	defer key.macs.Put(m)
+	m.Reset()
 	m.Write(message)
 	return m.Sum(nil), nil
+}
+
+// chainKey is a master key's audit chain key, with HMACs keyed by it to reuse: every audit event
+// is linked when written and verified again by the checkpoint signer, and a reset HMAC starts
+// from its keyed state where a new one derives it anew.
+type chainKey struct {
+	macs sync.Pool
+}
+
+func newChainKey(master []byte) (*chainKey, error) {
+	key, err := deriveChainKey(master)
+	if err != nil {
+		return nil, err
+	}
+	return &chainKey{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
 }

@@ -32,7 +32,7 @@ type Ring struct {
 	aeads  map[string]cipher.AEAD
 	order  []string
 	// chain holds each master key's audit chain key (see ChainMAC).
-	chain map[string][]byte
+	chain map[string]*chainKey
 	// signing holds each master key's audit checkpoint key (see CheckpointKey).
 	signing map[string]ed25519.PrivateKey
 }
@@ -48,7 +48,7 @@ func NewRing(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("secrets: a key ring needs at least one key")
 	}
-	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string][]byte, len(keys)),
+	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string]*chainKey, len(keys)),
 		signing: make(map[string]ed25519.PrivateKey, len(keys))}
 	for _, k := range keys {
 		if len(k.Bytes) != KeySize {
@@ -66,7 +66,7 @@ func NewRing(keys ...Key) (*Ring, error) {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		r.aeads[k.ID] = aead
-		if r.chain[k.ID], err = deriveChainKey(k.Bytes); err != nil {
+		if r.chain[k.ID], err = newChainKey(k.Bytes); err != nil {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		if r.signing[k.ID], err = deriveCheckpointKey(k.Bytes); err != nil {
