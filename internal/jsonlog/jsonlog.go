@@ -96,6 +96,9 @@ func (l *lockedWriter) writePending() error {
 	}
 	_, err := l.w.Write(l.pending)
 	l.pending = l.pending[:0]
+	if cap(l.pending) > 4*maxPending { // a rare long line is not kept for every batch after it
+		l.pending = nil
+	}
 	return err
 }
 
