@@ -77,16 +77,17 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	vouched, _, err := checkpoint.Vouched(file.Entries, keys)
-	if err != nil && !errors.Is(err, checkpoint.ErrNoKeyGiven) {
-		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
-	}
 	// The first checkpoint this process signs names the file's last: refuse now, not at the first
-	// tick, what Append would refuse then.
+	// tick, what Append would refuse then. A last checkpoint that holds under the ring vouches for
+	// the whole file, so Vouched below refuses only a file that does not hold together.
 	if n := len(file.Entries); n > 0 {
 		if err := checkpoint.CheckPredecessor(file.Entries[n-1].Checkpoint, keys); err != nil {
 			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 		}
+	}
+	vouched, _, err := checkpoint.Vouched(file.Entries, keys)
+	if err != nil {
+		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
 	}
 	if len(vouched) > 0 {
 		x, err := expectOf(vouched[len(vouched)-1])

@@ -288,10 +288,6 @@ func decode(b []byte) (*Checkpoint, error) {
 // the file does not hold together. It is neither intact nor broken.
 var ErrUnverifiable = errors.New("audit checkpoints cannot be checked")
 
-// ErrNoKeyGiven is the ErrUnverifiable of a file whose checkpoints are all signed under keys not
-// given: nothing in it is vouched for, and nothing in it is shown to be wrong.
-var ErrNoKeyGiven = fmt.Errorf("%w", ErrUnverifiable)
-
 // Vouched checks a file's checkpoints and returns those it can vouch for. Each must name the one
 // before it (Prev), so the newest whose signature holds under one of keys vouches for every
 // checkpoint before it, whatever key signed those (a key since retired). A signature that does
@@ -314,7 +310,7 @@ func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvou
 		last = i
 	}
 	if len(entries) > 0 && last < 0 {
-		return nil, nil, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrNoKeyGiven, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
+		return nil, nil, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrUnverifiable, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
 	}
 	return entries[:last+1], entries[last+1:], nil
 }
