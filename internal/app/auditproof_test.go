@@ -244,16 +244,31 @@ func TestCheckpointerRefusesACutChain(t *testing.T) {
 	})
 }
 
+// offlineAuditor is an auditor who holds an export, a checkpoints file and the public key, and no
+// master key or database; args are its audit verify flags.
+type offlineAuditor struct {
+	export, file, pub string
+	auditor           *cli
+	args              []string
+}
+
+// offlineAudit is a trail on SQLite (its CLI and database URL) with one checkpoint signed into a
+// file, and the auditor of its export; the caller writes the export (c.mustRun("export", ...)).
+func offlineAudit(t *testing.T) (*cli, string, offlineAuditor) {
+	c, url := auditCLI(t, "sqlite")
+	a := offlineAuditor{file: filepath.Join(t.TempDir(), "checkpoints.jsonl"), export: filepath.Join(t.TempDir(), "export.json"),
+		auditor: &cli{t: t, vars: map[string]string{}}}
+	signCheckpoint(t, c, a.file)
+	a.pub = strings.TrimSpace(c.mustRun("audit", "public-key"))
+	a.args = []string{"--export", a.export, "--checkpoints", a.file, "--public-key", a.pub}
+	return c, url, a
+}
+
 // An auditor with an export, the checkpoints and the public key, and no master key or database.
 func TestAuditVerifyExportOffline(t *testing.T) {
-	c, url := auditCLI(t, "sqlite")
-	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-	signCheckpoint(t, c, file)
-	pub := strings.TrimSpace(c.mustRun("audit", "public-key"))
-	export := filepath.Join(t.TempDir(), "export.json")
+	c, url, a := offlineAudit(t)
+	export, file, pub, auditor, args := a.export, a.file, a.pub, a.auditor, a.args
 	c.mustRun("export", export)
-	auditor := &cli{t: t, vars: map[string]string{}}
-	args := []string{"--export", export, "--checkpoints", file, "--public-key", pub}
 	wantVerify(t, auditor, nil, "checkpoints: 1 matched", args...)
 	if _, _, err := auditor.run("audit", "verify", "--export", export); !errors.Is(err, ErrUsage) {
 		t.Errorf("--export alone: %v, want a usage error", err)
@@ -285,13 +300,8 @@ func TestAuditVerifyExportOffline(t *testing.T) {
 // file has them in (an export edited, or sorted by another field): a file out of order is walked
 // sorted, not judged by its order.
 func TestAuditVerifyExportInAnyOrder(t *testing.T) {
-	c, url := auditCLI(t, "sqlite")
-	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
-	signCheckpoint(t, c, file)
-	pub := strings.TrimSpace(c.mustRun("audit", "public-key"))
-	export := filepath.Join(t.TempDir(), "export.json")
-	auditor := &cli{t: t, vars: map[string]string{}}
-	args := []string{"--export", export, "--checkpoints", file, "--public-key", pub}
+	c, url, a := offlineAudit(t)
+	export, auditor, args := a.export, a.auditor, a.args
 
 	c.mustRun("export", export)
 	wantVerify(t, auditor, nil, "checkpoints: 1 matched", args...)
