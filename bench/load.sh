@@ -13,9 +13,10 @@
 # Decrypt answers only after its audit event is durably committed, so its limit is not the bare
 # server but bench/durable: a plain server that commits a row of seven columns with two indexes
 # per request (one writer goroutine, the waiting requests' rows in one transaction) into the same
-# engine with the same settings, on the same cores, before it answers. Its rounds run beside
-# decrypt's, and the report prints decrypt's ratio to it, both one-connection p99s, and the disk's
-# own latency of a write and its fdatasync.
+# engine with the same settings, on the same cores, before it answers; the row holds what decrypt's
+# audit event holds (a time-ordered uuid, the bench user's and principal's uuids). Its rounds run
+# beside decrypt's, and the report prints decrypt's ratio to it, both one-connection p99s, and the
+# disk's own latency of a write and its fdatasync.
 #
 # The load generator never shares the server's cores: the service and the bare server run on
 # SERVER_CPUS with GOMAXPROCS set to that many cores, wrk on LOAD_CPUS (on 2 cores: core 0 and
@@ -184,7 +185,7 @@ case $engine in
   *) limit_db=$BACKOFFICE_DATABASE_URL ;;
 esac
 GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/durable" -addr "127.0.0.1:$LIMIT_PORT" -db "$limit_db" \
-  -body "$WORKDIR/bodies/$LIMIT_OP.json" 2>"$WORKDIR/durable.log" &
+  -body "$WORKDIR/bodies/$LIMIT_OP.json" -actor "$BENCH_USER" -target "$BENCH_PRINCIPAL" 2>"$WORKDIR/durable.log" &
 limit=$!
 pids+=("$limit")
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$LIMIT_PORT/$LIMIT_OP" >/dev/null 2>&1 && break; sleep 0.1; done

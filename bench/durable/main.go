@@ -3,12 +3,15 @@
 // server whose every request hands a row to one writer goroutine; the writer takes the rows that
 // are waiting, inserts them in one transaction and commits, and each request writes its answer
 // (the bytes of -body, read once) after the commit returned. The row has seven columns and two
-// secondary indexes, as an audit event has; the database is the service's engine with the
-// service's settings (SQLite: WAL, synchronous=FULL, immediate transactions; PostgreSQL: a
-// committed transaction, in schema bench_durable of the same database).
+// secondary indexes, as an audit event has, and holds what the service's event of a decrypt
+// holds: a time-ordered uuid for its id, the user's and the principal's uuids (-actor, -target),
+// the same action, outcome and detail. Index entries of the same size fill and split the index
+// pages as often as the service's do, so each commit writes as many of them. The database is the
+// service's engine with the service's settings (SQLite: WAL, synchronous=FULL, immediate
+// transactions; PostgreSQL: a committed transaction, in schema bench_durable of the same database).
 //
-//	durable -addr 127.0.0.1:9091 -db sqlite:/tmp/limit.db -body decrypt.json
-//	durable -addr 127.0.0.1:9091 -db postgres://… -body decrypt.json
+//	durable -addr 127.0.0.1:9091 -db sqlite:/tmp/limit.db -body decrypt.json -actor UUID -target UUID
+//	durable -addr 127.0.0.1:9091 -db postgres://… -body decrypt.json -actor UUID -target UUID
 //
 // With -sync N it measures the disk instead: N appends of 20 KiB to a file in -dir, each followed
 // by fdatasync, and prints the median and the 99th percentile of one append and its sync in ms.
@@ -24,9 +27,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"backoffice/internal/domain"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -42,6 +46,8 @@ func main() {
 	bodyFile := flag.String("body", "", "file holding the answer's bytes")
 	syncs := flag.Int("sync", 0, "measure N appends with fdatasync in -dir instead of serving")
 	dir := flag.String("dir", ".", "folder for -sync's file")
+	actor := flag.String("actor", "00000002-0000-4000-8000-000000000001", "the user's id written in each row")
+	target := flag.String("target", "00000006-0000-4000-8000-000000000001", "the principal's id written in each row")
 	flag.Parse()
 	if *syncs > 0 {
 		if err := measureSync(*dir, *syncs); err != nil {
@@ -57,10 +63,10 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	w := &writer{db: db, postgres: postgres, reqs: make(chan request)}
+	w := &writer{db: db, postgres: postgres, actor: *actor, target: *target, reqs: make(chan request)}
 	go w.run()
 	h := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if err := w.record(r.URL.Path); err != nil {
+		if err := w.record(); err != nil {
 			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -131,20 +137,19 @@ func open(dbURL string) (*sql.DB, bool, error) {
 }
 
 type request struct {
-	target string
-	done   chan error
+	done chan error
 }
 
 // writer commits the rows of the requests waiting, one transaction at a time.
 type writer struct {
-	db       *sql.DB
-	postgres bool
-	reqs     chan request
-	ids      atomic.Int64
+	db            *sql.DB
+	postgres      bool
+	actor, target string
+	reqs          chan request
 }
 
-func (w *writer) record(target string) error {
-	r := request{target: target, done: make(chan error, 1)}
+func (w *writer) record() error {
+	r := request{done: make(chan error, 1)}
 	w.reqs <- r
 	return <-r.done
 }
@@ -178,10 +183,9 @@ func (w *writer) commit(group []request) error {
 	}
 	defer tx.Rollback()
 	args := make([]any, 0, 7*len(group))
-	now := time.Now().UnixMicro()
-	for _, r := range group {
-		id := strconv.FormatInt(w.ids.Add(1), 36)
-		args = append(args, id, now, "user-1", "principal.decrypt", r.target, "granted", "field ssn")
+	now := time.Now()
+	for range group {
+		args = append(args, domain.NewTimeOrderedID(now).String(), now.UnixMicro(), w.actor, "principal.decrypt", w.target, "granted", "field ssn")
 	}
 	if _, err := tx.Exec(w.insert(len(group)), args...); err != nil {
 		return err
