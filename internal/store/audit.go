@@ -41,8 +41,9 @@ type auditReq struct {
 
 const maxAuditGroup = 128
 
-// auditLinger is how long a group waits, at most, for company when the last one had some.
-const auditLinger = 200 * time.Microsecond
+// maxAuditLinger bounds how long a group waits for company, whatever the last commit took (see
+// writerTurn.lingerFor).
+const maxAuditLinger = 2 * time.Millisecond
 
 var errStoreClosed = errors.New("store: closed")
 
@@ -89,7 +90,8 @@ type writerTurn struct {
 	group  []auditReq
 	linger *time.Timer
 	wait   groupWait
-	last   int // the size of the last group committed
+	last   int           // the size of the last group committed
+	took   time.Duration // how long writing the last group took
 }
 
 func (w *auditWriter) run(s *Store) {
@@ -140,7 +142,9 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 	}
 	err := w.prepare(s)
 	if err == nil {
+		began := time.Now()
 		err = w.write(s, events)
+		t.took = time.Since(began)
 	}
 	for _, r := range t.group {
 		r.errc <- err
@@ -181,16 +185,16 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
 }
 
 // lingerOrCommit first yields to the requests ready to run (yieldToReady), then commits the group
-// or lets it wait up to auditLinger for as many events as the last group had (PostgreSQL's
-// commit_delay and commit_siblings, with the siblings counted by the last commit). Under
-// concurrent decrypts the events of a few hundred microseconds then share one commit (its BEGIN,
-// the chain's head, and one write of each B-tree's page) instead of a commit each. A lone caller
-// is never held.
+// or lets it wait for as many events as the last group had, at most as long as the last commit
+// took (lingerFor; PostgreSQL's commit_delay and commit_siblings, with the siblings counted by the
+// last commit and the delay by its time). Under concurrent decrypts the events of the requests in
+// flight then share one commit (its BEGIN, the chain's head, its sync, and one write of each
+// B-tree's page) instead of a commit each. A lone caller is never held.
 func (w *auditWriter) lingerOrCommit(s *Store, t *writerTurn) {
 	w.yieldToReady(t)
 	if t.shouldLinger() {
 		t.wait = lingering
-		t.linger.Reset(auditLinger)
+		t.linger.Reset(t.lingerFor())
 		return
 	}
 	w.commit(s, t)
@@ -211,6 +215,17 @@ func (w *auditWriter) yieldToReady(t *writerTurn) {
 	w.gather(t)
 }
 
+// lingerFor is how long a group may wait for company: as long as the last commit took, and never
+// more than maxAuditLinger. A request that arrives just after a commit began waits that long for
+// the next commit anyway, so a group's first caller waits at most what a late one does; and under
+// load the requests in flight reach the writer spread over about that time, so the group takes
+// them all instead of committing the first few and making the rest wait a whole commit behind it
+// (docs/performance.md measures it). Bound to the last commit, the wait shrinks with a fast disk;
+// bound to maxAuditLinger, a disk's stall does not stretch it.
+func (t *writerTurn) lingerFor() time.Duration {
+	return min(t.took, maxAuditLinger)
+}
+
 // intake is where the group takes events from: nowhere while it is full, until it is committed.
 func (t *writerTurn) intake(w *auditWriter) chan auditReq {
 	if len(t.group) == maxAuditGroup {
@@ -226,7 +241,7 @@ func (t *writerTurn) shouldLinger() bool {
 
 // expectsCompany: the last group was larger than this one is, and this one is not full. A group
 // stops waiting once it is as large as the last: with two callers it waits for the second and no
-// longer, and under load it waits at most auditLinger.
+// longer, and under load it waits at most lingerFor.
 func (t *writerTurn) expectsCompany() bool {
 	return len(t.group) < t.last && len(t.group) < maxAuditGroup
 }

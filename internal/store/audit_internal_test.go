@@ -111,6 +111,47 @@ func TestAuditGroupLingersOnlyForExpectedCompany(t *testing.T) {
 	}
 }
 
+// A group waits for company at most as long as the last commit took, and never more than
+// maxAuditLinger: a fast disk keeps the wait short, a stalled one does not stretch it.
+func TestAuditGroupLingersAtMostOneCommit(t *testing.T) {
+	for _, c := range []struct {
+		took, want time.Duration
+	}{
+		{0, 0},
+		{300 * time.Microsecond, 300 * time.Microsecond},
+		{maxAuditLinger, maxAuditLinger},
+		{50 * time.Millisecond, maxAuditLinger},
+	} {
+		turn := &writerTurn{last: 9, took: c.took}
+		if got := turn.lingerFor(); got != c.want {
+			t.Errorf("last commit took %v: lingerFor = %v, want %v", c.took, got, c.want)
+		}
+	}
+}
+
+// A commit records how long writing its group took, which the next group's wait is bound to, and
+// answers every caller of the group.
+func TestAuditCommitRecordsItsTime(t *testing.T) {
+	st, _ := auditStore(t)
+	w := &auditWriter{}
+	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
+		TargetID: "p", Outcome: domain.OutcomeGranted}
+	turn := &writerTurn{}
+	for range 3 {
+		turn.group = append(turn.group, auditReq{event: event, errc: make(chan error, 1)})
+	}
+	answers := append([]auditReq(nil), turn.group...)
+	w.commit(st, turn)
+	for i, r := range answers {
+		if err := <-r.errc; err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	if turn.took <= 0 || turn.last != 3 || len(turn.group) != 0 {
+		t.Fatalf("after a commit of 3: took %v, last %d, %d left in the group; want the write's time, 3, none", turn.took, turn.last, len(turn.group))
+	}
+}
+
 // Callers ready to run together share one commit: the writer yields to them before it commits,
 // so the first caller's event does not go alone while the others wait a whole commit behind it.
 func TestAuditGroupTakesTheCallersReadyTogether(t *testing.T) {
