@@ -372,16 +372,3 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
-
-// shows says whether the log holds text within wait: serve writes its info lines in batches, up
-// to 10 ms after they were logged, so a line logged before serve came up may not be written yet.
-func (l *lockedLog) shows(text string, wait time.Duration) bool {
-	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(l.String(), text) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}

@@ -135,6 +135,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	attrs = append(attrs, slog.String("version", b.Version), slog.String("revision", b.Revision),
 		slog.Bool("modified", b.Modified), slog.String("go", b.GoVersion))
 	log.Info("serving", attrs...)
+	// Whoever waits for serve to answer reads its start-up lines complete: only the lines of
+	// the requests wait to be written together.
+	flushLog()
 	if d != nil {
 		d.printCurls(env.Stdout, "http://"+ln.Addr().String())
 	}

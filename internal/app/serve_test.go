@@ -158,17 +158,20 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	}
 }
 
-// serve's info lines wait to be written together (newServeLogger), and every one of them is
-// written before serve returns: a stop right after the requests loses none of their lines.
+// serve's info lines wait to be written together (newServeLogger), but its start-up lines are
+// written before it answers a request, and every line before serve returns: a stop right after
+// the requests loses none of their lines.
 func TestServeWritesEveryLogLineBeforeItReturns(t *testing.T) {
 	e := newTestEnv(t)
 	addr := freeAddr(t)
 	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
 	const requests = 25
+	var startLines string // the log when serve first answered
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		res, err := http.Get("http://" + addr + "/no-such-route")
 		if err == nil {
 			res.Body.Close()
+			startLines = stderr.String()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -186,6 +189,9 @@ func TestServeWritesEveryLogLineBeforeItReturns(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	logs := stderr.String()
+	if !strings.Contains(startLines, `"msg":"serving"`) {
+		t.Errorf("serve answered before its start-up lines were written:\n%s", startLines)
+	}
 	if n := strings.Count(logs, `"method":"GET","route":"unmatched"`); n != requests {
 		t.Fatalf("%d access lines of %d requests:\n%s", n, requests, logs)
 	}
