@@ -34,19 +34,19 @@ type AuditFollower struct {
 
 // FollowAuditChain starts following the trail under ver's keys: from base (a checkpoint signed
 // under a key of the ring; its event must still be in the trail with its link), or, with base
-// nil, from the genesis, with a walk of the whole trail (in one read: rows without a seq, which
-// no page by seq would meet, are breaks too).
+// nil, from the genesis, with a walk of the whole trail: by seq in pages with a rest after each,
+// as Next walks (a whole trail read in one stretch held the server's core for seconds, and every
+// request of those seconds waited tens of milliseconds), then the rows without a seq, which no
+// page by seq meets: they are breaks too.
 func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect) (*AuditFollower, error) {
 	f := &AuditFollower{s: s, ver: ver}
-	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
-		if base == nil {
-			w, err := startWalk(ctx, q, ver, nil)
-			if err != nil {
-				return err
-			}
-			f.w = w
-			return eachAuditRow(ctx, q, w.stepRow)
+	if base == nil {
+		if err := f.fromGenesis(ctx); err != nil {
+			return nil, err
 		}
+		return f, nil
+	}
+	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
 		if err != nil {
 			return err
@@ -66,6 +66,29 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 		return nil, fmt.Errorf("store: follow audit chain: %w", err)
 	}
 	return f, nil
+}
+
+// fromGenesis walks the whole trail from its genesis: the numbered events in pages, then the rows
+// without a seq (last, where a walk of the whole trail in one read meets them).
+func (f *AuditFollower) fromGenesis(ctx context.Context) error {
+	err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
+		w, err := startWalk(ctx, q, f.ver, nil)
+		f.w = w
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: follow audit chain: %w", err)
+	}
+	if err := f.walkOn(ctx); err != nil {
+		return err
+	}
+	err = f.s.snapshot(ctx, func(q *sqltx.Tx) error {
+		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, f.w.stepRow)
+	})
+	if err != nil {
+		return fmt.Errorf("store: follow audit chain: %w", err)
+	}
+	return nil
 }
 
 // Next walks the events written since the last call and returns the trail as verified up to the
@@ -91,6 +114,16 @@ func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 	if err != nil {
 		return Verified{}, err
 	}
+	if err := f.walkOn(ctx); err != nil {
+		return Verified{}, err
+	}
+	return f.w.Finish().Verified()
+}
+
+// walkOn walks the events after the last one walked, followPage at a time, each page in a
+// snapshot of its own, resting followRest after each full page, until a page comes back short or
+// the walk breaks.
+func (f *AuditFollower) walkOn(ctx context.Context) error {
 	for {
 		walked := f.w.rep.Events
 		read := 0
@@ -101,17 +134,19 @@ func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 			})
 		})
 		if err != nil {
-			return Verified{}, fmt.Errorf("store: follow audit chain: %w", err)
+			return fmt.Errorf("store: follow audit chain: %w", err)
 		}
 		if f.w.rep.Break != nil || read < followPage {
-			break
+			return nil
 		}
-		if err := rest(ctx, followRest); err != nil {
-			return Verified{}, err
+		if err := restAfterPage(ctx, followRest); err != nil {
+			return err
 		}
 	}
-	return f.w.Finish().Verified()
 }
+
+// restAfterPage is rest; a test counts the pages by it.
+var restAfterPage = rest
 
 // stillExtends checks that the newest event walked is still in the trail as it was: a tail cut
 // off under the walk, and written again, is a break even where the new events link.
