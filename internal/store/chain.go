@@ -91,6 +91,8 @@ type auditChain struct {
 	signer ChainSigner
 	// arrays: the engine takes a column of values as an array (PostgreSQL, insertAuditArrays).
 	arrays bool
+	// typed is the engine's TypedArgs, for the statements whose arguments are arrays.
+	typed func([]any) []any
 	// lockHead: the engine lets many writers in (PostgreSQL), so appenders take turns on the
 	// chain's lock row (chainLockedHead).
 	lockHead bool
@@ -105,7 +107,7 @@ type auditChain struct {
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
-	return auditChain{signer: s.signer, arrays: pg, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
+	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
 		afterTip: pg, moved: s.engine.IsChainMoved}
 }
 
@@ -136,7 +138,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 		return chainTip{}, err
 	}
 	if c.arrays {
-		return tip, insertAuditArrays(ctx, q, args)
+		return tip, insertAuditArrays(ctx, q, c.typed, args)
 	}
 	return tip, insertAuditRows(ctx, q, args)
 }
@@ -180,7 +182,7 @@ var auditInsertArrays = `INSERT INTO audit_events (` + AuditColumns + `) SELECT 
 
 // insertAuditArrays is insertAuditRows for PostgreSQL, in one statement: args' rows as one array
 // per column.
-func insertAuditArrays(ctx context.Context, q *sqltx.Tx, args []any) error {
+func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any, args []any) error {
 	arrays, err := auditArrays(args)
 	if err != nil {
 		return err
@@ -190,7 +192,7 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, args []any) error {
 		return fmt.Errorf("store: audit event: %w", err)
 	}
 	defer st.Close()
-	if _, err := st.ExecContext(ctx, arrays...); err != nil {
+	if _, err := st.ExecContext(ctx, typed(arrays)...); err != nil {
 		return fmt.Errorf("store: audit event: %w", q.Classify(err))
 	}
 	return nil
@@ -223,7 +225,7 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if err != nil {
 		return chainTip{}, err
 	}
-	_, err = q.Exec(ctx, chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)...)
+	_, err = q.Exec(ctx, chainAppendAfter, c.typed(append([]any{tip.seq, tip.hash}, arrays...))...)
 	switch {
 	case err == nil:
 		return next, nil

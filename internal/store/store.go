@@ -63,6 +63,10 @@ type Engine interface {
 	// IsChainMoved tells the error of an append after a head that is no longer the chain's
 	// (PostgreSQL's audit_chain_append; never on an engine without it).
 	IsChainMoved(err error) bool
+	// TypedArgs returns a statement's arguments to be sent in their types' binary form where the
+	// driver would send text (PostgreSQL's audit columns as arrays, which the server would parse
+	// back element by element).
+	TypedArgs(args []any) []any
 	// IsUnwritable tells a database that takes no write until its operator acts (out of space, a
 	// read-only file or server, a failing disk): no fault of the service's, so answered like a
 	// lost connection (503), and not retried.

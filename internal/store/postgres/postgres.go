@@ -48,7 +48,8 @@ func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
-	if !setsExecMode(url) {
+	ownMode := setsExecMode(url)
+	if !ownMode {
 		cfg.DefaultQueryExecMode = QueryExecMode
 	}
 	db := stdlib.OpenDB(*cfg)
@@ -56,7 +57,7 @@ func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 		db.Close()
 		return nil, nil, unreachable(cfg, err)
 	}
-	return db, &Engine{}, nil
+	return db, &Engine{typedArgs: !ownMode}, nil
 }
 
 // QueryExecMode is how the store has pgx send each statement unless the URL says otherwise
@@ -94,6 +95,9 @@ type Engine struct {
 	// rebound keeps each query text's rewrite: the texts are the store's own constants, so it
 	// stays small.
 	rebound sync.Map
+	// typedArgs: TypedArgs asks for the arguments' binary form (not when the URL chose its own
+	// default_query_exec_mode, which is then the mode of every statement).
+	typedArgs bool
 }
 
 func (*Engine) Name() string { return "postgres" }
@@ -175,6 +179,20 @@ func (*Engine) IsConnectionLost(err error) bool {
 func (*Engine) IsBusy(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// TypedArgs has pgx send a statement's arguments in their types' binary form: it puts
+// QueryExecModeCacheDescribe first, which asks the server for the statement's parameter types once
+// per connection (an unnamed statement, nothing kept on the server, so a transaction-mode pooler
+// serves it as any other) and then binds each argument as its type reads it. In QueryExecMode
+// (exec) every argument goes as text: the audit writer's group as text arrays, every element
+// quoted by the service and parsed back by the server, about a twentieth of the service's CPU
+// under decrypt load (docs/performance.md). A URL that chose its own mode keeps it.
+func (e *Engine) TypedArgs(args []any) []any {
+	if !e.typedArgs {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 }
 
 // IsChainMoved tells audit_chain_append's refusal (ZC001, migration 0018): the chain's head was

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestDollarPlaceholders(t *testing.T) {
@@ -51,6 +53,45 @@ func TestStatementsLeaveNothingPrepared(t *testing.T) {
 		db.Close()
 		if err != nil || (prepared > 0) != wantSome {
 			t.Errorf("prepared statements after a query with %s = %d, %v; want some: %v", url, prepared, err, wantSome)
+		}
+	}
+}
+
+// TypedArgs asks pgx for the arguments' binary form (the audit writer's arrays) unless the URL
+// chose its own mode, and, like every statement of the store, leaves nothing prepared on the
+// server's session: the parameters' types are asked of an unnamed statement.
+func TestTypedArgsBindBinaryAndLeaveNothingPrepared(t *testing.T) {
+	base := os.Getenv("BACKOFFICE_TEST_POSTGRES_URL")
+	if base == "" {
+		t.Skip("PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL to run them")
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	ctx := context.Background()
+	for url, wantTyped := range map[string]bool{base: true, base + sep + "default_query_exec_mode=exec": false} {
+		db, e, err := Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		ids, hashes := []string{"a,\"b", "{c}"}, [][]byte{{0, 1, 255}, {}}
+		args := e.TypedArgs([]any{ids, hashes})
+		if typed := len(args) == 3 && args[0] == pgx.QueryExecModeCacheDescribe; typed != wantTyped {
+			t.Errorf("%s: TypedArgs = %v, want the binary form asked for: %v", url, args, wantTyped)
+		}
+		var n, prepared int
+		var same bool
+		for range 2 { // the second time from the connection's cache of descriptions
+			err = db.QueryRowContext(ctx, "SELECT cardinality($1::text[]), $1::text[] = ARRAY['a,\"b', '{c}'] AND $2::bytea[] = ARRAY['\\x0001ff'::bytea, ''::bytea]", args...).Scan(&n, &same)
+		}
+		if err == nil {
+			err = db.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements").Scan(&prepared)
+		}
+		db.Close()
+		if err != nil || n != 2 || !same || prepared != 0 {
+			t.Errorf("%s: %d elements, same values %v, %d prepared statements, %v; want 2, true, 0", url, n, same, prepared, err)
 		}
 	}
 }

@@ -124,6 +124,9 @@ func (Engine) IsBusy(err error) bool {
 // lock from its start, and never after a head it was given.
 func (Engine) IsChainMoved(error) bool { return false }
 
+// TypedArgs: SQLite binds each value as it is.
+func (Engine) TypedArgs(args []any) []any { return args }
+
 // IsUnwritable tells a file that takes no write now: the disk (or max_page_count) is full, the
 // file or its folder is read-only, the operating system failed a read or a write, a file that
 // SQLite needs (the WAL, its index) cannot be opened, or the path no longer names the file that
