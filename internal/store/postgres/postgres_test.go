@@ -30,14 +30,7 @@ func TestDollarPlaceholders(t *testing.T) {
 // transaction any server connection. A URL that chooses default_query_exec_mode keeps its own
 // (cache_statement prepares each statement once per connection).
 func TestStatementsLeaveNothingPrepared(t *testing.T) {
-	base := os.Getenv("BACKOFFICE_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL to run them")
-	}
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
+	base, sep := testServer(t)
 	ctx := context.Background()
 	for url, wantSome := range map[string]bool{base: false, base + sep + "default_query_exec_mode=cache_statement": true} {
 		db, _, err := Open(ctx, url)
@@ -61,14 +54,7 @@ func TestStatementsLeaveNothingPrepared(t *testing.T) {
 // chose its own mode, and, like every statement of the store, leaves nothing prepared on the
 // server's session: the parameters' types are asked of an unnamed statement.
 func TestTypedArgsBindBinaryAndLeaveNothingPrepared(t *testing.T) {
-	base := os.Getenv("BACKOFFICE_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL to run them")
-	}
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
+	base, sep := testServer(t)
 	ctx := context.Background()
 	for url, wantTyped := range map[string]bool{base: true, base + sep + "default_query_exec_mode=exec": false} {
 		db, e, err := Open(ctx, url)
@@ -94,4 +80,18 @@ func TestTypedArgsBindBinaryAndLeaveNothingPrepared(t *testing.T) {
 			t.Errorf("%s: %d elements, same values %v, %d prepared statements, %v; want 2, true, 0", url, n, same, prepared, err)
 		}
 	}
+}
+
+// testServer is BACKOFFICE_TEST_POSTGRES_URL (the test is skipped without it) and the separator
+// that adds a parameter to it.
+func testServer(t *testing.T) (url, sep string) {
+	t.Helper()
+	url = os.Getenv("BACKOFFICE_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Skip("PostgreSQL tests skipped: set BACKOFFICE_TEST_POSTGRES_URL to run them")
+	}
+	if strings.Contains(url, "?") {
+		return url, "&"
+	}
+	return url, "?"
 }
