@@ -186,8 +186,8 @@ func (*Engine) IsBusy(err error) bool {
 // per connection (an unnamed statement, nothing kept on the server, so a transaction-mode pooler
 // serves it as any other) and then binds each argument as its type reads it. In QueryExecMode
 // (exec) every argument goes as text: the audit writer's group as text arrays, every element
-// quoted by the service and parsed back by the server, about a twentieth of the service's CPU
-// under decrypt load (docs/performance.md). A URL that chose its own mode keeps it.
+// quoted by the service and parsed back by the server (docs/performance.md measures it). A URL
+// that chose its own mode keeps it.
 func (e *Engine) TypedArgs(args []any) []any {
 	if !e.typedArgs {
 		return args
