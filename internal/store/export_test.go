@@ -154,3 +154,17 @@ type movesCountedCopier struct {
 	movesCounted
 	bulkload.Copier
 }
+
+// FollowPage is how many events a follower walks between rests.
+const FollowPage = followPage
+
+// CountFollowRests has followers count their rests between pages until the test ends.
+func CountFollowRests(t *testing.T) *int {
+	n := new(int)
+	restAfterPage = func(ctx context.Context, d time.Duration) error {
+		*n++
+		return rest(ctx, d)
+	}
+	t.Cleanup(func() { restAfterPage = rest })
+	return n
+}
