@@ -102,7 +102,9 @@ func TestImportKilledLeavesNothingBehind(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := e.export()
-			ds, secrets := secretDataset(150_000)
+			// Large enough that the import is still writing when it is killed, 300 ms after its
+			// spool is whole: with fewer logs a fast, quiet machine committed first.
+			ds, secrets := secretDataset(600_000)
 			var file bytes.Buffer
 			if err := dataset.Write(&file, ds); err != nil {
 				t.Fatal(err)
