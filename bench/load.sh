@@ -206,10 +206,10 @@ limit_round() {
   limit_rates+=("$(field "$out" 1)"); limit_p99+=("$(field "$out" 3)"); limit_cpu+=("$(field "$out" 6)")
 }
 # one_beside_limit OP: decrypt and its limit at one connection, in turn, ROUNDS times: svc1[OP]
-# and limit1 get the medians (req/s, p50, p99; non-2xx and errors summed). A 5-second round's p99
-# at one connection is its slowest few dozen requests, which one stall of the disk or the database
-# server sets; rounds in turn with medians, as at 32 connections, compare the two and not the
-# moment each round fell on.
+# and limit1 get the medians (req/s, p50, p99; non-2xx and errors summed). A round's p99 at one
+# connection is its slowest hundredth, and wrk counts the requests a steady client would have sent
+# during a stall: one stall of the disk or the database server sets it. Rounds in turn with
+# medians, as at 32 connections, compare the two and not the moment each round fell on.
 declare -a svc1_p99=() limit1_p99=()
 one_beside_limit() {
   local out s_r=() s_50=() l_r=() l_50=() bad=0 e=0
