@@ -221,6 +221,7 @@ one_beside_limit() {
     [ -n "$out" ] && [ "$(field "$out" 1)" != 0 ] || { echo "bench/durable answered nothing" >&2; exit 1; }
     l_r+=("$(field "$out" 1)"); l_50+=("$(field "$out" 2)"); limit1_p99+=("$(field "$out" 3)")
   done
+  # run's fields; the last, CPU, is left 0: the table's CPU is taken at $CONNS connections.
   svc1[$1]="$(median "${s_r[@]}") $(median "${s_50[@]}") $(median "${svc1_p99[@]}") $bad $e 0"
   limit1="$(median "${l_r[@]}") $(median "${l_50[@]}") $(median "${limit1_p99[@]}")"
 }
