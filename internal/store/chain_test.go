@@ -68,7 +68,7 @@ func wantBreak(t *testing.T, rep store.ChainReport, seq int64, reason string) {
 
 // sealAsServeDoes seals the genesis the migration left unsealed, as serve's first start without
 // checkpoints does.
-func sealAsServeDoes(t *testing.T, st *store.Store) {
+func sealAsServeDoes(t testing.TB, st *store.Store) {
 	t.Helper()
 	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil })
 	if err != nil || (o.Unsealed && !o.Sealed) {

@@ -168,3 +168,10 @@ func CountFollowRests(t *testing.T) *int {
 	t.Cleanup(func() { restAfterPage = rest })
 	return n
 }
+
+// SkipFollowRests has followers walk without resting between pages until the benchmark ends:
+// it measures the walk's own work.
+func SkipFollowRests(tb testing.TB) {
+	restAfterPage = func(context.Context, time.Duration) error { return nil }
+	tb.Cleanup(func() { restAfterPage = rest })
+}
