@@ -65,14 +65,12 @@ func (w *auditWriter) record(ctx context.Context, s *Store, e domain.AuditEvent)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once handed over, the event is written whatever the caller does next; waiting for the
-	// answer is what tells the caller it may go on.
-	select {
-	case err := <-req.errc:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// Once handed over, the event is written whatever the caller does next, and the caller is
+	// told what became of it, also when its request has ended meanwhile (a client that went
+	// away): decrypts are counted by their audited outcome, and an audit reported as failed must
+	// be one that was not written. The writer answers every event it took, within a commit (or
+	// at its busy timeout, or when the store closes).
+	return <-req.errc
 }
 
 // groupWait is where the pending group stands with waiting.

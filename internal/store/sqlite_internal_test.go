@@ -260,3 +260,33 @@ func TestWritableNeedsRoomForAnInsert(t *testing.T) {
 		t.Errorf("the write probe moved the cache generation (%d to %d, %v): it emptied the read cache", before, after, err)
 	}
 }
+
+// A caller whose request ends after its event was handed to the audit writer is told what became
+// of the event, not that its request ended: the event is written anyway, and a decrypt counted
+// as an audit failure must be one whose event was not (an alert watches that count).
+func TestRecordAuditAnswersWithTheCommitAfterTheCallerLeft(t *testing.T) {
+	a, _ := openSQLite(t)
+	sig := blockingSigner{inside: make(chan struct{}, 1), release: make(chan struct{})}
+	a.SetChainSigner(sig)
+	ctx, cancel := context.WithCancel(context.Background())
+	recorded := make(chan error, 1)
+	go func() {
+		recorded <- a.RecordAudit(ctx, domain.AuditEvent{At: time.Now(), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted})
+	}()
+	<-sig.inside // the writer links the event: it was handed over
+	cancel()
+	select {
+	case err := <-recorded:
+		close(sig.release)
+		t.Fatalf("RecordAudit answered %v before the commit, once its caller's context ended", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(sig.release)
+	if err := <-recorded; err != nil {
+		t.Fatalf("RecordAudit: %v, want the commit's outcome (nil)", err)
+	}
+	var n int
+	if err := a.db.QueryRowContext(context.Background(), "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d audit events (%v), want 1", n, err)
+	}
+}
