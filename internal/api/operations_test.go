@@ -299,6 +299,58 @@ func TestRepeatedDecryptsAreEachAudited(t *testing.T) {
 	})
 }
 
+// A decrypt's reads may come from the read cache unchecked, as its audit commit checks them; a
+// change committed before the decrypt, by plain SQL on the database (another replica, psql), is
+// still what the decrypt acts on: a key revoked refuses it with no disclosure and no granted
+// event, and a user disabled and enabled again is refused, then served. Without the commit's
+// check, the revoked key would be answered from the cache; without the check before a refusal,
+// the enabled user would be refused from it.
+func TestDecryptSeesChangesMadeBeforeIt(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		plain := testdb.SQLOf(t, h.st)
+		exec := func(query string) {
+			t.Helper()
+			if _, err := plain.ExecContext(context.Background(), query); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+		}
+		decrypt := func(key string) int {
+			t.Helper()
+			return h.get(decryptPath(leadA, principalA, "ssn"), key).Status
+		}
+		for range 2 { // the second from the cache
+			if got := decrypt(staffKey); got != http.StatusOK {
+				t.Fatalf("before: %d", got)
+			}
+		}
+		exec("UPDATE api_keys SET revoked_at = 1 WHERE id = '" + string(id(111)) + "'")
+		if got := decrypt(staffKey); got != http.StatusUnauthorized {
+			t.Errorf("with a key revoked before the request: %d, want 401", got)
+		}
+		granted := 0
+		for _, e := range h.audit(t, "principal.decrypt") {
+			if e.ActorUserID == staffUser && e.Outcome == domain.OutcomeGranted {
+				granted++
+			}
+		}
+		if granted != 2 {
+			t.Errorf("%d granted decrypts audited for the staff key, want the 2 before its revocation", granted)
+		}
+
+		if got := decrypt(partnerAKey); got != http.StatusOK {
+			t.Fatalf("before: %d", got)
+		}
+		exec("UPDATE users SET disabled = true WHERE id = '" + string(userA) + "'")
+		if got := decrypt(partnerAKey); got != http.StatusUnauthorized {
+			t.Errorf("with a user disabled before the request: %d, want 401", got)
+		}
+		exec("UPDATE users SET disabled = false WHERE id = '" + string(userA) + "'")
+		if got := decrypt(partnerAKey); got != http.StatusOK {
+			t.Errorf("with the user enabled again before the request: %d, want 200", got)
+		}
+	})
+}
+
 // audit returns the audit events of an action, oldest first, read through export.
 func (h *harness) audit(t *testing.T, action string) []domain.AuditEvent {
 	t.Helper()

@@ -37,6 +37,10 @@ type auditWriter struct {
 type auditReq struct {
 	event domain.AuditEvent
 	errc  chan error
+	// assumes: the caller's reads assumed the read cache's version generation unchecked
+	// (domain.CheckAtCommit); its event is written only if the database is still at it.
+	assumes    bool
+	generation int64
 }
 
 const maxAuditGroup = 128
@@ -58,18 +62,17 @@ func (w *auditWriter) start(s *Store) {
 func (w *auditWriter) record(ctx context.Context, s *Store, e domain.AuditEvent) error {
 	w.start(s)
 	req := auditReq{event: e, errc: make(chan error, 1)}
+	req.generation, req.assumes = domain.FreshnessOf(ctx).Assumed()
+	// The event is written whatever the caller's request does meanwhile (a client that went away
+	// has made its attempt all the same), and the caller is told what became of it: decrypts are
+	// counted by their audited outcome, and an audit reported as failed must be one that was not
+	// written. The writer answers every event it takes, within a commit (or at its busy timeout,
+	// or when the store closes).
 	select {
 	case w.reqs <- req:
 	case <-w.quit:
 		return errStoreClosed
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	// Once handed over, the event is written whatever the caller does next, and the caller is
-	// told what became of it, also when its request has ended meanwhile (a client that went
-	// away): decrypts are counted by their audited outcome, and an audit reported as failed must
-	// be one that was not written. The writer answers every event it took, within a commit (or
-	// at its busy timeout, or when the store closes).
 	return <-req.errc
 }
 
@@ -134,21 +137,76 @@ func (w *auditWriter) gather(t *writerTurn) {
 // outcome. Like any writer it waits for the write lock up to the engine's busy timeout, whether
 // another process or a transaction of this one holds it (see writeLock).
 func (w *auditWriter) commit(s *Store, t *writerTurn) {
-	events := make([]domain.AuditEvent, len(t.group))
-	for i, r := range t.group {
-		events[i] = r.event
-	}
 	err := w.prepare(s)
 	if err == nil {
 		began := time.Now()
-		err = w.write(s, events)
+		w.commitGroup(s, t.group)
 		t.took = time.Since(began)
 	}
-	for _, r := range t.group {
-		r.errc <- err
+	if err != nil {
+		answer(t.group, err)
 	}
 	t.last, t.wait = len(t.group), mayLinger
 	t.group = t.group[:0]
+}
+
+// commitGroup writes the group's events and answers their callers. Those whose reads assumed a
+// version of the read cache (domain.CheckAtCommit) are written only if the database is still at
+// it when they commit: the group is written on that condition, and if it fails, without them,
+// who are answered ErrStale. At most one version is the database's: callers who assumed another
+// than the last one assumed in the group are answered ErrStale at once.
+func (w *auditWriter) commitGroup(s *Store, group []auditReq) {
+	var at *int64
+	for i := len(group) - 1; i >= 0 && at == nil; i-- {
+		if group[i].assumes {
+			at = &group[i].generation
+		}
+	}
+	if at == nil {
+		answer(group, w.write(s, eventsOf(group), nil))
+		return
+	}
+	var kept, plain, stale []auditReq
+	for _, r := range group {
+		switch {
+		case !r.assumes:
+			plain = append(plain, r)
+			kept = append(kept, r)
+		case r.generation == *at:
+			kept = append(kept, r)
+		default:
+			stale = append(stale, r)
+		}
+	}
+	err := w.write(s, eventsOf(kept), at)
+	if errors.Is(err, ErrStale) {
+		for _, r := range kept {
+			if r.assumes {
+				stale = append(stale, r)
+			}
+		}
+		kept, err = plain, nil
+		if len(plain) > 0 {
+			err = w.write(s, eventsOf(plain), nil)
+		}
+	}
+	answer(kept, err)
+	answer(stale, ErrStale)
+}
+
+// answer tells each caller of group the outcome of its commit.
+func answer(group []auditReq, err error) {
+	for _, r := range group {
+		r.errc <- err
+	}
+}
+
+func eventsOf(group []auditReq) []domain.AuditEvent {
+	events := make([]domain.AuditEvent, len(group))
+	for i, r := range group {
+		events[i] = r.event
+	}
+	return events
 }
 
 // write appends events to the chain, committed when it returns. Where the engine can
@@ -157,12 +215,14 @@ func (w *auditWriter) commit(s *Store, t *writerTurn) {
 // moved the head meanwhile (another replica, a transaction of this process recording its own
 // event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
 // the head: a commit whose answer was lost may have moved it, and the next group reads it again.
-func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
+// With at, it writes only if the read cache's generation is still *at, and fails with ErrStale,
+// having written nothing, otherwise.
+func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) error {
 	ctx := context.Background()
 	chain := s.chain()
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
-		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events)
+		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events, at)
 	}
 	// A connection lost under the statement (a server process ended, a failover) most likely
 	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read
@@ -171,9 +231,12 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent) error {
 	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
 		err = s.tx(ctx, func(q *sqltx.Tx) error {
 			var err error
-			tip, err = chain.appendLocked(ctx, q, events)
+			tip, err = chain.appendLocked(ctx, q, events, at)
 			return err
 		})
+	}
+	if errors.Is(err, ErrStale) {
+		return err // nothing written: the head is where it was
 	}
 	w.tip = nil
 	if err == nil {

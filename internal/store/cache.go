@@ -41,9 +41,16 @@ func (g generation) Version(ctx context.Context) (int64, error) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	var n int64
-	err := g.s.q().QueryRow(ctx, `SELECT n FROM cache_generation WHERE id = 1`).Scan(&n)
+	err := g.s.q().QueryRow(ctx, generationQuery).Scan(&n)
 	return n, err
 }
+
+// generationQuery reads the read cache's generation (cache_generation.n).
+const generationQuery = `SELECT n FROM cache_generation WHERE id = 1`
+
+// ErrStale is an audit event not written because the reads of the request that made it
+// assumed a generation the database had left (domain.CheckAtCommit).
+var ErrStale = domain.ErrStale
 
 // readCache keeps the answers of the per-request reads (credentials, service acceptance, sealed
 // SSNs, SAM log pages) for as long as what they read has not changed. Every entry was read after
@@ -56,6 +63,7 @@ type readCache struct {
 	changes versioner
 	mu      sync.Mutex
 	version int64
+	known   bool // version was read (a request checking at commit may assume it)
 	entries map[cacheKey]any
 }
 
@@ -106,6 +114,11 @@ func newReadCache(changes versioner) *readCache {
 // nothing is to be filed). err is a check that found the database unavailable (ErrUnavailable:
 // its file removed or replaced, say): then nothing may be read at all.
 func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool, err error) {
+	if f := domain.FreshnessOf(ctx); f != nil && f.AtCommit() {
+		if v, hit, version, ok := c.getAssumed(f, key); ok {
+			return v, hit, version, true, nil
+		}
+	}
 	version, err = c.currentVersion(ctx)
 	if errors.Is(err, ErrUnavailable) {
 		return nil, false, 0, false, err
@@ -115,12 +128,32 @@ func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, ver
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if version != c.version {
+	if version != c.version || !c.known {
 		clear(c.entries)
-		c.version = version
+		c.version, c.known = version, true
 	}
 	v, hit = c.entries[key]
 	return v, hit, version, true, nil
+}
+
+// getAssumed answers a request whose audit commit checks its reads (domain.CheckAtCommit)
+// without a check: under the version the cache holds, which the request assumes (the first of
+// its reads fixes it). Its commit then fails unless the database is still at that version, so an
+// answer from a cache that missed a change is never acted on. Once the cache holds another
+// version the request's is stale: its reads miss, and what they load is not filed. ok is false
+// when the cache holds no version yet: the request checks.
+func (c *readCache) getAssumed(f *domain.Freshness, key cacheKey) (v any, hit bool, version int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		return nil, false, 0, false
+	}
+	version = f.Assume(c.version)
+	if version != c.version {
+		return nil, false, version, true
+	}
+	v, hit = c.entries[key]
+	return v, hit, version, true
 }
 
 // currentVersion reads the database's version, or takes the one the request's earlier read
@@ -144,7 +177,7 @@ func (c *readCache) currentVersion(ctx context.Context) (int64, error) {
 func (c *readCache) put(key cacheKey, v any, version int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if version != c.version {
+	if version != c.version || !c.known {
 		return
 	}
 	if len(c.entries) >= cacheEntries {

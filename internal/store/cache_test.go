@@ -308,75 +308,185 @@ func engineStores(t *testing.T, fn func(t *testing.T, st *store.Store, plain *sq
 func TestCacheSeesPlainSQLOnEachCachedTable(t *testing.T) {
 	engineStores(t, func(t *testing.T, st *store.Store, plain *sql.DB) {
 		ctx := context.Background()
-		staff, scopeA := domain.Scope{}, domain.Scope{PartnerID: partnerA}
-		credential := func(kind, secret string) func() (string, error) {
-			return func() (string, error) {
-				c, err := st.Credential(ctx, kind, secrets.HashCredential(kind, secret))
-				return fmt.Sprint(c.RevokedAt != nil, c.Actor.Permissions, c.UserDisabled), err
-			}
-		}
-		account := func(ref domain.UserRef) func() (string, error) {
-			return func() (string, error) {
-				a, err := st.Account(ctx, ref)
-				if errors.Is(err, domain.ErrNotFound) {
-					return "no such user", nil
-				}
-				return fmt.Sprint(a.Actor.UserID, a.Disabled), err
-			}
-		}
-		acceptance := func() (string, error) {
-			sa, err := st.ServiceAcceptance(ctx, staff, leadA)
-			return fmt.Sprint(*sa.AmexProgram, sa.CardPlans), err
-		}
-		ssn := func() (string, error) {
-			s, err := st.PrincipalSSN(ctx, staff, leadA, principalA)
-			return s.KeyID, err
-		}
-		page := func(scope domain.Scope, entity domain.ID) func() (string, error) {
-			return func() (string, error) {
-				logs, total, visible, err := st.ListVisibleSAMActionLogs(ctx, scope, entity, 1, 20)
-				first := ""
-				if len(logs) > 0 {
-					first = logs[0].Action
-				}
-				return fmt.Sprint(total, visible, first), err
-			}
-		}
-		for _, c := range []struct {
-			table, change string
-			read          func() (string, error)
-		}{
-			{"api_keys", "UPDATE api_keys SET revoked_at = 1 WHERE id = '" + string(id(111)) + "'", credential(domain.CredentialAPIKey, staffKey)},
-			{"users", "UPDATE users SET permissions = '' WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
-			{"users", "UPDATE users SET disabled = true WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
-			{"users", "UPDATE users SET disabled = false WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyID, Value: string(userA)})},
-			{"users", "UPDATE users SET external_id = 'idp-7' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
-			{"users", "UPDATE users SET external_id = 'idp-8' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
-			{"sessions", "UPDATE sessions SET revoked_at = 1 WHERE id = '" + string(id(121)) + "'", credential(domain.CredentialSession, staffSession)},
-			{"leads", "UPDATE leads SET sa_amex_program = 'retail' WHERE id = '" + string(leadA) + "'", acceptance},
-			{"card_plans", "UPDATE card_plans SET display_name = 'Visa Classic' WHERE id = '" + string(planVisa) + "'", acceptance},
-			{"lead_card_plans", "DELETE FROM lead_card_plans WHERE lead_id = '" + string(leadA) + "'", acceptance},
-			{"principals", "UPDATE principals SET ssn_key_id = 'other' WHERE id = '" + string(principalA) + "'", ssn},
-			{"sam_action_logs", "UPDATE sam_action_logs SET action = 'changed'", page(staff, leadA)},
-			{"sam_log_buckets", "UPDATE sam_log_buckets SET n = n + 1", page(staff, leadA)},
-			{"line_items", "UPDATE line_items SET equipment_id = '" + string(equipmentLoose) + "' WHERE id = '" + string(itemA) + "'", page(scopeA, equipmentLoose)},
-			{"equipment", "DELETE FROM equipment WHERE id = '" + string(equipmentA) + "'", page(staff, equipmentA)},
-			{"deployment_orders", "UPDATE deployment_orders SET merchant_id = '" + string(merchantB) + "' WHERE id = '" + string(orderA) + "'", page(scopeA, orderA)},
-			{"merchants", "UPDATE merchants SET partner_id = '" + string(partnerB) + "' WHERE id = '" + string(merchantA) + "'", page(scopeA, merchantA)},
-		} {
-			before, err := c.read()
+		for _, c := range plainChanges(st) {
+			before, err := c.read(ctx)
 			if err != nil {
 				t.Fatalf("%s: %v", c.table, err)
 			}
-			if again, err := c.read(); err != nil || again != before { // from the cache
+			if again, err := c.read(ctx); err != nil || again != before { // from the cache
 				t.Fatalf("%s: read again: %q, %v; want %q", c.table, again, err, before)
 			}
 			if _, err := plain.ExecContext(ctx, c.change); err != nil {
 				t.Fatalf("%s: %v", c.table, err)
 			}
-			if after, err := c.read(); err != nil || after == before {
+			if after, err := c.read(ctx); err != nil || after == before {
 				t.Errorf("%s: after %q the read still answers %q (%v): served stale from the cache", c.table, c.change, after, err)
 			}
+		}
+	})
+}
+
+const noSuchUser = "no such user"
+
+// plainChange is a change made with plain SQL to a table a cached read reads, and that read, as
+// a string to compare.
+type plainChange struct {
+	table, change string
+	read          func(ctx context.Context) (string, error)
+}
+
+// plainChanges are one change per table and per kind of cached read, ordered so that each leaves
+// the next one's rows as the fixture had them.
+func plainChanges(st *store.Store) []plainChange {
+	staff, scopeA := domain.Scope{}, domain.Scope{PartnerID: partnerA}
+	credential := func(kind, secret string) func(context.Context) (string, error) {
+		return func(ctx context.Context) (string, error) {
+			c, err := st.Credential(ctx, kind, secrets.HashCredential(kind, secret))
+			return fmt.Sprint(c.RevokedAt != nil, c.Actor.Permissions, c.UserDisabled), err
+		}
+	}
+	account := func(ref domain.UserRef) func(context.Context) (string, error) {
+		return func(ctx context.Context) (string, error) {
+			a, err := st.Account(ctx, ref)
+			if errors.Is(err, domain.ErrNotFound) {
+				return noSuchUser, nil
+			}
+			return fmt.Sprint(a.Actor.UserID, a.Disabled), err
+		}
+	}
+	acceptance := func(ctx context.Context) (string, error) {
+		sa, err := st.ServiceAcceptance(ctx, staff, leadA)
+		return fmt.Sprint(*sa.AmexProgram, sa.CardPlans), err
+	}
+	ssn := func(ctx context.Context) (string, error) {
+		s, err := st.PrincipalSSN(ctx, staff, leadA, principalA)
+		return s.KeyID, err
+	}
+	page := func(scope domain.Scope, entity domain.ID) func(context.Context) (string, error) {
+		return func(ctx context.Context) (string, error) {
+			logs, total, visible, err := st.ListVisibleSAMActionLogs(ctx, scope, entity, 1, 20)
+			first := ""
+			if len(logs) > 0 {
+				first = logs[0].Action
+			}
+			return fmt.Sprint(total, visible, first), err
+		}
+	}
+	return []plainChange{
+		{"api_keys", "UPDATE api_keys SET revoked_at = 1 WHERE id = '" + string(id(111)) + "'", credential(domain.CredentialAPIKey, staffKey)},
+		{"users", "UPDATE users SET permissions = '' WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
+		{"users", "UPDATE users SET disabled = true WHERE id = '" + string(userA) + "'", credential(domain.CredentialAPIKey, partnerKey)},
+		{"users", "UPDATE users SET disabled = false WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyID, Value: string(userA)})},
+		{"users", "UPDATE users SET external_id = 'idp-7' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
+		{"users", "UPDATE users SET external_id = 'idp-8' WHERE id = '" + string(userA) + "'", account(domain.UserRef{Key: domain.UserKeyExternalID, Value: "idp-7"})},
+		{"sessions", "UPDATE sessions SET revoked_at = 1 WHERE id = '" + string(id(121)) + "'", credential(domain.CredentialSession, staffSession)},
+		{"leads", "UPDATE leads SET sa_amex_program = 'retail' WHERE id = '" + string(leadA) + "'", acceptance},
+		{"card_plans", "UPDATE card_plans SET display_name = 'Visa Classic' WHERE id = '" + string(planVisa) + "'", acceptance},
+		{"lead_card_plans", "DELETE FROM lead_card_plans WHERE lead_id = '" + string(leadA) + "'", acceptance},
+		{"principals", "UPDATE principals SET ssn_key_id = 'other' WHERE id = '" + string(principalA) + "'", ssn},
+		{"sam_action_logs", "UPDATE sam_action_logs SET action = 'changed'", page(staff, leadA)},
+		{"sam_log_buckets", "UPDATE sam_log_buckets SET n = n + 1", page(staff, leadA)},
+		{"line_items", "UPDATE line_items SET equipment_id = '" + string(equipmentLoose) + "' WHERE id = '" + string(itemA) + "'", page(scopeA, equipmentLoose)},
+		{"equipment", "DELETE FROM equipment WHERE id = '" + string(equipmentA) + "'", page(staff, equipmentA)},
+		{"deployment_orders", "UPDATE deployment_orders SET merchant_id = '" + string(merchantB) + "' WHERE id = '" + string(orderA) + "'", page(scopeA, orderA)},
+		{"merchants", "UPDATE merchants SET partner_id = '" + string(partnerB) + "' WHERE id = '" + string(merchantA) + "'", page(scopeA, merchantA)},
+	}
+}
+
+// A request whose audit commit checks its reads (domain.CheckAtCommit, a decrypt's) takes the
+// cache's answers unchecked, and so may read what plain SQL changed a moment before; but then its
+// audit event is not written (ErrStale) and nothing is: for every change of every cached table,
+// on each engine. Run again with checked reads, the request sees the change and its event is
+// written. Without a change, the unchecked request's event is written.
+func TestAuditCommitChecksUncheckedReads(t *testing.T) {
+	engineStores(t, func(t *testing.T, st *store.Store, plain *sql.DB) {
+		ctx := context.Background()
+		events := func() int {
+			t.Helper()
+			var n int
+			if err := store.DB(st).QueryRowContext(ctx, `SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, c := range plainChanges(st) {
+			before, err := c.read(domain.ShareFreshness(ctx))
+			if err != nil {
+				t.Fatalf("%s: %v", c.table, err)
+			}
+			unchanged := domain.CheckAtCommit(ctx)
+			if again, err := c.read(unchanged); err != nil || again != before {
+				t.Fatalf("%s: read unchecked: %q, %v; want %q", c.table, again, err, before)
+			}
+			n := events()
+			if err := st.RecordAudit(unchanged, event("principal.decrypt", principalA)); err != nil || events() != n+1 {
+				t.Fatalf("%s: the audit event of a request whose reads held: %v, %d events (was %d)", c.table, err, events(), n)
+			}
+
+			if _, err := plain.ExecContext(ctx, c.change); err != nil {
+				t.Fatalf("%s: %v", c.table, err)
+			}
+			stale := domain.CheckAtCommit(ctx)
+			// (A user not found is never cached: that read reads the database.)
+			if got, err := c.read(stale); err != nil || (got != before && before != noSuchUser) {
+				t.Fatalf("%s: read unchecked after %q: %q, %v; want the cache's %q (unchecked)", c.table, c.change, got, err, before)
+			}
+			n = events()
+			if err := st.RecordAudit(stale, event("principal.decrypt", principalA)); !errors.Is(err, domain.ErrStale) {
+				t.Errorf("%s: the audit event of a request that read %q before %q: %v, want ErrStale", c.table, before, c.change, err)
+			}
+			if events() != n {
+				t.Errorf("%s: a stale request's audit event was written", c.table)
+			}
+
+			checked := domain.ShareFreshness(ctx)
+			if after, err := c.read(checked); err != nil || after == before {
+				t.Errorf("%s: checked after %q the read still answers %q (%v)", c.table, c.change, after, err)
+			}
+			if err := st.RecordAudit(checked, event("principal.decrypt", principalA)); err != nil {
+				t.Errorf("%s: the audit event of the request run again, checked: %v", c.table, err)
+			}
+		}
+	})
+}
+
+// An unchecked request's audit commit is checked also where the chain's head moved under the
+// audit writer (a transaction of this process recorded its own event: on PostgreSQL the writer
+// then appends in a transaction of its own instead of its one statement), and a group that mixes
+// unchecked requests that went stale with others writes the others' events.
+func TestAuditCommitChecksAfterTheHeadMoved(t *testing.T) {
+	engineStores(t, func(t *testing.T, st *store.Store, plain *sql.DB) {
+		ctx := context.Background()
+		if err := st.RecordAudit(ctx, event("principal.decrypt", principalA)); err != nil { // the writer knows the head
+			t.Fatal(err)
+		}
+		staffCredential(t, st)
+		stale := domain.CheckAtCommit(ctx)
+		if c, err := st.Credential(stale, domain.CredentialAPIKey, secrets.HashCredential(domain.CredentialAPIKey, staffKey)); err != nil || c.RevokedAt != nil {
+			t.Fatalf("before: %+v, %v", c, err)
+		}
+		// The revocation records its own event in its transaction: the head moves, and the
+		// cache's generation with it.
+		if err := st.RevokeAPIKey(ctx, id(111), fixtureNow, event("api_key.revoke", id(111))); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var staleErr, plainErr error
+		wg.Go(func() { staleErr = st.RecordAudit(stale, event("principal.decrypt", principalA)) })
+		wg.Go(func() { plainErr = st.RecordAudit(ctx, event("principal.decrypt", principalB)) })
+		wg.Wait()
+		if !errors.Is(staleErr, domain.ErrStale) {
+			t.Errorf("the unchecked request's audit event, after a revocation moved the head: %v, want ErrStale", staleErr)
+		}
+		if plainErr != nil {
+			t.Errorf("the other request's audit event: %v", plainErr)
+		}
+		var n int
+		if err := store.DB(st).QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE target_id = '`+principalB.String()+`'`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%d events of the other request (%v), want 1", n, err)
+		}
+		if c := staffCredential(t, st); c.RevokedAt == nil {
+			t.Error("the revocation did not land")
 		}
 	})
 }

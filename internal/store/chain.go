@@ -117,12 +117,14 @@ func (s *Store) chain() auditChain {
 // so that every event is chained; on PostgreSQL the group writer may also append in one
 // statement after the head it committed last (appendAfter).
 func (c auditChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
-	_, err := c.appendLocked(ctx, q, events)
+	_, err := c.appendLocked(ctx, q, events, nil)
 	return err
 }
 
-// appendLocked is Append, and the chain's head after it.
-func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) (chainTip, error) {
+// appendLocked is Append, and the chain's head after it. With at, it appends only if the read
+// cache's generation, read in q after the chain's turn was taken, is still *at (ErrStale
+// otherwise).
+func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent, at *int64) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
@@ -132,6 +134,15 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	}
 	if err != nil {
 		return chainTip{}, fmt.Errorf("store: audit chain head: %w", err)
+	}
+	if at != nil {
+		var n int64
+		if err := q.QueryRow(ctx, generationQuery).Scan(&n); err != nil {
+			return chainTip{}, fmt.Errorf("store: audit event: the read cache's generation: %w", err)
+		}
+		if n != *at {
+			return chainTip{}, ErrStale
+		}
 	}
 	args, tip, err := c.link(chainTip{seq: seq, hash: prev}, events)
 	if err != nil {
@@ -203,6 +214,11 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any
 var chainAppendAfter = `SELECT audit_chain_append(?::bigint, ?::bytea, ?::` +
 	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
 
+// chainAppendAfterAt is chainAppendAfter on the condition that the read cache's generation is
+// still the one given (the last argument), read in the same statement: one row when it is and the
+// group was appended, none when it is not and nothing was.
+var chainAppendAfterAt = chainAppendAfter + ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
+
 // errChainMoved means the chain's head was no longer the one a group was linked after: another
 // replica, or a transaction of this process recording its own event, appended since. Nothing of
 // the group was written.
@@ -213,7 +229,7 @@ var errChainMoved = errors.New("store: the audit chain's head moved")
 // takes four (BEGIN, the head, the insert, COMMIT). It fails with errChainMoved, having written
 // nothing, when the head is no longer tip; the caller then appends with Append, which reads the
 // head under the chain's lock. It returns the head after the events.
-func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent) (chainTip, error) {
+func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent, at *int64) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
@@ -225,8 +241,17 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if err != nil {
 		return chainTip{}, err
 	}
-	_, err = q.Exec(ctx, chainAppendAfter, c.typed(append([]any{tip.seq, tip.hash}, arrays...))...)
+	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
+	if at != nil {
+		text, args = chainAppendAfterAt, append(args, *at)
+	}
+	res, err := q.Exec(ctx, text, c.typed(args)...)
 	switch {
+	case err == nil && at != nil:
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return chainTip{}, ErrStale // the generation moved: the function did not run
+		}
+		return next, nil
 	case err == nil:
 		return next, nil
 	case c.moved(err):

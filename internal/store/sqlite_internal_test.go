@@ -261,9 +261,10 @@ func TestWritableNeedsRoomForAnInsert(t *testing.T) {
 	}
 }
 
-// A caller whose request ends after its event was handed to the audit writer is told what became
-// of the event, not that its request ended: the event is written anyway, and a decrypt counted
-// as an audit failure must be one whose event was not (an alert watches that count).
+// A caller whose request ends, before or after its event was handed to the audit writer, is
+// told what became of the event, not that its request ended: the event is written anyway (the
+// attempt was made), and a decrypt counted as an audit failure must be one whose event was not
+// (an alert watches that count).
 func TestRecordAuditAnswersWithTheCommitAfterTheCallerLeft(t *testing.T) {
 	a, _ := openSQLite(t)
 	sig := blockingSigner{inside: make(chan struct{}, 1), release: make(chan struct{})}
@@ -285,8 +286,11 @@ func TestRecordAuditAnswersWithTheCommitAfterTheCallerLeft(t *testing.T) {
 	if err := <-recorded; err != nil {
 		t.Fatalf("RecordAudit: %v, want the commit's outcome (nil)", err)
 	}
+	if err := a.RecordAudit(ctx, domain.AuditEvent{At: time.Now(), ActorUserID: "u", Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted}); err != nil {
+		t.Fatalf("RecordAudit of a caller already gone: %v, want the commit's outcome (nil)", err)
+	}
 	var n int
-	if err := a.db.QueryRowContext(context.Background(), "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d audit events (%v), want 1", n, err)
+	if err := a.db.QueryRowContext(context.Background(), "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d audit events (%v), want 2", n, err)
 	}
 }
