@@ -31,9 +31,16 @@ import (
 type harness struct {
 	t       *testing.T
 	st      *store.Store
+	deps    api.Deps // what handler was made of
 	handler http.Handler
 	logs    *syncBuffer
 	sim     *gateway.Simulator
+}
+
+// observedBy makes the harness's handler again, its requests and decrypts observed by o.
+func (h *harness) observedBy(o api.Observer) {
+	h.deps.Metrics = o
+	h.handler = api.New(h.deps)
 }
 
 type syncBuffer struct {
@@ -79,7 +86,8 @@ func newHarnessOf(t *testing.T, st *store.Store, ds *dataset.Dataset, opts ...ha
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h.handler = api.New(api.Deps{Store: st, Ring: ring, Pusher: push.New(cfg), Logger: log, Now: func() time.Time { return fixtureNow }})
+	h.deps = api.Deps{Store: st, Ring: ring, Pusher: push.New(cfg), Logger: log, Now: func() time.Time { return fixtureNow }}
+	h.handler = api.New(h.deps)
 	return h
 }
 

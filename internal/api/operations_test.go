@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -349,6 +351,53 @@ func TestDecryptSeesChangesMadeBeforeIt(t *testing.T) {
 			t.Errorf("with the user enabled again before the request: %d, want 200", got)
 		}
 	})
+}
+
+// A decrypt whose audit commit finds the cache's generation moved (here by a change to a table
+// the decrypt does not depend on) writes nothing, runs again with checked reads and is answered:
+// one attempt, one audit event, its outcome counted once and no audit failure.
+func TestDecryptRunAgainAfterAStaleCommitIsAuditedOnce(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		outcomes := &outcomeCounts{}
+		h.observedBy(outcomes)
+		plain := testdb.SQLOf(t, h.st)
+		if got := h.get(decryptPath(leadA, principalA, "ssn"), staffKey).Status; got != http.StatusOK {
+			t.Fatalf("before: %d", got)
+		}
+		before := len(h.audit(t, "principal.decrypt"))
+		if _, err := plain.ExecContext(context.Background(), "UPDATE leads SET sa_amex_program = 'retail' WHERE id = '"+string(leadA)+"'"); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.get(decryptPath(leadA, principalA, "ssn"), staffKey).Status; got != http.StatusOK {
+			t.Fatalf("after an unrelated change: %d, want 200", got)
+		}
+		if n := len(h.audit(t, "principal.decrypt")) - before; n != 1 {
+			t.Errorf("%d audit events for one decrypt run again, want 1", n)
+		}
+		if got := outcomes.get(); !slices.Equal(got, []string{domain.OutcomeGranted, domain.OutcomeGranted}) {
+			t.Errorf("decrypt outcomes counted %v, want granted twice (once a request)", got)
+		}
+	})
+}
+
+// outcomeCounts is an api.Observer that keeps the decrypt outcomes it was told.
+type outcomeCounts struct {
+	mu       sync.Mutex
+	outcomes []string
+}
+
+func (o *outcomeCounts) ObserveRequest(string, string, int, time.Duration) {}
+
+func (o *outcomeCounts) ObserveDecrypt(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes = append(o.outcomes, outcome)
+}
+
+func (o *outcomeCounts) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.outcomes)
 }
 
 // audit returns the audit events of an action, oldest first, read through export.

@@ -42,24 +42,32 @@ type freshnessKey struct{}
 type Freshness struct {
 	mu       sync.Mutex
 	version  int64
-	known    bool
+	state    freshnessState
 	atCommit bool // the request's audit commit checks its reads (CheckAtCommit)
-	assumed  bool // version was taken from the cache, unchecked: the audit commit checks it
 }
+
+// freshnessState is what version holds.
+type freshnessState uint8
+
+const (
+	unchecked freshnessState = iota // nothing yet, or the request wrote since its check
+	checked                         // a check read it after the request began
+	assumed                         // taken from the cache unchecked: the audit commit checks it
+)
 
 // Version is the version checked, if a check was made since the request last wrote.
 func (f *Freshness) Version() (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.version, f.known && !f.assumed
+	return f.version, f.state == checked
 }
 
-// Remember keeps the version a check found.
+// Remember keeps the version a check found, unless the request's reads assumed one already.
 func (f *Freshness) Remember(version int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.assumed {
-		f.version, f.known = version, true
+	if f.state != assumed {
+		f.version, f.state = version, checked
 	}
 }
 
@@ -68,8 +76,8 @@ func (f *Freshness) Remember(version int64) {
 func (f *Freshness) Forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.assumed {
-		f.known = false
+	if f.state == checked {
+		f.state = unchecked
 	}
 }
 
@@ -78,7 +86,7 @@ func (f *Freshness) Forget() {
 func (f *Freshness) AtCommit() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.atCommit && !(f.known && !f.assumed)
+	return f.atCommit && f.state != checked
 }
 
 // Assume fixes the version the request's reads take unchecked, the first time it is called,
@@ -86,8 +94,8 @@ func (f *Freshness) AtCommit() bool {
 func (f *Freshness) Assume(version int64) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.known {
-		f.version, f.known, f.assumed = version, true, true
+	if f.state == unchecked {
+		f.version, f.state = version, assumed
 	}
 	return f.version
 }
@@ -100,5 +108,5 @@ func (f *Freshness) Assumed() (version int64, ok bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.version, f.assumed
+	return f.version, f.state == assumed
 }
