@@ -64,7 +64,18 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_pgbouncer
   if [ "$KEEP" != 1 ]; then rm -rf "$WORKDIR"; else say "kept $WORKDIR"; fi
+}
+# stop_pgbouncer stops the pooler PGBOUNCER=1 started, and waits until it has gone: while it runs
+# it holds server connections to the database, and the dropdb that follows a run would fail.
+stop_pgbouncer() {
+  [ -n "$PGBOUNCER_DIR" ] && [ -f "$PGBOUNCER_DIR/pgbouncer.pid" ] || return 0
+  local pid
+  pid=$(cat "$PGBOUNCER_DIR/pgbouncer.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -rf "$PGBOUNCER_DIR"
 }
 trap cleanup EXIT
 
