@@ -19,9 +19,11 @@ import (
 // before. One commit per group instead of per event is what lets decrypts scale: the commit,
 // not the insert, is the expensive part of a write.
 //
-// It writes and does nothing else: no read and no check of the read cache passes through it
-// (the cache's check is a read of its own, see generation), so a group waiting for the write lock
-// (another process's import, say) holds up no request but those waiting for their events.
+// It writes and does nothing else: no read of the read cache and no check of it for a read
+// passes through it (that check is a read of its own, see generation), so a group waiting for the
+// write lock (another process's import, say) holds up no request but those waiting for their
+// events. The one check it makes is part of a commit: the events of requests whose reads assumed
+// the cache's generation (domain.CheckAtCommit) are written only if it still holds (commitGroup).
 type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
@@ -137,14 +139,12 @@ func (w *auditWriter) gather(t *writerTurn) {
 // outcome. Like any writer it waits for the write lock up to the engine's busy timeout, whether
 // another process or a transaction of this one holds it (see writeLock).
 func (w *auditWriter) commit(s *Store, t *writerTurn) {
-	err := w.prepare(s)
-	if err == nil {
+	if err := w.prepare(s); err != nil {
+		answer(t.group, err)
+	} else {
 		began := time.Now()
 		w.commitGroup(s, t.group)
 		t.took = time.Since(began)
-	}
-	if err != nil {
-		answer(t.group, err)
 	}
 	t.last, t.wait = len(t.group), mayLinger
 	t.group = t.group[:0]

@@ -177,7 +177,7 @@ func (c *readCache) currentVersion(ctx context.Context) (int64, error) {
 func (c *readCache) put(key cacheKey, v any, version int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if version != c.version || !c.known {
+	if version != c.version {
 		return
 	}
 	if len(c.entries) >= cacheEntries {

@@ -248,7 +248,11 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	res, err := q.Exec(ctx, text, c.typed(args)...)
 	switch {
 	case err == nil && at != nil:
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+		n, err := res.RowsAffected()
+		if err != nil { // whether the group was appended is not known: a failure, never ErrStale
+			return chainTip{}, fmt.Errorf("store: audit event: the append's row count: %w", err)
+		}
+		if n != 1 {
 			return chainTip{}, ErrStale // the generation moved: the function did not run
 		}
 		return next, nil
