@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -12,7 +13,10 @@ import (
 
 // TestLostDatabaseIs503 loses the database under the running service: every operation answers
 // 503 unavailable with the error body (as documented in openapi.yaml), not a 500, and answers
-// normally again once the database is back. PostgreSQL only: an embedded database has no
+// normally again once the database is back (its readiness check passes: a first connection may
+// take longer than the connect timeout on a loaded server, and that request's
+// 503 is right). Dead connections left in the pool have their own test in the store
+// (TestLostConnectionsAreReplaced). PostgreSQL only: an embedded database has no
 // connection to lose.
 func TestLostDatabaseIs503(t *testing.T) {
 	url, proxy := testdb.ViaProxy(t, testdb.URL(t, "postgres"))
@@ -37,6 +41,7 @@ func TestLostDatabaseIs503(t *testing.T) {
 	}
 
 	proxy.Restore()
+	waitReady(t, h, 30*time.Second)
 	for _, op := range operations() {
 		want := http.StatusOK
 		if op.method == http.MethodDelete {
@@ -45,5 +50,21 @@ func TestLostDatabaseIs503(t *testing.T) {
 		if r := h.do(op.method, op.path, "Api-Key "+staffKey); r.Status != want {
 			t.Errorf("%s %s after the database returned: status %d, want %d: %s", op.method, op.path, r.Status, want, r.Body)
 		}
+	}
+}
+
+// waitReady polls /readyz until it answers 200, failing the test if it has not within limit.
+func waitReady(t *testing.T, h *harness, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		r := h.do(http.MethodGet, "/readyz", "")
+		if r.Status == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready %s after the database returned: %d %s", limit, r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
