@@ -1,13 +1,15 @@
-// Package ratelimit is a keyed token bucket: each key (a credential's hash, a client address) has
-// a bucket of Burst tokens refilled at Rate tokens per second. Memory is bounded: a bucket that
-// has refilled to full is the same as no bucket, so idle buckets are dropped, and the number of
-// keys is capped.
+// Package ratelimit keys golang.org/x/time/rate's token buckets: each key (a credential's hash, a
+// client address) has a bucket of Burst tokens refilled at Rate tokens per second. Memory is
+// bounded: a bucket that has refilled to full is the same as no bucket, so idle buckets are
+// dropped, and the number of keys is capped.
 package ratelimit
 
 import (
 	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limiter is safe for concurrent use. The zero value is not usable; call New.
@@ -18,13 +20,8 @@ type Limiter struct {
 	now     func() time.Time
 
 	mu        sync.Mutex
-	buckets   map[string]*bucket
+	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
 }
 
 // Decision is the state of a key's bucket after a call: whether the request may go on, the
@@ -53,17 +50,17 @@ const DefaultMaxKeys = 100_000
 // sweepEvery is how often idle (full) buckets are dropped.
 const sweepEvery = time.Minute
 
-// New returns a Limiter of burst tokens refilled at rate per second, holding at most maxKeys
+// New returns a Limiter of burst tokens refilled at perSecond tokens a second, holding at most maxKeys
 // buckets (DefaultMaxKeys when maxKeys <= 0). now is the clock; nil means time.Now.
-func New(rate float64, burst int, maxKeys int, now func() time.Time) *Limiter {
+func New(perSecond float64, burst int, maxKeys int, now func() time.Time) *Limiter {
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{rate: rate, burst: float64(max(burst, 1)), maxKeys: maxKeys, now: now,
-		buckets: map[string]*bucket{}}
+	return &Limiter{rate: perSecond, burst: float64(max(burst, 1)), maxKeys: maxKeys, now: now,
+		buckets: map[string]*rate.Limiter{}}
 }
 
 // Policy is the quota and window that describe this limiter truthfully (see Policy).
@@ -103,41 +100,32 @@ func (l *Limiter) take(key string, spend bool) Decision {
 	b := l.buckets[key]
 	tokens := l.burst
 	if b != nil {
-		tokens = l.refilled(b, now)
+		tokens = b.TokensAt(now)
 	}
-	d := Decision{Limit: int(l.burst)}
-	if tokens >= 1 {
-		d.Allowed = true
-		if spend {
-			tokens--
+	d := Decision{Limit: int(l.burst), Allowed: tokens >= 1}
+	if spend && d.Allowed {
+		if b == nil {
+			b = l.add(key, now)
 		}
+		b.AllowN(now, 1)
+		tokens--
 	}
 	d.Remaining = int(math.Floor(tokens))
 	if !d.Allowed {
 		d.RetryAfter = l.wait(tokens)
 	}
 	d.Full = l.fill(tokens)
-	if !spend {
-		return d
-	}
-	if b == nil {
-		if len(l.buckets) >= l.maxKeys {
-			l.makeRoom(now)
-		}
-		b = &bucket{}
-		l.buckets[key] = b
-	}
-	b.tokens, b.last = tokens, now
 	return d
 }
 
-// refilled is the bucket's tokens now.
-func (l *Limiter) refilled(b *bucket, now time.Time) float64 {
-	elapsed := now.Sub(b.last).Seconds()
-	if elapsed < 0 {
-		elapsed = 0
+// add makes key's bucket, full, making room for it first when the cap is reached.
+func (l *Limiter) add(key string, now time.Time) *rate.Limiter {
+	if len(l.buckets) >= l.maxKeys {
+		l.makeRoom(now)
 	}
-	return math.Min(l.burst, b.tokens+elapsed*l.rate)
+	b := rate.NewLimiter(rate.Limit(l.rate), int(l.burst))
+	l.buckets[key] = b
+	return b
 }
 
 // wait is how long until the bucket holds one whole token.
@@ -163,7 +151,7 @@ func (l *Limiter) fill(tokens float64) time.Duration {
 func (l *Limiter) sweep(now time.Time) {
 	l.lastSweep = now
 	for k, b := range l.buckets {
-		if l.refilled(b, now) >= l.burst {
+		if b.TokensAt(now) >= l.burst {
 			delete(l.buckets, k)
 		}
 	}
