@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -109,7 +111,11 @@ func TestServeWithAnIdentityProvider(t *testing.T) {
 		plain := httptest.NewServer(http.NotFoundHandler())
 		defer plain.Close()
 		issuer := "https://" + strings.TrimPrefix(plain.URL, "http://")
-		_, _, err = e.run("serve", "--addr", freeAddr(t), "--oauth-issuer", issuer, "--oauth-audience", "backoffice")
+		// Bounded: a serve that took the server for an unreachable provider would serve on.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		err = Run(ctx, Env{Args: []string{"serve", "--addr", freeAddr(t), "--oauth-issuer", issuer, "--oauth-audience", "backoffice"},
+			Getenv: func(k string) string { return e.vars[k] }, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 		if err == nil || !strings.Contains(err.Error(), "plain HTTP, not TLS") || !strings.Contains(err.Error(), issuer) {
 			t.Fatalf("serve = %v; want a refusal to start naming the issuer %s and its server's plain HTTP", err, issuer)
 		}
