@@ -30,8 +30,10 @@ import (
 
 // Dex (dexidp/dex), as docs/credentials.md describes it: its access tokens are JWTs with the
 // same claims as its ID tokens, untyped, and its audience is a client id. The test runs where a
-// dex binary is on PATH (Dex is no Debian package: build it from its source, with its api/v2
-// module at the same commit); elsewhere, CI included, it skips.
+// dex binary is on PATH; elsewhere, CI included, it skips. Dex is no Debian package, and the
+// module proxy's latest version of github.com/dexidp/dex is a release from before Go modules:
+// build it from a checkout of its repository, with its api/v2 module taken from the same commit
+// (go mod edit -replace github.com/dexidp/dex/api/v2=./api/v2, then go build ./cmd/dex).
 
 // The test's Dex settings: a client standing for this API, which no one signs in with, a calling
 // service and a front end that ask for it as their audience, and a person in Dex's own password
