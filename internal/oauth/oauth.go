@@ -214,13 +214,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, er
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return domain.UserRef{}, refuse("the token's claims are not a JSON object of the registered types (RFC 7519)", err)
 	}
-	if err := v.checkClaims(claims, now); err != nil {
-		return domain.UserRef{}, err
-	}
 	if !accessTyped && !v.allowIDClaims {
 		if name := idTokenClaim(payload); name != "" {
 			return domain.UserRef{}, refuse("the token is shaped as an ID token, not an access token (it is not typed at+jwt and carries "+name+")", nil)
 		}
+	}
+	if err := v.checkClaims(claims, now); err != nil {
+		return domain.UserRef{}, err
 	}
 	ref, err := v.user(claims, payload)
 	if err != nil {
