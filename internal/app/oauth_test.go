@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +31,7 @@ func TestOAuthConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, on, err := cfg.OAuth.verifierConfig()
-	want := oauth.Config{Issuer: "https://idp.example/realms/ops", Audience: "backoffice", UserClaim: "sub", UserKey: domain.UserKeyID, KeysMaxAge: 2 * time.Minute}
+	want := oauth.Config{Issuer: "https://idp.example/realms/ops", Audience: "backoffice", UserClaim: "sub", UserKey: domain.UserKeyID, KeysMaxAge: 2 * time.Minute, MaxLifetime: 24 * time.Hour}
 	if !on || err != nil {
 		t.Fatalf("on %v, %v", on, err)
 	}
@@ -42,12 +44,14 @@ func TestOAuthConfig(t *testing.T) {
 		"BACKOFFICE_OAUTH_ISSUER": "https://idp.example", "BACKOFFICE_OAUTH_AUDIENCE": "api://backoffice",
 		"BACKOFFICE_OAUTH_USER_CLAIM": "oid", "BACKOFFICE_OAUTH_USER_MATCH": "external_id",
 		"BACKOFFICE_OAUTH_ALLOW_TYP_JWT": "true", "BACKOFFICE_OAUTH_JWKS_MAX_AGE": "45s",
+		"BACKOFFICE_OAUTH_ALLOW_ID_TOKEN_CLAIMS": "true", "BACKOFFICE_OAUTH_MAX_TOKEN_LIFETIME": "1h",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _, err = cfg.OAuth.verifierConfig()
-	if err != nil || got.UserClaim != "oid" || got.UserKey != domain.UserKeyExternalID || !got.AllowJWTType || got.KeysMaxAge != 45*time.Second {
+	if err != nil || got.UserClaim != "oid" || got.UserKey != domain.UserKeyExternalID || !got.AllowJWTType || got.KeysMaxAge != 45*time.Second ||
+		!got.AllowIDTokenClaims || got.MaxLifetime != time.Hour {
 		t.Errorf("every variable set: %+v, %v", got, err)
 	}
 }
@@ -74,6 +78,10 @@ func TestOAuthConfigRefusals(t *testing.T) {
 		{"typ switch", with("BACKOFFICE_OAUTH_ALLOW_TYP_JWT", "sometimes"), "not true or false"},
 		{"max age not a duration", with("BACKOFFICE_OAUTH_JWKS_MAX_AGE", "2"), "not a duration"},
 		{"max age too short", with("BACKOFFICE_OAUTH_JWKS_MAX_AGE", "10s"), "shorter than 30s"},
+		{"ID token claims switch", with("BACKOFFICE_OAUTH_ALLOW_ID_TOKEN_CLAIMS", "maybe"), "not true or false"},
+		{"ID token claims without typ JWT", with("BACKOFFICE_OAUTH_ALLOW_ID_TOKEN_CLAIMS", "true"), "BACKOFFICE_OAUTH_ALLOW_TYP_JWT is not"},
+		{"lifetime not a duration", with("BACKOFFICE_OAUTH_MAX_TOKEN_LIFETIME", "1d"), "not a duration"},
+		{"lifetime zero", with("BACKOFFICE_OAUTH_MAX_TOKEN_LIFETIME", "0s"), "not a positive duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := loadConfig(envOf(tc.vars))
@@ -99,6 +107,21 @@ func TestServeWithAnIdentityProvider(t *testing.T) {
 		_, _, err := e.run("serve", "--addr", freeAddr(t), "--oauth-issuer", untrusted.URL, "--oauth-audience", "backoffice")
 		if err == nil || !strings.Contains(err.Error(), "not trusted") || !strings.Contains(err.Error(), "SSL_CERT_FILE") {
 			t.Fatalf("serve = %v; want a refusal to start naming the untrusted certificate and SSL_CERT_FILE", err)
+		}
+		plain := httptest.NewServer(http.NotFoundHandler())
+		defer plain.Close()
+		issuer := "https://" + strings.TrimPrefix(plain.URL, "http://")
+		// Bounded: a serve that took the server for an unreachable provider would serve on.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		err = Run(ctx, Env{Args: []string{"serve", "--addr", freeAddr(t), "--oauth-issuer", issuer, "--oauth-audience", "backoffice"},
+			Getenv: func(k string) string { return e.vars[k] }, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+		if err == nil || !strings.Contains(err.Error(), "plain HTTP, not TLS") || !strings.Contains(err.Error(), issuer) {
+			t.Fatalf("serve = %v; want a refusal to start naming the issuer %s and its server's plain HTTP", err, issuer)
+		}
+		_, _, err = e.run("serve", "--addr", freeAddr(t), "--oauth-max-token-lifetime", "-1h", "--oauth-audience", "backoffice")
+		if err == nil || !strings.Contains(err.Error(), "BACKOFFICE_OAUTH_MAX_TOKEN_LIFETIME") {
+			t.Fatalf("serve = %v; want the bad setting named", err)
 		}
 		_, _, err = e.run("serve", "--addr", freeAddr(t), "--oauth-audience", "backoffice", "--oauth-user-match", "mail")
 		if err == nil || !strings.Contains(err.Error(), "BACKOFFICE_OAUTH_USER_MATCH") {

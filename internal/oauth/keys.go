@@ -4,6 +4,7 @@ import (
 	"backoffice/internal/auth"
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -32,6 +33,8 @@ const (
 	fetchTimeout = 5 * time.Second
 	// maxDocument bounds a discovery document or a key set.
 	maxDocument = 1 << 20
+	// minRSABits is the shortest RSA key trusted (RFC 7518 section 3.3).
+	minRSABits = 2048
 )
 
 // signingKey is a public key of the provider's key set, with its RFC 7638 thumbprint: what a
@@ -43,7 +46,10 @@ type signingKey struct {
 
 // keySet is one fetch of the provider's keys, by kid.
 type keySet struct {
-	byKid   map[string][]signingKey
+	byKid map[string][]signingKey
+	// short are the kids of RSA keys left out for being shorter than minRSABits, with their
+	// lengths: a token under one is refused for that reason.
+	short   map[string]int
 	fetched time.Time
 }
 
@@ -131,9 +137,13 @@ func (c *keyCache) fresh(now time.Time) *keySet {
 // key finds the key under kid for alg: in the trusted key set, or else in one fetched now (an
 // unknown kid may be a key the provider has just added; an untrusted set must be fetched again).
 func (c *keyCache) key(ctx context.Context, kid, alg string) (signingKey, error) {
-	if s := c.fresh(c.now()); s != nil {
+	s := c.fresh(c.now())
+	if s != nil {
 		if k, ok := s.find(kid, alg); ok {
 			return k, nil
+		}
+		if err := s.refusedKey(kid, alg); err != nil {
+			return signingKey{}, err
 		}
 	}
 	if err := c.refresh(ctx); err != nil {
@@ -142,7 +152,7 @@ func (c *keyCache) key(ctx context.Context, kid, alg string) (signingKey, error)
 	if err := ctx.Err(); err != nil {
 		return signingKey{}, err // nobody waits for the answer
 	}
-	s := c.fresh(c.now())
+	s = c.fresh(c.now())
 	if s == nil {
 		// Not the token's fault: refused, but not counted as a failed authentication, so that an
 		// outage of the provider does not lock out the addresses of its users.
@@ -151,7 +161,24 @@ func (c *keyCache) key(ctx context.Context, kid, alg string) (signingKey, error)
 	if k, ok := s.find(kid, alg); ok {
 		return k, nil
 	}
+	if err := s.refusedKey(kid, alg); err != nil {
+		return signingKey{}, err
+	}
 	return signingKey{}, refuse("the token's signing key (kid) is not one the identity provider publishes", nil)
+}
+
+// refusedKey is the refusal of a token under a kid whose only key the set left out as too short,
+// or nil: a token under it is not worth a fetch of the keys.
+func (s *keySet) refusedKey(kid, alg string) error {
+	bits, ok := s.short[kid]
+	if !ok {
+		return nil
+	}
+	if _, usable := s.find(kid, alg); usable {
+		return nil
+	}
+	return refuse(fmt.Sprintf("the token's signing key is an RSA key shorter than %d bits, which this service does not trust", minRSABits),
+		fmt.Errorf("kid %q: %d bits", kid, bits))
 }
 
 // refresh fetches the keys, or waits for the fetch under way; it fetches nothing when the last
@@ -301,11 +328,15 @@ func (c *keyCache) getJSON(ctx context.Context, u string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	res, err := c.client.Do(req)
 	var untrusted *tls.CertificateVerificationError
+	var notTLS tls.RecordHeaderError
 	switch {
 	case errors.Is(err, errNotHTTPS):
 		return fmt.Errorf("%s: %w", u, err) // the provider's answer, not its absence
 	case errors.As(err, &untrusted):
 		return fmt.Errorf("%s: the provider's certificate is not trusted (for a private CA, give its certificate in SSL_CERT_FILE): %w", u, err)
+	case errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &notTLS):
+		// A server answered, in something other than TLS: not an outage, the URL is wrong.
+		return fmt.Errorf("%s: the server there speaks plain HTTP, not TLS: serve the provider over https at that URL, or correct the URL: %w", u, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", u, ErrUnreachable, err)
@@ -342,9 +373,18 @@ func (c *keyCache) fetchKeys(ctx context.Context, jwksURI string) (*keySet, erro
 	if err := c.getJSON(ctx, jwksURI, &doc); err != nil {
 		return nil, err
 	}
-	s := &keySet{byKid: map[string][]signingKey{}, fetched: c.now()}
+	s := &keySet{byKid: map[string][]signingKey{}, short: map[string]int{}, fetched: c.now()}
+	old := c.set.Load()
 	for i, raw := range doc.Keys {
 		k, why := signingKeyOf(raw)
+		if rk, ok := k.jwk.Key.(*rsa.PublicKey); ok && why == "" && rk.N.BitLen() < minRSABits {
+			s.short[k.jwk.KeyID] = rk.N.BitLen()
+			if _, known := old.shortKey(k.jwk.KeyID); !known {
+				c.log.Warn(fmt.Sprintf("identity provider: key left out: an RSA key shorter than %d bits (RFC 7518 section 3.3); tokens it signs are refused", minRSABits),
+					slog.String("issuer", c.issuer), slog.String("kid", k.jwk.KeyID), slog.Int("bits", rk.N.BitLen()))
+			}
+			continue
+		}
 		if why != "" {
 			c.log.Debug("identity provider: key left out", slog.Int("index", i), slog.String("why", why))
 			continue
@@ -352,6 +392,15 @@ func (c *keyCache) fetchKeys(ctx context.Context, jwksURI string) (*keySet, erro
 		s.byKid[k.jwk.KeyID] = append(s.byKid[k.jwk.KeyID], k)
 	}
 	return s, nil
+}
+
+// shortKey reports whether the set left out a short RSA key under kid; s may be nil.
+func (s *keySet) shortKey(kid string) (int, bool) {
+	if s == nil {
+		return 0, false
+	}
+	bits, ok := s.short[kid]
+	return bits, ok
 }
 
 // signingKeyOf reads one key of a set, or says why it is no signing key of ours.

@@ -36,6 +36,11 @@ const Leeway = 30 * time.Second
 // otherwise: a key the provider removes stops being accepted within it.
 const DefaultKeysMaxAge = 2 * time.Minute
 
+// DefaultMaxLifetime is the longest lifetime a token may have unless Config.MaxLifetime says
+// otherwise: a token stays valid until its exp whatever happens at the provider, so a leaked one
+// must not stay valid for long.
+const DefaultMaxLifetime = 24 * time.Hour
+
 // Algorithms are the signature algorithms a token may use. None is symmetric: a shared secret
 // would let whoever checks tokens also make them; "none" signs nothing.
 var Algorithms = []jose.SignatureAlgorithm{
@@ -54,8 +59,16 @@ type Config struct {
 	UserClaim string
 	// UserKey says what the claim's value is: the user's id (the default) or external id.
 	UserKey domain.UserKey
-	// AllowJWTType also accepts tokens whose typ header is JWT, or absent, besides at+jwt.
+	// AllowJWTType also accepts tokens whose typ header is JWT, or absent, besides at+jwt. Such a
+	// token is still refused when it carries a claim only an ID token carries (idTokenClaim),
+	// unless AllowIDTokenClaims.
 	AllowJWTType bool
+	// AllowIDTokenClaims accepts tokens whose typ is not at+jwt even when they carry an ID token's
+	// claims: for providers whose access tokens are shaped as their ID tokens.
+	AllowIDTokenClaims bool
+	// MaxLifetime is the longest a token may be valid, from its iat to its exp, or from now when
+	// it has no iat (0: DefaultMaxLifetime).
+	MaxLifetime time.Duration
 	// KeysMaxAge is how long a fetched key set is trusted (0: DefaultKeysMaxAge).
 	KeysMaxAge time.Duration
 	// HTTPClient fetches the discovery document and the keys; nil uses the system's certificate
@@ -73,6 +86,8 @@ type Verifier struct {
 	userClaim        string
 	userKey          domain.UserKey
 	allowJWTType     bool
+	allowIDClaims    bool
+	maxLifetime      time.Duration
 	now              func() time.Time
 	keys             *keyCache
 	verified         *verifiedCache
@@ -98,6 +113,9 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.UserClaim == "" {
 		cfg.UserClaim = "sub"
 	}
+	if cfg.MaxLifetime <= 0 {
+		cfg.MaxLifetime = DefaultMaxLifetime
+	}
 	if cfg.KeysMaxAge <= 0 {
 		cfg.KeysMaxAge = DefaultKeysMaxAge
 	}
@@ -109,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		issuer: cfg.Issuer, audience: cfg.Audience, userClaim: cfg.UserClaim, userKey: cfg.UserKey,
-		allowJWTType: cfg.AllowJWTType, now: cfg.Now,
+		allowJWTType: cfg.AllowJWTType, allowIDClaims: cfg.AllowIDTokenClaims, maxLifetime: cfg.MaxLifetime, now: cfg.Now,
 		keys:     newKeyCache(cfg.Issuer, fetchClient(cfg.HTTPClient), cfg.KeysMaxAge, cfg.Now, cfg.Logger),
 		verified: newVerifiedCache(),
 	}
@@ -169,7 +187,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, er
 		return domain.UserRef{}, refuse("the token is not a JWT signed with an accepted algorithm (RS256, ES256, PS256, EdDSA and their longer forms)", err)
 	}
 	h := jws.Signatures[0].Header
-	if !v.acceptedType(h.ExtraHeaders[jose.HeaderType]) {
+	if _, ok := h.ExtraHeaders["crit"]; ok {
+		// RFC 7515 section 4.1.11: an extension the recipient must understand, and no profile of
+		// access tokens defines one.
+		return domain.UserRef{}, refuse(unsupportedCritical, nil)
+	}
+	accessTyped, accepted := v.acceptedType(h.ExtraHeaders[jose.HeaderType])
+	if !accepted {
 		return domain.UserRef{}, refuse("the token is not an access token (its typ header is not at+jwt)", nil)
 	}
 	if h.KeyID == "" {
@@ -180,12 +204,20 @@ func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, er
 		return domain.UserRef{}, err
 	}
 	payload, err := jws.Verify(key.jwk.Key)
+	if errors.Is(err, jose.ErrUnsupportedCriticalHeader) {
+		return domain.UserRef{}, refuse(unsupportedCritical, err)
+	}
 	if err != nil {
 		return domain.UserRef{}, refuse("the token's signature does not verify", err)
 	}
 	var claims jwt.Claims
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return domain.UserRef{}, refuse("the token's claims are not a JSON object of the registered types (RFC 7519)", err)
+	}
+	if !accessTyped && !v.allowIDClaims {
+		if name := idTokenClaim(payload); name != "" {
+			return domain.UserRef{}, refuse("the token is shaped as an ID token, not an access token (it is not typed at+jwt and carries "+name+")", nil)
+		}
 	}
 	if err := v.checkClaims(claims, now); err != nil {
 		return domain.UserRef{}, err
@@ -198,21 +230,46 @@ func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, er
 	return ref, nil
 }
 
+// unsupportedCritical is the refusal of a token with a crit header.
+const unsupportedCritical = "the token has an unsupported critical header (crit)"
+
 // acceptedType is RFC 9068's typ rule: at+jwt, with or without the application/ prefix, in any
-// letter case (RFC 7515 section 4.1.9). AllowJWTType also takes JWT and no typ at all.
-func (v *Verifier) acceptedType(header any) bool {
+// letter case (RFC 7515 section 4.1.9). AllowJWTType also takes JWT and no typ at all. typed says
+// the token is typed as an access token.
+func (v *Verifier) acceptedType(header any) (typed, accepted bool) {
 	typ, isString := header.(string)
 	if header != nil && !isString {
-		return false
+		return false, false
 	}
 	typ = strings.ToLower(strings.TrimPrefix(strings.ToLower(typ), "application/"))
 	switch {
 	case typ == "at+jwt":
-		return true
+		return true, true
 	case v.allowJWTType:
-		return header == nil || typ == "jwt"
+		return false, header == nil || typ == "jwt"
 	}
-	return false
+	return false, false
+}
+
+// idTokenClaim names a claim of payload that marks it as an OpenID Connect ID token, or is "":
+// nonce, at_hash and c_hash bind an ID token to the sign-in it ends (OpenID Connect Core 1.0
+// sections 2 and 3.3.2.11) and have no use in an access token; Keycloak types its ID tokens with a
+// typ claim of ID (its access tokens: Bearer).
+func idTokenClaim(payload []byte) string {
+	var c map[string]json.RawMessage
+	if json.Unmarshal(payload, &c) != nil {
+		return "" // read as a JSON object before
+	}
+	for _, name := range []string{"nonce", "at_hash", "c_hash"} {
+		if _, ok := c[name]; ok {
+			return name
+		}
+	}
+	var typ string
+	if json.Unmarshal(c["typ"], &typ) == nil && strings.EqualFold(typ, "ID") {
+		return "a typ claim of ID"
+	}
+	return ""
 }
 
 // checkClaims holds the registered claims to the configuration and the clock.
@@ -223,7 +280,7 @@ func (v *Verifier) checkClaims(c jwt.Claims, now time.Time) error {
 	err := c.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: now}, Leeway)
 	switch {
 	case err == nil:
-		return nil
+		return v.checkLifetime(c, now)
 	case errors.Is(err, jwt.ErrInvalidIssuer):
 		return refuse("the token's issuer is not the configured identity provider", fmt.Errorf("iss %q, configured %q: %w", c.Issuer, v.issuer, err))
 	case errors.Is(err, jwt.ErrInvalidAudience):
@@ -236,6 +293,20 @@ func (v *Verifier) checkClaims(c jwt.Claims, now time.Time) error {
 		return refuse("the token was issued in the future (iat claim)", err)
 	}
 	return refuse("the token's claims are not accepted", err)
+}
+
+// checkLifetime refuses a token valid for longer than the maximum: from its iat to its exp, or,
+// without iat, from now to its exp.
+func (v *Verifier) checkLifetime(c jwt.Claims, now time.Time) error {
+	from, what := now, "exp - now, the token having no iat"
+	if c.IssuedAt != nil {
+		from, what = c.IssuedAt.Time(), "exp - iat"
+	}
+	if lifetime := c.Expiry.Time().Sub(from); lifetime > v.maxLifetime {
+		return refuse("the token's lifetime is longer than this service accepts",
+			fmt.Errorf("%s is %s, the maximum %s", what, lifetime, v.maxLifetime))
+	}
+	return nil
 }
 
 // user reads the user claim. Its value is never shown to the caller nor logged: it may be a

@@ -9,7 +9,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +134,10 @@ func TestVerifyRefusals(t *testing.T) {
 		{"HS256 keyed with the public key", oauthtest.SignWith(t, jose.HS256, publicDER, base, oauthtest.Header{KeyID: "k1", Type: "at+jwt"}), "not a JWT signed with an accepted algorithm"},
 		{"typ JWT", token(func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Type = "JWT" }), "typ header is not at+jwt"},
 		{"no typ", token(func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Type = "" }), "typ header is not at+jwt"},
+		{"a critical header", token(func(_ *oauthtest.Claims, h *oauthtest.Header) {
+			h.Extra = map[string]any{"crit": []string{"urn:example:policy"}, "urn:example:policy": "strict"}
+		}), "unsupported critical header"},
+		{"an empty critical header", token(func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Extra = map[string]any{"crit": []string{}} }), "unsupported critical header"},
 		{"an ID token's typ", token(func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Type = "id_token+jwt" }), "typ header is not at+jwt"},
 		{"no kid", oauthtest.SignWith(t, jose.ES256, other, base, oauthtest.Header{Type: "at+jwt"}), "names no signing key"},
 		{"unknown kid", oauthtest.SignWith(t, jose.ES256, other, base, oauthtest.Header{KeyID: "k9", Type: "at+jwt"}), "not one the identity provider publishes"},
@@ -146,6 +153,13 @@ func TestVerifyRefusals(t *testing.T) {
 		{"no exp", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.Expiry = time.Time{} }), "no expiry"},
 		{"expired past the leeway", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.Expiry = now.Add(-oauth.Leeway - time.Second) }), "has expired"},
 		{"nbf past the leeway", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.NotBefore = now.Add(oauth.Leeway + time.Second) }), "not valid yet"},
+		{"valid for ten years", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.Expiry = now.AddDate(10, 0, 0) }), "lifetime is longer than"},
+		{"lifetime past the maximum", token(func(c *oauthtest.Claims, _ *oauthtest.Header) {
+			c.IssuedAt, c.Expiry = now.Add(-time.Hour), now.Add(oauth.DefaultMaxLifetime-time.Hour+time.Second)
+		}), "lifetime is longer than"},
+		{"no iat, exp past the maximum from now", token(func(c *oauthtest.Claims, _ *oauthtest.Header) {
+			c.IssuedAt, c.Expiry = time.Time{}, now.Add(oauth.DefaultMaxLifetime+time.Second)
+		}), "lifetime is longer than"},
 		{"iat past the leeway", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.IssuedAt = now.Add(oauth.Leeway + time.Second) }), "issued in the future"},
 		{"no sub", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.Subject = "" }), "has no sub claim"},
 		{"sub not a user id", token(func(c *oauthtest.Claims, _ *oauthtest.Header) { c.Subject = "alice@example.com" }), "not a user id of this service"},
@@ -171,6 +185,12 @@ func TestVerifyLeeway(t *testing.T) {
 			c.Audience = []string{"https://a.example", oauthtest.Audience}
 		},
 		"typ application/at+jwt": func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Type = "application/AT+JWT" },
+		"lifetime the maximum": func(c *oauthtest.Claims, _ *oauthtest.Header) {
+			c.IssuedAt, c.Expiry = now.Add(-time.Hour), now.Add(oauth.DefaultMaxLifetime-time.Hour)
+		},
+		"no iat, exp the maximum from now": func(c *oauthtest.Claims, _ *oauthtest.Header) {
+			c.IssuedAt, c.Expiry = time.Time{}, now.Add(oauth.DefaultMaxLifetime)
+		},
 	} {
 		if _, err := v.Verify(context.Background(), p.Token(t, user, now, change)); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -193,6 +213,52 @@ func TestTokenTypeJWTWhenAllowed(t *testing.T) {
 	tok := p.Token(t, user, c.Now(), func(_ *oauthtest.Claims, h *oauthtest.Header) { h.Type = "id_token+jwt" })
 	_, err := v.Verify(context.Background(), tok)
 	refusedWith(t, err, "typ header is not at+jwt")
+}
+
+// With typ JWT allowed, the claims that only an ID token carries tell it from an access token.
+func TestIDTokenShapeRefusedWhenTypJWTAllowed(t *testing.T) {
+	p := oauthtest.New(t)
+	c := newClock()
+	cfg := config(p, c)
+	cfg.AllowJWTType = true
+	v := newVerifier(t, cfg)
+	cfg.AllowIDTokenClaims = true
+	lenient := newVerifier(t, cfg)
+	idToken := map[string]any{"nonce": "n-0S6_WzA2Mj", "at_hash": "77QmUPtjPfzWtF2AnpK9RQ", "azp": "backoffice", "auth_time": c.Now().Unix()}
+	for _, tc := range []struct {
+		name     string
+		typ      string
+		extra    map[string]any
+		accepted bool
+		// lenient is what the verifier that allows ID token claims answers.
+		lenient bool
+	}{
+		{"an ID token", "JWT", idToken, false, true},
+		{"an ID token, no typ", "", idToken, false, true},
+		{"nonce", "JWT", map[string]any{"nonce": "n-0S6_WzA2Mj", "scope": "backoffice"}, false, true},
+		{"at_hash", "JWT", map[string]any{"at_hash": "77QmUPtjPfzWtF2AnpK9RQ", "client_id": "svc"}, false, true},
+		{"c_hash", "JWT", map[string]any{"c_hash": "LDktKdoQak3Pk0cnXxCltA"}, false, true},
+		{"Keycloak's ID token", "JWT", map[string]any{"typ": "ID", "azp": "backoffice", "auth_time": c.Now().Unix()}, false, true},
+		{"Keycloak's access token", "JWT", map[string]any{"typ": "Bearer", "azp": "svc", "scope": "profile email", "auth_time": c.Now().Unix()}, true, true},
+		{"Okta's access token", "", map[string]any{"cid": "0oa1", "scp": []string{"backoffice"}, "auth_time": c.Now().Unix()}, true, true},
+		{"Entra ID's access token", "JWT", map[string]any{"azp": "c0ffee", "scp": "Leads.Read", "ver": "2.0"}, true, true},
+		{"typed at+jwt, with a nonce", "at+jwt", map[string]any{"nonce": "n-0S6_WzA2Mj"}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := p.Token(t, user, c.Now(), func(c *oauthtest.Claims, h *oauthtest.Header) { h.Type, c.Extra = tc.typ, tc.extra })
+			_, err := v.Verify(context.Background(), tok)
+			if tc.accepted {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+			} else {
+				refusedWith(t, err, "shaped as an ID token")
+			}
+			if _, err := lenient.Verify(context.Background(), tok); (err == nil) != tc.lenient {
+				t.Errorf("with ID token claims allowed: %v", err)
+			}
+		})
+	}
 }
 
 func TestUserClaimAndExternalID(t *testing.T) {
@@ -355,6 +421,8 @@ func TestStart(t *testing.T) {
 		}
 	})
 	p := oauthtest.New(t)
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
 	p.Handle("GET /plain", http.RedirectHandler("http://"+strings.TrimPrefix(p.Issuer, "https://")+"/jwks", http.StatusFound))
 	for _, tc := range []struct {
 		name string
@@ -370,6 +438,8 @@ func TestStart(t *testing.T) {
 		{"no jwks_uri", nil, map[string]any{"issuer": p.Issuer}, "is not an https URL"},
 		{"http jwks_uri", nil, map[string]any{"issuer": p.Issuer, "jwks_uri": "http://" + strings.TrimPrefix(p.Issuer, "https://") + "/jwks"}, "is not an https URL"},
 		{"a redirect away from https", nil, map[string]any{"issuer": p.Issuer, "jwks_uri": p.Issuer + "/plain"}, "not https"},
+		{"plain HTTP at the https issuer", func(c *oauth.Config) { c.Issuer = "https://" + strings.TrimPrefix(plain.URL, "http://") }, nil, "speaks plain HTTP, not TLS"},
+		{"plain HTTP at the https jwks_uri", nil, map[string]any{"issuer": p.Issuer, "jwks_uri": "https://" + strings.TrimPrefix(plain.URL, "http://") + "/jwks"}, "speaks plain HTTP, not TLS"},
 		{"jwks_uri not found", nil, map[string]any{"issuer": p.Issuer, "jwks_uri": p.Issuer + "/missing"}, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,6 +484,45 @@ func TestKeySetFilters(t *testing.T) {
 		_, err := v.Verify(context.Background(), oauthtest.SignWith(t, jose.ES256, ec, claims, oauthtest.Header{KeyID: kid, Type: "at+jwt"}))
 		t.Run(kid, func(t *testing.T) { refusedWith(t, err, "not one the identity provider publishes") })
 	}
+}
+
+// An RSA key shorter than 2048 bits (RFC 7518 section 3.3) is left out of the key set, said so
+// in the log, and a token under it is refused for that reason.
+func TestShortRSAKeyRefused(t *testing.T) {
+	p := oauthtest.New(t)
+	p.AddRSAKey(t, "rsa1024", 1024)
+	p.AddRSAKey(t, "rsa2048", 2048)
+	c := newClock()
+	cfg := config(p, c)
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	v := newVerifier(t, cfg)
+	fetches := p.KeyFetches()
+	_, err := v.Verify(context.Background(), p.Token(t, user, c.Now(), func(_ *oauthtest.Claims, h *oauthtest.Header) { h.KeyID = "rsa1024" }))
+	refusedWith(t, err, "RSA key shorter than 2048 bits")
+	if got := p.KeyFetches(); got != fetches {
+		t.Errorf("a token under a refused key made the service fetch the keys again (%d fetches; want %d)", got, fetches)
+	}
+	if _, err := v.Verify(context.Background(), p.Token(t, user, c.Now(), func(_ *oauthtest.Claims, h *oauthtest.Header) { h.KeyID = "rsa2048" })); err != nil {
+		t.Fatalf("a 2048-bit key: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "rsa1024") || !strings.Contains(logs.String(), "bits=1024") {
+		t.Errorf("the short key is not in the log as a warning:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // Run keeps the keys fresh in the background: every half of their trusted time, so a request

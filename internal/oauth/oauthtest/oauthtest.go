@@ -113,6 +113,19 @@ func (p *Provider) AddKey(t testing.TB, kid string, alg jose.SignatureAlgorithm)
 	p.published = append(p.published, kid)
 }
 
+// AddRSAKey makes an RS256 key of bits under kid and publishes it: for keys too short to trust.
+func (p *Provider) AddRSAKey(t testing.TB, kid string, bits int) {
+	t.Helper()
+	priv, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keys[kid] = key{alg: jose.RS256, priv: priv}
+	p.published = append(p.published, kid)
+}
+
 // Unpublish removes kid from the key set; tokens can still be signed with it.
 func (p *Provider) Unpublish(kid string) {
 	p.mu.Lock()
@@ -201,10 +214,11 @@ type Claims struct {
 	Extra map[string]any
 }
 
-// Header are a token's header fields beyond alg: kid and typ ("" leaves one out).
+// Header are a token's header fields beyond alg: kid and typ ("" leaves one out), and any others.
 type Header struct {
 	KeyID string
 	Type  string
+	Extra map[string]any
 }
 
 // Token signs a token for subject, valid at now for an hour, with the provider's key k1 and typ
@@ -246,6 +260,9 @@ func SignWith(t testing.TB, alg jose.SignatureAlgorithm, signingKey any, c Claim
 	}
 	if h.KeyID != "" {
 		opts = opts.WithHeader(jose.HeaderKey("kid"), h.KeyID)
+	}
+	for k, v := range h.Extra {
+		opts = opts.WithHeader(jose.HeaderKey(k), v)
 	}
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: signingKey}, opts)
 	if err != nil {
