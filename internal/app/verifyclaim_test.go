@@ -75,14 +75,26 @@ func TestOfflineVerifyWithTheOldKeyAlone(t *testing.T) {
 // An export whose newest events no checkpoint covers yet: without the master key nothing proves
 // them, so verify cannot say the export is intact; --limit-to-keys claims the rest.
 func TestOfflineVerifyOfEventsNoCheckpointCovers(t *testing.T) {
-	c, _, a := offlineAudit(t) // a checkpoint of seq 3
+	c, url, a := offlineAudit(t) // a checkpoint of seq 3
 	c.mustRun("apikey", "create", "--user", string(testStaff))
 	c.mustRun("export", a.export)
-	out := wantVerify(t, a.auditor, ErrCannotCheck, "CANNOT CHECK: seq 4 of the export is covered by no checkpoint checked, and without the master key nothing else proves it", a.args...)
+	const first = "CANNOT CHECK: seq 4 of the export is covered by no checkpoint checked, and without the master key nothing else proves it"
+	out := wantVerify(t, a.auditor, ErrCannotCheck, first, a.args...)
 	wantLines(t, out, "proved: seq 1-3, by the digests of the checkpoints checked (links not checked: no master key)", "not proved: seq 4")
 	wantVerify(t, a.auditor, nil, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4 not proved", append(a.args, "--limit-to-keys")...)
 	signCheckpoint(t, c, a.file)
 	wantVerify(t, a.auditor, nil, "intact: 4 events", a.args...)
+
+	// An event altered where no checkpoint covers it yet is not called intact either.
+	c.mustRun("apikey", "create", "--user", string(testStaff))
+	c.mustRun("export", a.export)
+	exported := readFile(t, a.export)
+	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 5`)
+	c.mustRun("export", a.export)
+	if readFile(t, a.export) == exported {
+		t.Fatal("the change did not reach the export")
+	}
+	wantVerify(t, a.auditor, ErrCannotCheck, "CANNOT CHECK: seq 5 of the export is covered by no checkpoint checked", a.args...)
 }
 
 // forgeCheckpoint appends to file a line claiming seq, under a key id nobody holds, that names
