@@ -166,7 +166,7 @@ func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKey
 	}
 	for _, s := range keyStates(ring, counts) {
 		if s.state == stateMissing {
-			need(s.id, fmt.Sprintf("%d SSNs", s.values))
+			need(s.id, fmt.Sprintf("%d %s", s.values, plural(s.values != 1, "SSNs", "SSN")))
 		}
 	}
 	for _, l := range trailKeysLacked(ring, uses, anchors) {

@@ -100,7 +100,7 @@ func TestARingThatCannotContinueTheTrailDoesNotStart(t *testing.T) {
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k1", "k2")
 			c.importFile(ds) // one SSN under k1 again
 			c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
-			if logs, err := startServe(t, c); err == nil || !strings.Contains(err.Error(), "k1 (1 SSNs") {
+			if logs, err := startServe(t, c); err == nil || !strings.Contains(err.Error(), "k1 (1 SSN)") {
 				t.Fatalf("serve without the key of an SSN: %v\n%s", err, logs)
 			}
 
