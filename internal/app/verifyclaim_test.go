@@ -40,6 +40,8 @@ func TestOfflineVerifyWithTheOldKeyAlone(t *testing.T) {
 	signCheckpoint(t, c, file) // seq 5, under k2
 	c.mustRun("apikey", "create", "--user", string(testStaff))
 	signCheckpoint(t, c, file) // seq 6, under k2
+	replica := filepath.Join(t.TempDir(), "replica.jsonl")
+	signCheckpoint(t, c, replica) // a replica started after the rotation: seq 6, under k2 alone
 	auditor := &cli{t: t, vars: map[string]string{}}
 	old := []string{"--export", export, "--checkpoints", file, "--public-key", oldKey}
 	both := append(old[:len(old):len(old)], "--public-key", newKey)
@@ -54,6 +56,11 @@ func TestOfflineVerifyWithTheOldKeyAlone(t *testing.T) {
 	if strings.Contains(out, "hash:") {
 		t.Errorf("a limited claim prints the head of events it did not prove:\n%s", out)
 	}
+	// A file none of whose checkpoints is under a key given: cannot check it, unless the claim
+	// is limited; then its checkpoints are among those not checked.
+	wantVerify(t, auditor, ErrCannotCheck, "is signed under a key given", append(old[:len(old):len(old)], "--checkpoints", replica)...)
+	out = wantVerify(t, auditor, nil, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4-6 not proved", append(limited[:len(limited):len(limited)], "--checkpoints", replica)...)
+	wantLines(t, out, "not proved: seq 4-6")
 
 	// Altered where only a checkpoint under the new key covers it.
 	sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 5`)
@@ -119,7 +126,7 @@ func TestVerifyWithAForgedCheckpointLine(t *testing.T) {
 	forgeCheckpoint(t, a.file, 50)
 	const first = "CANNOT CHECK: checkpoints signed under a key not given (kX) were not checked: "
 	out := wantVerify(t, c, ErrCannotCheck, first+a.file+" line 2 (seq 50)", "--checkpoints", a.file)
-	wantLines(t, out, "proved: seq 1-3, by every link under the ring and the checkpoints checked", "not proved: seq 4-50, which checkpoints not checked claim the trail held")
+	wantLines(t, out, "proved: seq 1-3, by the links and anchors the ring checks, and the checkpoints checked", "not proved: seq 4-50, which checkpoints not checked claim the trail held")
 	out = wantVerify(t, c, nil, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4-50 not proved", "--checkpoints", a.file, "--limit-to-keys")
 	wantLines(t, out, "not proved: seq 4-50, which checkpoints not checked claim the trail held")
 	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = a.file
