@@ -88,6 +88,10 @@ func TestARingThatCannotContinueTheTrailDoesNotStart(t *testing.T) {
 			if _, _, err := c.run("keys", "rewrap"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 				t.Errorf("keys rewrap with another ring: %v; want it refused", err)
 			}
+			// keys status says the same, and exits 1 on it: one rule.
+			if status, _, err := c.run("keys", "status"); err == nil || !strings.Contains(status, "k1 MISSING") && !strings.Contains(squash(status), "k1 MISSING 2") {
+				t.Errorf("keys status with another ring: %v\n%s", err, status)
+			}
 			if after := exported(t, url, "k1"); after != before {
 				t.Errorf("a refused start changed the database")
 			}
