@@ -153,8 +153,8 @@ func trailKeysLacked(ring *secrets.Ring, uses []store.AuditKeyUse, anchors []sto
 // every key sealing stored SSNs, every key of the trail's links that no anchor under a key of the
 // ring covers (the key of the trail's head among them: nothing after the head covers it, and a
 // new link follows it), and the key of the genesis's seal. It returns the key ids missing, each
-// with what needs it ("k1 (2 SSNs, audit links seq 1 to 40 with the trail's head)"). keys status
-// prints the same findings and exits 1 on them; serve, import and keys rewrap refuse to start.
+// followed by what needs it. keys status prints the same findings and exits 1 on them; serve and
+// import refuse to start on them, keys rewrap on the SSNs' keys (checkRingHolds).
 func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKeyUse, anchors []store.AuditAnchor, genesisKey string) []string {
 	var ids []string
 	needs := map[string][]string{}
