@@ -144,3 +144,20 @@ func TestVerifyWithAForgedCheckpointLine(t *testing.T) {
 	}
 	wantVerify(t, c, nil, torn+" line 2 is torn", "--checkpoints", torn)
 }
+
+// With the ring, after a rotation whose old key left the ring before serve signed under the new
+// one: the links are proved (the anchor covers the old ones), the file's only checkpoint, under
+// the old key, is not checked; verify says so rather than intact, and --limit-to-keys claims the
+// events, naming the checkpoint it did not check.
+func TestVerifyWithTheRingWhenTheCheckpointsAreUnderAKeyItLacks(t *testing.T) {
+	c, _ := auditCLI(t, "sqlite") // seq 1-3 under k1
+	file := filepath.Join(t.TempDir(), "checkpoints.jsonl")
+	signCheckpoint(t, c, file) // seq 3, under k1
+	c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+	c.mustRun("keys", "rewrap") // seq 4-6, the anchor of seq 1-3 under k2
+	c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+	wantVerify(t, c, ErrCannotCheck, "is signed under a key given (they name key k1)", "--checkpoints", file)
+	out := wantVerify(t, c, nil, "intact up to seq 6, as far as the keys given prove (--limit-to-keys): the checkpoints not checked are not proved", "--checkpoints", file, "--limit-to-keys")
+	wantLines(t, out, "proved: seq 1-6, by the links and anchors the ring checks, and the checkpoints checked",
+		"not proved: that the trail is what the checkpoints not checked signed (seq 3)")
+}
