@@ -65,7 +65,8 @@ var commandDocs = []commandDoc{
 		example: "backoffice keys status --demo"},
 	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
 		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500), or when the audit\n" +
-			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).",
+			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).\n" +
+			"serve and import do not start with such a ring: they refuse, naming the key ids, before writing anything.",
 		example: "backoffice keys status --demo"},
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
 		details: "Safe while serving and resumable: each batch is one transaction. It first verifies the whole audit trail (as\n" +
