@@ -152,6 +152,10 @@ type verifyFlags struct {
 	checkpoints []string
 	publicKeys  []string
 	export      string
+	// limit limits the claim to what the keys given prove (--limit-to-keys): checkpoints under
+	// other keys, and the events only they would prove, are named as not proved instead of
+	// making the answer "cannot check".
+	limit bool
 }
 
 // listFlag is a flag.Value that may be given many times.
@@ -176,6 +180,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	fs.Var(listFlag{&f.checkpoints}, "checkpoints", "a checkpoints `FILE` serve wrote (BACKOFFICE_AUDIT_CHECKPOINTS); give one per replica")
 	fs.Var(listFlag{&f.publicKeys}, "public-key", "a checkpoint public `KEY` as audit public-key prints it (KEYID:BASE64); may be repeated")
 	fs.StringVar(&f.export, "export", "", "check this export `FILE` against the checkpoints, with no database and no master key")
+	fs.BoolVar(&f.limit, "limit-to-keys", false, "claim only what the keys given prove: checkpoints under other keys, and events no checkpoint checked covers, are named as not proved (exit 0 covers the seqs it names)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -212,7 +217,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if cfg.AuditCheckpoints != "" && !slices.Contains(files, cfg.AuditCheckpoints) {
 		files = append([]string{cfg.AuditCheckpoints}, files...)
 	}
-	more, notes, err := checkpointExpects(files, keys)
+	more, notes, unvouched, err := checkpointExpects(files, keys, f.limit)
 	if err != nil {
 		return reportUncheckable(env, err)
 	}
@@ -225,7 +230,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
 	}
-	return reportChain(env, rep, notes, len(files))
+	return reportChain(env, rep, notes, len(files), claim{unvouched: unvouched, limit: f.limit})
 }
 
 // headExpect reads --head: a link is 64 hex digits, and anything else is a usage error (a short
@@ -255,24 +260,47 @@ func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
 }
 
 // checkpointExpects reads the checkpoints files and turns the checkpoints each vouches for into
-// what the chain must hold; notes say what was left out. A file missing or not holding together
-// is an ErrCannotCheck.
-func checkpointExpects(files []string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, notes []string, err error) {
+// what the chain must hold; unvouched are the checkpoints after the last one a key given vouches
+// for in each file, which nothing checked; notes say what else was left out (torn lines). A file
+// missing or not holding together is an ErrCannotCheck, and so is a file none of whose
+// checkpoints is signed under a key given, unless limit: then they are all unvouched.
+func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit bool) (expects []store.ChainExpect, notes []string, unvouched []checkpoint.Entry, err error) {
 	for _, file := range files {
-		more, read, unvouched, err := fileExpects(file, keys)
+		more, read, left, err := fileExpects(file, keys)
+		if err != nil && limit && len(read.Entries) > 0 && !signedUnderAny(read.Entries, keys) && chained(read.Entries) {
+			more, left, err = nil, read.Entries, nil
+		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(read.Entries) == 0 {
 			notes = append(notes, file+" holds no checkpoint yet")
 		}
 		notes = append(notes, tornNotes(read)...)
-		if len(unvouched) > 0 {
-			notes = append(notes, unvouchedNote(file, unvouched))
-		}
+		unvouched = append(unvouched, left...)
 		expects = append(expects, more...)
 	}
-	return expects, notes, nil
+	return expects, notes, unvouched, nil
+}
+
+// chained tells whether each of entries names the one before it.
+func chained(entries []checkpoint.Entry) bool {
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Prev != entries[i-1].ID() {
+			return false
+		}
+	}
+	return true
+}
+
+// signedUnderAny tells whether one of entries names a key of keys.
+func signedUnderAny(entries []checkpoint.Entry, keys map[string]ed25519.PublicKey) bool {
+	for _, e := range entries {
+		if _, ok := keys[e.KeyID]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // fileExpects reads one checkpoints file: what the checkpoints it vouches for say the chain
@@ -335,7 +363,7 @@ func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
 // the digests prove every event up to each checkpoint; the links cannot be checked without the
 // master key.
 func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, expects []store.ChainExpect) error {
-	more, notes, err := checkpointExpects(f.checkpoints, keys)
+	more, notes, unvouched, err := checkpointExpects(f.checkpoints, keys, f.limit)
 	if err != nil {
 		return reportUncheckable(env, err)
 	}
@@ -349,9 +377,9 @@ func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, exp
 	}
 	if rep.Break == nil && rep.Matched == 0 {
 		// Without the master key only checkpoints prove anything.
-		return reportUncheckable(env, fmt.Errorf("%w: no checkpoint covers the export (the files hold none)", ErrCannotCheck))
+		return reportUncheckable(env, fmt.Errorf("%w: no checkpoint covers the export (the files hold none signed under a key given)", ErrCannotCheck))
 	}
-	return reportChain(env, rep, notes, len(f.checkpoints))
+	return reportChain(env, rep, notes, len(f.checkpoints), claim{unvouched: unvouched, limit: f.limit})
 }
 
 // walkExport walks the export's audit events as they stream from the file, one in memory at a
@@ -411,8 +439,111 @@ func reportUncheckable(env Env, err error) error {
 	return err
 }
 
-// reportChain prints a walk's outcome and returns the error that gives its exit status.
-func reportChain(env Env, rep store.ChainReport, notes []string, files int) error {
+// claim is what a verify was given beyond the walk: the checkpoints nothing it holds could check
+// (signed under keys not given, after the last one a key given vouches for), and whether the
+// auditor limited the claim to what the keys given prove (--limit-to-keys).
+type claim struct {
+	unvouched []checkpoint.Entry
+	limit     bool
+}
+
+// proof is what a walk that neither broke nor stopped proved, and what it was given and did not
+// prove: the events up to seq proved (every event, with the ring; up to the newest checkpoint
+// checked, without it), the seq the trail given ends at, and the newest seq a checkpoint not
+// checked claims.
+type proof struct {
+	proved, events, claimed int64
+	links                   bool
+	unvouched               []checkpoint.Entry
+}
+
+func proofOf(rep store.ChainReport, c claim) proof {
+	p := proof{proved: rep.Events, events: rep.Events, claimed: rep.Events, links: rep.LinksUnchecked == 0, unvouched: c.unvouched}
+	if !p.links {
+		p.proved = min(rep.Covered, rep.Events)
+	}
+	for _, e := range c.unvouched {
+		p.claimed = max(p.claimed, e.Seq)
+	}
+	return p
+}
+
+// whole tells whether everything given was checked: every checkpoint, and every event.
+func (p proof) whole() bool { return len(p.unvouched) == 0 && p.proved >= p.claimed }
+
+// why is the first line's reason when not whole.
+func (p proof) why() string {
+	if len(p.unvouched) == 0 {
+		return fmt.Sprintf("%s of the export %s covered by no checkpoint checked, and without the master key nothing else proves %s",
+			seqRange(p.proved+1, p.events), plural(p.events > p.proved+1, "are", "is"), plural(p.events > p.proved+1, "them", "it"))
+	}
+	var ids, where []string
+	for _, e := range p.unvouched {
+		if !slices.Contains(ids, e.KeyID) {
+			ids = append(ids, e.KeyID)
+		}
+	}
+	// The checkpoints not checked are each file's last ones: one run of lines per file.
+	for i, j := 0, 0; i < len(p.unvouched); i = j {
+		for j = i + 1; j < len(p.unvouched) && p.unvouched[j].File == p.unvouched[i].File; j++ {
+		}
+		first, last := p.unvouched[i], p.unvouched[j-1]
+		lines := fmt.Sprintf("lines %d-%d", first.Line, last.Line)
+		if i == j-1 {
+			lines = fmt.Sprintf("line %d", first.Line)
+		}
+		where = append(where, fmt.Sprintf("%s %s (%s)", first.File, lines, seqRange(first.Seq, last.Seq)))
+	}
+	return fmt.Sprintf("checkpoints signed under a key not given (%s) were not checked: %s", strings.Join(ids, ", "), strings.Join(where, ", "))
+}
+
+// lines are the answer's lines that say what was proved and what was not.
+func (p proof) lines() []string {
+	how := "by the links and anchors the ring checks, and the checkpoints checked"
+	if !p.links {
+		how = "by the digests of the checkpoints checked (links not checked: no master key)"
+	}
+	proved := "proved: nothing"
+	if p.proved > 0 {
+		proved = fmt.Sprintf("proved: %s, %s", seqRange(1, p.proved), how)
+	}
+	var not string
+	switch {
+	case p.proved >= p.claimed:
+		var seqs []int64
+		for _, e := range p.unvouched {
+			seqs = append(seqs, e.Seq)
+		}
+		not = fmt.Sprintf("not proved: that the trail is what the checkpoints not checked signed (%s)", seqRange(slices.Min(seqs), slices.Max(seqs)))
+	case p.proved >= p.events:
+		not = fmt.Sprintf("not proved: %s, which checkpoints not checked claim the trail held", seqRange(p.proved+1, p.claimed))
+	case p.claimed > p.events:
+		not = fmt.Sprintf("not proved: %s (the trail given ends at seq %d)", seqRange(p.proved+1, p.claimed), p.events)
+	default:
+		not = "not proved: " + seqRange(p.proved+1, p.claimed)
+	}
+	return []string{proved, not}
+}
+
+// seqRange is "seq A-B", or "seq A" when they are one.
+func seqRange(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("seq %d", from)
+	}
+	return fmt.Sprintf("seq %d-%d", from, to)
+}
+
+func plural(many bool, more, one string) string {
+	if many {
+		return more
+	}
+	return one
+}
+
+// reportChain prints a walk's outcome and returns the error that gives its exit status: intact
+// only when every checkpoint and every event given was checked, or, with a limited claim, for the
+// seqs it names.
+func reportChain(env Env, rep store.ChainReport, notes []string, files int, c claim) error {
 	if rep.Break != nil {
 		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", rep.Break.Error())
 		return fmt.Errorf("%w: %s", errAuditChainBroken, rep.Break.Where())
@@ -420,17 +551,32 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int) erro
 	if rep.Unchecked != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %s", ErrCannotCheck, strings.TrimPrefix(rep.Unchecked.Error(), "cannot check the audit chain: ")))
 	}
-	fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
-	if rep.Legacy > 0 {
-		fmt.Fprintf(env.Stdout, " (the first %d from before the chain, unlinked)", rep.Legacy)
-	}
-	fmt.Fprintln(env.Stdout)
-	if rep.LinksUnchecked > 0 {
-		fmt.Fprintf(env.Stdout, "links: not checked (no master key); the checkpoints' digests prove events 1 to %d", rep.Covered)
-		if after := rep.Events - rep.Covered; after > 0 {
-			fmt.Fprintf(env.Stdout, "; the %d after them are covered by no checkpoint yet", after)
+	p := proofOf(rep, c)
+	var uncheckable error
+	switch {
+	case p.whole():
+		fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
+		if rep.Legacy > 0 {
+			fmt.Fprintf(env.Stdout, " (the first %d from before the chain, unlinked)", rep.Legacy)
 		}
 		fmt.Fprintln(env.Stdout)
+	case c.limit:
+		fmt.Fprintf(env.Stdout, "intact up to seq %d, as far as the keys given prove (--limit-to-keys): ", p.proved)
+		if p.proved < p.claimed {
+			fmt.Fprintf(env.Stdout, "%s not proved\n", seqRange(p.proved+1, p.claimed))
+		} else {
+			fmt.Fprintln(env.Stdout, "the checkpoints not checked are not proved")
+		}
+	default:
+		uncheckable = fmt.Errorf("%w: %s", ErrCannotCheck, p.why())
+		reportUncheckable(env, uncheckable)
+	}
+	if !p.whole() {
+		for _, l := range p.lines() {
+			fmt.Fprintln(env.Stdout, l)
+		}
+	} else if rep.LinksUnchecked > 0 {
+		fmt.Fprintf(env.Stdout, "links: not checked (no master key); the checkpoints' digests prove events 1 to %d\n", rep.Covered)
 	}
 	fmt.Fprintf(env.Stdout, "checkpoints: %d matched, from %d files\n", rep.Matched, files)
 	for _, n := range append(notes, rep.Notes...) {
@@ -439,7 +585,11 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int) erro
 	if files == 0 {
 		fmt.Fprintln(env.Stdout, "note: no checkpoints given: a tail cut off the trail cannot be caught (set BACKOFFICE_AUDIT_CHECKPOINTS)")
 	}
-	if rep.Events > 0 {
+	if uncheckable != nil {
+		fmt.Fprintln(env.Stdout, "note: to claim only what the keys given prove, verify again with --limit-to-keys")
+		return uncheckable
+	}
+	if rep.Events > 0 && p.proved >= rep.Events {
 		fmt.Fprintf(env.Stdout, "head: seq %d event %s at %s\n", rep.Head.Seq, rep.Head.ID, rep.Head.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
 		fmt.Fprintf(env.Stdout, "hash: %s\n", orDash(rep.Head.Hash))
 		fmt.Fprintf(env.Stdout, "digest: %s\n", hex.EncodeToString(rep.Digest))

@@ -654,6 +654,10 @@ func TestVerifyAnswersAreListed(t *testing.T) {
 		{1, "BROKEN: audit chain broken in seq 2-3: an event in seq 2-3 differs from what the checkpoint of 2026-11-23T12:00:00Z (f line 1) signed", true},
 		{3, `CANNOT CHECK: cannot check the audit chain from seq 1 to 5: the links are made under key "k0", which the ring does not hold, and …`, true},
 		{0, "intact: 3 events", true},
+		{0, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4-50 not proved", true},
+		{3, "CANNOT CHECK: checkpoints signed under a key not given (k2) were not checked: f lines 2-3 (seq 5-6)", true},
+		{3, "CANNOT CHECK: seq 4-6 of the export are covered by no checkpoint checked, and without the master key nothing else proves them", true},
+		{0, "intact up to seq 3: seq 4-50 not proved", false},
 		{1, "BROKEN: audit chain broken at seq 4: something no one wrote down", false},
 		{3, "BROKEN: audit chain broken at seq 4 (event x): its link does not match: the event was altered, inserted, or follows an altered one", false},
 	} {

@@ -65,7 +65,8 @@ var commandDocs = []commandDoc{
 		example: "backoffice keys status --demo"},
 	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
 		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500), or when the audit\n" +
-			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).",
+			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).\n" +
+			"serve and import do not start with such a ring: they refuse, naming the key ids, before writing anything.",
 		example: "backoffice keys status --demo"},
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
 		details: "Safe while serving and resumable: each batch is one transaction. It first verifies the whole audit trail (as\n" +
@@ -77,12 +78,15 @@ var commandDocs = []commandDoc{
 		summary: "list audit events, newest first",
 		details: "The filters of GET /v1/audit-events, with the same rules. --format json writes one event per line.",
 		example: "backoffice audit list --demo --action principal.decrypt --outcome granted --format json"},
-	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
+	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [--limit-to-keys] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
 		details: "Checks every link from the chain's genesis, and the chain against the checkpoints serve signed\n" +
 			"(BACKOFFICE_AUDIT_CHECKPOINTS and each --checkpoints file, one per replica), which catch a cut-off tail.\n" +
-			"Exits 0 when intact, 1 naming the first bad event (or the range a digest shows), 3 when it cannot check\n" +
-			"(a key or checkpoint missing), 2 on a usage error. With --export it checks an export against the\n" +
-			"checkpoints with public keys only: no master key, no database. See docs/compliance.md.",
+			"Exits 0 when it checked every event and checkpoint given and they hold, 1 naming the first bad event (or the\n" +
+			"range a digest shows), 3 when it cannot check (a key or checkpoint missing, checkpoints under a key not\n" +
+			"given, export events no checkpoint checked covers: it names the seqs proved and not proved), 2 on a usage\n" +
+			"error. --limit-to-keys claims only what the keys given prove: exit 0 then covers the seqs its first line\n" +
+			"names. With --export it checks an export against the checkpoints with public keys only: no master key,\n" +
+			"no database. See docs/compliance.md.",
 		example: "backoffice audit verify --demo\nbackoffice audit verify --export export.json --checkpoints checkpoints.jsonl --public-key k…:…"},
 	{name: "audit public-key", synopsis: "[--key-id ID] [flags]", summary: "print the public key that checks the audit checkpoints",
 		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.",

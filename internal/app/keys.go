@@ -116,23 +116,113 @@ func (n keyNeeds) reasons(id string) []string {
 	return out
 }
 
-// printTrailKeys names every key id the audit trail mentions that the ring lacks: for links an
-// anchor under a key of the ring covers, that they need it no more; for any other, and for a
-// genesis sealed under such a key, a warning, and an error for keys status's exit status. It does
-// not verify (audit verify does): a key id no ring of the operator's ever held was written by hand.
-func printTrailKeys(w io.Writer, ring *secrets.Ring, n keyNeeds) error {
+// lackedLinks is a key id the audit trail's links name that a ring lacks: by is the anchor under a
+// key of the ring that covers its links (zero when none does), head whether the trail's newest
+// link is one of them.
+type lackedLinks struct {
+	use  store.AuditKeyUse
+	by   store.AuditAnchor
+	head bool
+}
+
+// trailKeysLacked lists the key ids of the trail's links that the ring lacks, each with the anchor
+// under a key of the ring that covers its links, if one does.
+func trailKeysLacked(ring *secrets.Ring, uses []store.AuditKeyUse, anchors []store.AuditAnchor) []lackedLinks {
 	held := ring.KeyIDs()
-	var missing []string
-	for _, u := range n.trail {
+	var newest int64
+	for _, u := range uses {
+		newest = max(newest, u.Last)
+	}
+	var out []lackedLinks
+	for _, u := range uses {
 		if slices.Contains(held, u.KeyID) {
 			continue
 		}
-		var by store.AuditAnchor
-		for _, a := range n.anchors {
-			if slices.Contains(held, a.KeyID) && a.Seq > u.Last && a.Covers >= u.Last && a.Covers > by.Covers {
-				by = a
+		l := lackedLinks{use: u, head: u.Last == newest}
+		for _, a := range anchors {
+			if slices.Contains(held, a.KeyID) && a.Seq > u.Last && a.Covers >= u.Last && a.Covers > l.by.Covers {
+				l.by = a
 			}
 		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// ringGaps is the one rule of what a ring must hold to open the data and continue the audit trail:
+// every key sealing stored SSNs, every key of the trail's links that no anchor under a key of the
+// ring covers (the key of the trail's head among them: nothing after the head covers it, and a
+// new link follows it), and the key of the genesis's seal. It returns the key ids missing, each
+// followed by what needs it. keys status prints the same findings and exits 1 on them; serve and
+// import refuse to start on them, keys rewrap on the SSNs' keys (checkRingHolds).
+func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKeyUse, anchors []store.AuditAnchor, genesisKey string) []string {
+	var ids []string
+	needs := map[string][]string{}
+	need := func(id, what string) {
+		if needs[id] == nil {
+			ids = append(ids, id)
+		}
+		needs[id] = append(needs[id], what)
+	}
+	for _, s := range keyStates(ring, counts) {
+		if s.state == stateMissing {
+			need(s.id, fmt.Sprintf("%d %s", s.values, plural(s.values != 1, "SSNs", "SSN")))
+		}
+	}
+	for _, l := range trailKeysLacked(ring, uses, anchors) {
+		if l.by.Seq > 0 {
+			continue
+		}
+		what := fmt.Sprintf("audit links seq %d to %d", l.use.First, l.use.Last)
+		if l.head {
+			what += " with the trail's head"
+		}
+		need(l.use.KeyID, what)
+	}
+	if genesisKey != "" && !slices.Contains(ring.KeyIDs(), genesisKey) {
+		need(genesisKey, "the genesis's seal")
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("%s (%s)", id, strings.Join(needs[id], ", "))
+	}
+	return out
+}
+
+// checkRingHolds refuses, before anything is written, a ring that lacks a key the data needs
+// (ringGaps): what starts with it would seal or link under keys the right ring cannot check, or
+// answer 500 for the SSNs it cannot open. Without trail, only the SSNs' keys are checked.
+func checkRingHolds(ctx context.Context, st *store.Store, ring *secrets.Ring, trail bool) error {
+	counts, err := st.SSNKeyCounts(ctx)
+	if err != nil {
+		return err
+	}
+	var uses []store.AuditKeyUse
+	var anchors []store.AuditAnchor
+	var genesisKey string
+	if trail {
+		if uses, anchors, genesisKey, err = st.AuditKeyUses(ctx); err != nil {
+			return err
+		}
+	}
+	gaps := ringGaps(ring, counts, uses, anchors, genesisKey)
+	if len(gaps) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the master key ring lacks keys the data needs: %s; add them to BACKOFFICE_MASTER_KEYS under the same ids (`backoffice keys status` says what needs each); if you never had such a key, the data was altered: run `backoffice audit verify` with your ring",
+		strings.Join(gaps, "; "))
+}
+
+// printTrailKeys names every key id the audit trail mentions that the ring lacks: for links an
+// anchor under a key of the ring covers, that they need it no more; for any other, and for a
+// genesis sealed under such a key, a warning, and an error for keys status's exit status (the
+// findings of ringGaps). It does not verify (audit verify does): a key id no ring of the
+// operator's ever held was written by hand.
+func printTrailKeys(w io.Writer, ring *secrets.Ring, n keyNeeds) error {
+	held := ring.KeyIDs()
+	var missing []string
+	for _, l := range trailKeysLacked(ring, n.trail, n.anchors) {
+		u, by := l.use, l.by
 		if by.Seq > 0 {
 			fmt.Fprintf(w, "Key %s is not in the ring: its %d audit links (seq %d to %d) are covered by the anchor at seq %d, under key %s; the audit proof does not need it.\n", u.KeyID, u.Links, u.First, u.Last, by.Seq, by.KeyID)
 			continue
@@ -256,6 +346,12 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	v, notes, err := verifyBeforeAnchor(ctx, cfg, st, ring)
 	if err != nil {
 		return err
+	}
+	// The walk just made proves the trail's keys (a link under a key the ring lacks is believed
+	// only where an anchor or a checkpoint under a key it holds covers it); the SSNs' keys it
+	// does not see.
+	if err := checkRingHolds(ctx, st, ring, false); err != nil {
+		return fmt.Errorf("keys rewrap refused, nothing was changed: %w", err)
 	}
 	for _, n := range notes {
 		fmt.Fprintln(env.Stderr, "rewrap: checkpoints:", n)
@@ -407,19 +503,15 @@ func rewrapSummary(ring *secrets.Ring, t rewrapTotals, counts []store.KeyCount) 
 	return s
 }
 
-// checkKeyCoverage logs, at start-up, SSNs the ring cannot open (their decrypt answers 500) and
-// SSNs still under an old key (a rotation not yet finished), so neither goes unnoticed.
+// checkKeyCoverage logs, at start-up, SSNs still under an old key (a rotation not yet finished),
+// so that it does not go unnoticed. A key the ring lacks stopped the start before (checkRingHolds).
 func checkKeyCoverage(ctx context.Context, st *store.Store, ring *secrets.Ring, log *slog.Logger) error {
 	counts, err := st.SSNKeyCounts(ctx)
 	if err != nil {
 		return err
 	}
 	for _, s := range keyStates(ring, counts) {
-		switch {
-		case s.state == stateMissing:
-			log.Error("SSNs are sealed under a key missing from the ring; their decrypt answers 500 until it is added back",
-				slog.String("key_id", s.id), slog.Int64("values", s.values))
-		case s.state == "in ring" && s.values > 0:
+		if s.state == "in ring" && s.values > 0 {
 			log.Info("SSNs still use an old key; run `backoffice keys rewrap`", slog.String("key_id", s.id), slog.Int64("values", s.values))
 		}
 	}

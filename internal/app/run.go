@@ -204,10 +204,29 @@ func openStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Stor
 	return openMigrated(ctx, cfg, ring, store.MustExist())
 }
 
-// createStore is openStore for the commands that make a database when there is none: serve and
-// import.
+// createStore is openStore for the commands that make a database when there is none and append
+// to the audit trail under the ring's active key: serve and import (see openContinuing).
 func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Store, error) {
-	return openMigrated(ctx, cfg, ring)
+	st, _, err := openContinuing(ctx, cfg, ring, "import")
+	return st, err
+}
+
+// openContinuing is openSealed for serve and import, which seal SSNs or link audit events under
+// the ring: it refuses a ring that lacks a key the data needs (checkRingHolds) before it writes
+// anything. On a database whose schema is current the check comes before the migrations (then
+// none to apply) and the genesis's sealing; a database with migrations to apply is migrated
+// first, as the check reads the schema they make.
+func openContinuing(ctx context.Context, cfg Config, ring *secrets.Ring, what string) (*store.Store, store.GenesisOpening, error) {
+	return openChecked(ctx, cfg, ring, func(st *store.Store, migrated bool) error {
+		err := checkRingHolds(ctx, st, ring, true)
+		switch {
+		case err != nil && migrated:
+			return fmt.Errorf("%s refused (it applied the schema's migrations, and wrote nothing else): %w", what, err)
+		case err != nil:
+			return fmt.Errorf("%s refused, nothing was written: %w", what, err)
+		}
+		return nil
+	})
 }
 
 // openMigrated opens and migrates the store. ring, when not nil, is what the store links audit
@@ -223,7 +242,12 @@ func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...s
 // configured checkpoints, proves where the chain begins; on trust only while no checkpoint
 // exists. serve logs what it did.
 func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, store.GenesisOpening, error) {
-	st, err := openUnsealed(ctx, cfg, ring, opts...)
+	return openChecked(ctx, cfg, ring, nil, opts...)
+}
+
+// openChecked is openSealed, with check (when not nil) run on the store before it writes.
+func openChecked(ctx context.Context, cfg Config, ring *secrets.Ring, check func(st *store.Store, migrated bool) error, opts ...store.Option) (*store.Store, store.GenesisOpening, error) {
+	st, err := openUnsealed(ctx, cfg, ring, check, opts...)
 	if err != nil || ring == nil {
 		return st, store.GenesisOpening{}, err
 	}
@@ -286,7 +310,7 @@ func lastCheckpoint(cfg Config) (last checkpoint.Entry, ok bool, err error) {
 	return file.Entries[len(file.Entries)-1], true, nil
 }
 
-func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
+func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, check func(st *store.Store, migrated bool) error, opts ...store.Option) (*store.Store, error) {
 	if _, err := demoConfig(&cfg, false); err != nil {
 		return nil, err
 	}
@@ -294,9 +318,25 @@ func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...s
 	if err != nil {
 		return nil, err
 	}
+	if check != nil {
+		// A database without the migrations' table (a new one) reads as pending.
+		if pending, err := st.Pending(ctx); err == nil && pending == 0 {
+			if err := check(st, false); err != nil {
+				st.Close()
+				return nil, err
+			}
+			check = nil
+		}
+	}
 	if err := st.Migrate(ctx); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if check != nil {
+		if err := check(st, true); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	if ring != nil {
 		st.SetChainSigner(ring)

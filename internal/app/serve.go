@@ -71,7 +71,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, genesis, err := openSealed(ctx, cfg, ring)
+	st, genesis, err := openContinuing(ctx, cfg, ring, "serve")
 	if err != nil {
 		return err
 	}
