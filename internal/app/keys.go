@@ -154,7 +154,8 @@ func trailKeysLacked(ring *secrets.Ring, uses []store.AuditKeyUse, anchors []sto
 // ring covers (the key of the trail's head among them: nothing after the head covers it, and a
 // new link follows it), and the key of the genesis's seal. It returns the key ids missing, each
 // followed by what needs it. keys status prints the same findings and exits 1 on them; serve and
-// import refuse to start on them, keys rewrap on the SSNs' keys (checkRingHolds).
+// import refuse to start on those of the SSNs, the head and the genesis, keys rewrap on the SSNs'
+// (checkRingHolds).
 func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKeyUse, anchors []store.AuditAnchor, genesisKey string) []string {
 	var ids []string
 	needs := map[string][]string{}
@@ -191,21 +192,27 @@ func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKey
 
 // checkRingHolds refuses, before anything is written, a ring that lacks a key the data needs
 // (ringGaps): what starts with it would seal or link under keys the right ring cannot check, or
-// answer 500 for the SSNs it cannot open. Without trail, only the SSNs' keys are checked.
+// answer 500 for the SSNs it cannot open. Without trail, only the SSNs' keys are checked. Of the
+// trail it reads the head's key and the genesis's (AuditHeadKeys), so that a start does not grow
+// with the trail; older links under keys the ring lacks are keys status's and audit verify's to
+// report.
 func checkRingHolds(ctx context.Context, st *store.Store, ring *secrets.Ring, trail bool) error {
 	counts, err := st.SSNKeyCounts(ctx)
 	if err != nil {
 		return err
 	}
 	var uses []store.AuditKeyUse
-	var anchors []store.AuditAnchor
 	var genesisKey string
 	if trail {
-		if uses, anchors, genesisKey, err = st.AuditKeyUses(ctx); err != nil {
+		var head store.AuditKeyUse
+		if head, genesisKey, err = st.AuditHeadKeys(ctx); err != nil {
 			return err
 		}
+		if head.KeyID != "" {
+			uses = []store.AuditKeyUse{head}
+		}
 	}
-	gaps := ringGaps(ring, counts, uses, anchors, genesisKey)
+	gaps := ringGaps(ring, counts, uses, nil, genesisKey)
 	if len(gaps) == 0 {
 		return nil
 	}

@@ -246,6 +246,31 @@ func (s *Store) AuditKeyNeeds(ctx context.Context, active string) (unanchored ma
 	return unanchored, genesisKey, err
 }
 
+// AuditHeadKeys are the key ids a process needs to continue the trail, read without walking it:
+// the key of the newest link (no anchor can follow the head to cover it, and a new link follows
+// it), as a use of that one link (KeyID empty when no event is linked), and the genesis's seal.
+// keys status walks every link instead (AuditKeyUses); a start must not grow with the trail.
+func (s *Store) AuditHeadKeys(ctx context.Context) (head AuditKeyUse, genesisKey string, err error) {
+	err = s.snapshot(ctx, func(q *sqltx.Tx) error {
+		g, err := readGenesis(ctx, q)
+		if err != nil {
+			return err
+		}
+		genesisKey = g.KeyID
+		err = q.QueryRow(ctx, `SELECT seq, chain_key_id FROM audit_events WHERE chain_key_id IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+			Scan(&head.Last, &head.KeyID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return fmt.Errorf("store: audit head key: %w", err)
+		}
+		head.First, head.Links = head.Last, 1
+		return nil
+	})
+	return head, genesisKey, err
+}
+
 // AuditKeyUse is how the audit trail uses one key id: the links made under it, from seq First to
 // Last.
 type AuditKeyUse struct {
