@@ -25,13 +25,29 @@ type commandDoc struct {
 // demoFlagText is what --demo means to every command but serve.
 const demoFlagText = "use the database and development master key of 'serve --demo' in ./" + demoDir + "/ (run it from the same directory)"
 
+// serveVariablesText lists the variables serve reads that no flag stands for: secrets, which a
+// command line would show to every user of the machine, and the settings deployments set once.
+const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 random bytes; make one: head -c 32 /dev/urandom | base64
+  BACKOFFICE_MASTER_KEYS            a key ring instead, for rotation: id:base64key,… (the first seals)
+  BACKOFFICE_GATEWAY_TOKEN          sent to the gateway as Authorization: Bearer …
+  BACKOFFICE_MASTER_KEY_FILE, BACKOFFICE_MASTER_KEYS_FILE, BACKOFFICE_GATEWAY_TOKEN_FILE
+                                    the same three, read from a file
+  BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
+  BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
+                                    database connections per process, and kept idle
+  BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
+                                    close a connection this long after it opened, or idle
+  OTEL_EXPORTER_OTLP_ENDPOINT       OpenTelemetry collector for traces (the other OTEL_* apply)`
+
 var commandDocs = []commandDoc{
 	{name: "serve", synopsis: "[--demo] [flags]", summary: "run the HTTP API (applies pending migrations first)",
 		details: "Serves until SIGINT or SIGTERM, then drains in-flight requests and exits 0: it waits up to 30 s, or the\n" +
 			"gateway budget (BACKOFFICE_GATEWAY_TIMEOUT) + 10 s when that is longer, and past that still for a push\n" +
 			"that holds a lease, until it has written its merchant note.\n" +
 			"With --demo it needs no configuration: an embedded SQLite database and a development master key in\n" +
-			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.",
+			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.\n" +
+			"\n" +
+			"Variables without a flag (README.md, docs/operations-guide.md):\n" + serveVariablesText,
 		example: "backoffice serve --demo\nBACKOFFICE_DATABASE_URL=postgres://db.internal/backoffice BACKOFFICE_MASTER_KEY_FILE=/run/secrets/master.key backoffice serve --addr :8080"},
 	{name: "import", synopsis: "FILE|- [flags]", summary: "add a dataset file's records, all or nothing",
 		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input. " +
@@ -185,7 +201,7 @@ func withHelpPointer(path string, err error) error {
 func flagError(fs *flag.FlagSet, err error, args []string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return usagef("unknown flag %s", typedFlag(name, args))
+		return unknownFlag(fs, typedFlag(name, args), name)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return usagef("--%s needs a value", name)
@@ -201,6 +217,38 @@ func flagError(fs *flag.FlagSet, err error, args []string) error {
 	}
 	return usagef("%s", msg)
 }
+
+// flagsFor names, for flags users reach for that are not ours, the flag that does the job.
+var flagsFor = map[string]string{"port": "addr", "listen": "addr", "host": "addr", "bind": "addr"}
+
+// unknownFlag refuses a flag the command does not have, naming the one that was probably meant:
+// the flag that does its job (--port: the listen address is --addr, with its variable), or a
+// flag of the command spelled nearly alike.
+func unknownFlag(fs *flag.FlagSet, typed, name string) error {
+	if f := fs.Lookup(flagsFor[name]); f != nil {
+		hint := "--" + f.Name + " HOST:PORT"
+		if v := flagVariable(f); v != "" {
+			hint += " or " + v
+		}
+		return usagef("unknown flag %s: the port is part of the listen address, %s (e.g. --%s 127.0.0.1:9090)", typed, hint, f.Name)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if s := closest(name, names); s != "" {
+		return usagef("unknown flag %s; did you mean --%s?", typed, s)
+	}
+	return usagef("unknown flag %s", typed)
+}
+
+// flagVariable is the BACKOFFICE_* variable a flag's usage names as its own, at its end: "(BACKOFFICE_ADDR)".
+func flagVariable(f *flag.Flag) string {
+	if m := usageVariable.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var usageVariable = regexp.MustCompile(`\((BACKOFFICE_[A-Z_]+)\)$`)
 
 // badFlagValue matches the flag package's "invalid value" messages: the value as %q, the flag's
 // name and what its Set said.

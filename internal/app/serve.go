@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -40,6 +41,15 @@ func shutdownGrace(gatewayBudget time.Duration) time.Duration {
 // writeTimeout bounds a response, from the end of its request: a push answers after the budget.
 func writeTimeout(gatewayBudget time.Duration) time.Duration {
 	return max(minWriteTimeout, gatewayBudget+drainMargin)
+}
+
+// listenError says which setting the listen address came from, and for an address in use what
+// to do about it.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen %s: the address is in use (another serve, or a demo, may be running): stop it, or choose another address with --addr or BACKOFFICE_ADDR: %w", addr, err)
+	}
+	return fmt.Errorf("listen %s (--addr or BACKOFFICE_ADDR): %w", addr, err)
 }
 
 func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
@@ -95,7 +105,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return listenError(cfg.Addr, err)
 	}
 	listeners := []listener{{ln: ln}}
 	var m *metrics.Metrics
