@@ -77,6 +77,28 @@ var commandDocs = []commandDoc{
 		example: "backoffice session list --demo"},
 	{name: "session revoke", synopsis: "ID [flags]", summary: "revoke a session",
 		example: "backoffice session revoke --demo 00000000-0000-4000-8000-000000000121"},
+	{name: "user", synopsis: "COMMAND [flags]", summary: "create, list, disable and enable users, grant and withdraw permissions",
+		details: "For deployments without an upstream system that syncs users: users made here are records like\n" +
+			"imported ones, and a later import --upsert whose file holds the same id replaces them whole\n" +
+			"(docs/dataset.md).",
+		example: "backoffice user list --demo"},
+	{name: "user create", synopsis: "--email EMAIL [--partner ID] [--permission P]... [flags]", summary: "create a user; prints its id",
+		details: "The id alone goes to standard output (ID=$(backoffice user create …) captures it). Without --partner the\n" +
+			"user is staff and sees every partner's objects; audit_events.read is staff's alone. Give the user a\n" +
+			"credential with apikey create or session create.",
+		example: "backoffice user create --demo --email ana@demo.example --permission sam_action_logs.read --permission service_acceptance.read"},
+	{name: "user list", synopsis: "[flags]", summary: "list users with their partner, permissions and state",
+		example: "backoffice user list --demo"},
+	{name: "user disable", synopsis: "ID [flags]", summary: "refuse every credential of a user, from the next request on",
+		details: "The user's keys and sessions stay as they are, refused while the user is disabled; user enable lets them in again.",
+		example: "backoffice user disable --demo 00000000-0000-4000-8000-000000000102"},
+	{name: "user enable", synopsis: "ID [flags]", summary: "accept a disabled user's credentials again",
+		example: "backoffice user enable --demo 00000000-0000-4000-8000-000000000102"},
+	{name: "user grant", synopsis: "ID PERMISSION... [flags]", summary: "add permissions to a user",
+		example: "backoffice user grant --demo 00000000-0000-4000-8000-000000000102 service_acceptance.read"},
+	{name: "user withdraw", synopsis: "ID PERMISSION... [flags]", summary: "take permissions from a user (the opposite of grant)",
+		details: "A user who holds * keeps every permission until * itself is withdrawn.",
+		example: "backoffice user withdraw --demo 00000000-0000-4000-8000-000000000102 sam_action_logs.read"},
 	{name: "keys", synopsis: "COMMAND [flags]", summary: "inspect and rotate the master keys that seal SSNs",
 		example: "backoffice keys status --demo"},
 	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
@@ -417,8 +439,12 @@ func printHelp(w io.Writer, doc commandDoc, fs *flag.FlagSet) {
 	}
 	if subs := subcommands(doc.name); len(subs) > 0 {
 		fmt.Fprintf(w, "\ncommands:\n")
+		width := 8
 		for _, s := range subs {
-			fmt.Fprintf(w, "  %-8s %s\n", strings.TrimPrefix(s.name, doc.name+" "), s.summary)
+			width = max(width, len(s.name)-len(doc.name))
+		}
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-*s %s\n", width, strings.TrimPrefix(s.name, doc.name+" "), s.summary)
 		}
 		fmt.Fprintf(w, "\nRun 'backoffice %s COMMAND --help' for a command's flags.\n", doc.name)
 	}
@@ -502,7 +528,7 @@ Run 'backoffice help COMMAND' or 'backoffice COMMAND --help' for a command's fla
 
 The commands that open the database take --demo: the database and development master key that
 'backoffice serve --demo' keeps in ./` + demoDir + `/, so they work beside the running demo.
-The apikey, session and keys commands write audit events; --actor USERID names the user to record
+The apikey, session, user and keys commands write audit events; --actor USERID names the user to record
 (default: the system actor 00000000-0000-0000-0000-000000000000). See docs/credentials.md.
 
 Configuration comes from BACKOFFICE_* variables (see README.md); flags override them.
