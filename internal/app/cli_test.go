@@ -276,7 +276,7 @@ func TestMasterKeyMessages(t *testing.T) {
 	}
 }
 
-// serve on an address in use says so and names the settings that choose another.
+// serve (and gateway-sim) on an address in use says so and names the settings that choose another.
 func TestServeBusyAddress(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -290,6 +290,11 @@ func TestServeBusyAddress(t *testing.T) {
 	want := "backoffice: listen " + ln.Addr().String() + ": the address is in use (another serve, or a demo, may be running): stop it, or choose another address with --addr or BACKOFFICE_ADDR: "
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant a line starting %q", code, errOut, want)
+	}
+	_, errOut, code = runMain(noEnv, "gateway-sim", "--addr", ln.Addr().String())
+	want = "backoffice: listen " + ln.Addr().String() + ": the address is in use (another gateway simulator may be running): stop it, or choose another address with --addr: "
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("gateway-sim: exit %d, stderr:\n%s\nwant a line starting %q", code, errOut, want)
 	}
 }
 

@@ -43,13 +43,13 @@ func writeTimeout(gatewayBudget time.Duration) time.Duration {
 	return max(minWriteTimeout, gatewayBudget+drainMargin)
 }
 
-// listenError says which setting the listen address came from, and for an address in use what
-// to do about it.
-func listenError(addr string, err error) error {
+// listenError names the settings that choose a listen address (settings: "--addr or
+// BACKOFFICE_ADDR"), and for an address in use says what to do about it.
+func listenError(addr, settings, running string, err error) error {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("listen %s: the address is in use (another serve, or a demo, may be running): stop it, or choose another address with --addr or BACKOFFICE_ADDR: %w", addr, err)
+		return fmt.Errorf("listen %s: the address is in use (%s may be running): stop it, or choose another address with %s: %w", addr, running, settings, err)
 	}
-	return fmt.Errorf("listen %s (--addr or BACKOFFICE_ADDR): %w", addr, err)
+	return fmt.Errorf("listen %s (%s): %w", addr, settings, err)
 }
 
 func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
@@ -105,7 +105,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return listenError(cfg.Addr, err)
+		return listenError(cfg.Addr, "--addr or BACKOFFICE_ADDR", "another serve, or a demo,", err)
 	}
 	listeners := []listener{{ln: ln}}
 	var m *metrics.Metrics
