@@ -187,8 +187,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"serve", "--memory-limit", "lots"}, `backoffice: serve: --memory-limit: "lots" is not a size such as 512MiB, 2GiB or off (see 'backoffice serve --help')`},
 		{[]string{"help", "--frob"}, `backoffice: help: unknown flag --frob (see 'backoffice help --help')`},
 		// A flag users reach for that is not ours names the one that does its job; a near miss, the flag meant.
-		{[]string{"serve", "--port", "9090"}, `backoffice: serve: unknown flag --port: the port is part of the listen address, --addr HOST:PORT or BACKOFFICE_ADDR (e.g. --addr 127.0.0.1:9090) (see 'backoffice serve --help')`},
-		{[]string{"gateway-sim", "-port=9090"}, `backoffice: gateway-sim: unknown flag -port: the port is part of the listen address, --addr HOST:PORT (e.g. --addr 127.0.0.1:9090) (see 'backoffice gateway-sim --help')`},
+		{[]string{"serve", "--port", "9090"}, `backoffice: serve: unknown flag --port: the listen address, host and port, is --addr HOST:PORT or BACKOFFICE_ADDR (e.g. --addr 127.0.0.1:9090) (see 'backoffice serve --help')`},
+		{[]string{"gateway-sim", "-port=9090"}, `backoffice: gateway-sim: unknown flag -port: the listen address, host and port, is --addr HOST:PORT (e.g. --addr 127.0.0.1:9090) (see 'backoffice gateway-sim --help')`},
 		{[]string{"serve", "--gatway-url", "x"}, `backoffice: serve: unknown flag --gatway-url; did you mean --gateway-url? (see 'backoffice serve --help')`},
 		{[]string{"apikey", "list", "--port", "1"}, `backoffice: apikey list: unknown flag --port (see 'backoffice apikey list --help')`},
 		// A near miss names what was meant.

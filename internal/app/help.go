@@ -244,7 +244,7 @@ func flagError(fs *flag.FlagSet, err error, args []string) error {
 var flagsFor = map[string]string{"port": "addr", "listen": "addr", "host": "addr", "bind": "addr"}
 
 // unknownFlag refuses a flag the command does not have, naming the one that was probably meant:
-// the flag that does its job (--port: the listen address is --addr, with its variable), or a
+// the flag that does its job (--port: the listen address is --addr, or its variable), or a
 // flag of the command spelled nearly alike.
 func unknownFlag(fs *flag.FlagSet, typed, name string) error {
 	if f := fs.Lookup(flagsFor[name]); f != nil {
@@ -252,7 +252,7 @@ func unknownFlag(fs *flag.FlagSet, typed, name string) error {
 		if v := flagVariable(f); v != "" {
 			hint += " or " + v
 		}
-		return usagef("unknown flag %s: the port is part of the listen address, %s (e.g. --%s 127.0.0.1:9090)", typed, hint, f.Name)
+		return usagef("unknown flag %s: the listen address, host and port, is %s (e.g. --%s 127.0.0.1:9090)", typed, hint, f.Name)
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
@@ -439,9 +439,9 @@ func printHelp(w io.Writer, doc commandDoc, fs *flag.FlagSet) {
 	}
 	if subs := subcommands(doc.name); len(subs) > 0 {
 		fmt.Fprintf(w, "\ncommands:\n")
-		width := 8
+		width := 8 // a name and at least one space more before its summary
 		for _, s := range subs {
-			width = max(width, len(s.name)-len(doc.name))
+			width = max(width, len(strings.TrimPrefix(s.name, doc.name+" "))+1)
 		}
 		for _, s := range subs {
 			fmt.Fprintf(w, "  %-*s %s\n", width, strings.TrimPrefix(s.name, doc.name+" "), s.summary)
