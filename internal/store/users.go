@@ -24,12 +24,21 @@ var ErrUnchanged = errors.New("store: the user is that way already")
 
 const userColumns = `id, partner_id, email, permissions, external_id, disabled`
 
+// UserArgs are a user's values in the order of UserColumns.
+func UserArgs(u *domain.User) []any {
+	return []any{u.ID, column.NullID(u.PartnerID), u.Email, domain.FormatPermissions(u.Permissions), column.NullString(u.ExternalID), u.Disabled}
+}
+
+// scanUser reads a user's columns; no permissions read as an empty list.
 func scanUser(r scanner) (domain.User, error) {
 	var u domain.User
 	var partner, external sql.NullString
 	var perms string
 	err := r.Scan(&u.ID, &partner, &u.Email, &perms, &external, &u.Disabled)
 	u.PartnerID, u.Permissions, u.ExternalID = column.IDPtr(partner), domain.ParsePermissions(perms), column.StrPtr(external)
+	if u.Permissions == nil {
+		u.Permissions = []domain.Permission{}
+	}
 	return u, err
 }
 
@@ -55,8 +64,7 @@ func (s *Store) CreateUser(ctx context.Context, u domain.User, event domain.Audi
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("store: user by email: %w", err)
 		}
-		_, err := q.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			u.ID, column.NullID(u.PartnerID), u.Email, domain.FormatPermissions(u.Permissions), column.NullString(u.ExternalID), u.Disabled)
+		_, err := q.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?)`, UserArgs(&u)...)
 		if err != nil {
 			if engine.IsUniqueViolation(err) {
 				return ErrUserClash
