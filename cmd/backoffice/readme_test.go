@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,11 +20,14 @@ const readmeBuildLine = "go build -o backoffice ./cmd/backoffice"
 
 // TestReadmeCommandLines runs the README's shell blocks marked <!-- readme-test: … --> the way a
 // user pastes them: the build, then `serve --demo`, then each line of the CLI block with sh -c,
-// each of which must exit 0; then, the demo stopped as the README says, the simulator block (a
-// gateway simulator in the background, the demo again pointed at it) and the calls that push
-// through it. The demo listens on a free port given in BACKOFFICE_ADDR (the one variable set;
-// every other BACKOFFICE_* variable is removed), and the simulator's address is a free one in
-// place of the README's, so the README may keep the default addresses.
+// each of which must exit 0; then the curl lines the demo printed, in order; then the blocks a
+// user pastes whole into one shell, each as one script: the section from the demo to one's own
+// data (its own serve in the background, beside the demo) and the walk-through, each answer
+// checked; then, the demo stopped as the README says, the simulator block (a gateway simulator
+// in the background, the demo again pointed at it) and the calls that push through it. The demo
+// listens on a free port given in BACKOFFICE_ADDR (the one variable set; every other
+// BACKOFFICE_* variable is removed), and every other address is a free one in place of the
+// README's, so the README may keep the default addresses.
 //
 // The blocks run in a scratch git repository holding the checkout's .gitignore, standing for
 // the checkout a user runs them in: afterwards it must hold no file git would report, or every
@@ -37,6 +42,7 @@ func TestReadmeCommandLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	demo, cli := readmeBlock(t, readme, "demo"), readmeBlock(t, readme, "cli")
+	ownData, walkthrough := readmeBlock(t, readme, "own-data"), readmeBlock(t, readme, "walkthrough")
 	sim, simCalls := readmeBlock(t, readme, "simulator"), readmeBlock(t, readme, "simulator-calls")
 	checkoutBefore, inGit := gitStatus(t, "../..")
 	dir := t.TempDir()
@@ -64,7 +70,7 @@ func TestReadmeCommandLines(t *testing.T) {
 	if serveLine == "" {
 		t.Fatal("the demo block does not start the demo")
 	}
-	stopDemo := start(t, dir, env, serveLine)
+	stopDemo, demoOutput := startLogged(t, dir, env, serveLine)
 	waitUp(t, "http://"+addr)
 	for _, line := range cli {
 		cmd := exec.Command("sh", "-c", line)
@@ -72,6 +78,14 @@ func TestReadmeCommandLines(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", line, err, out)
 		}
+	}
+	_, haveCurl := exec.LookPath("curl")
+	if haveCurl != nil {
+		t.Log("curl is not installed: the demo's printed lines, the walk-through and the calls of the section on one's own data are not run")
+	} else {
+		runDemoLines(t, dir, env, demoOutput)
+		runOwnData(t, dir, env, ownData)
+		runWalkthrough(t, dir, env, walkthrough, addr)
 	}
 	stopDemo()
 
@@ -91,7 +105,7 @@ func TestReadmeCommandLines(t *testing.T) {
 			t.Fatalf("the simulator block has a line this test does not know how to run: %q", line)
 		}
 	}
-	if _, err := exec.LookPath("curl"); err != nil {
+	if haveCurl != nil {
 		t.Log("curl is not installed: the simulator's calls are not run")
 	} else {
 		for i, line := range simCalls {
@@ -105,6 +119,10 @@ func TestReadmeCommandLines(t *testing.T) {
 			// The push went through the flaky simulator: the line item, or a documented 502.
 			if i == 0 && !strings.Contains(string(out), `"id":"00000000-0000-4000-8000-000000001101"`) && !strings.Contains(string(out), `"gateway_unavailable"`) {
 				t.Errorf("%s: %s", line, out)
+			}
+			// The push's note, read from the export, says after how many attempts it ended.
+			if strings.Contains(line, "export") && !regexp.MustCompile(`(succeeded|failed: .*) after [0-9]+ attempt\(s\)`).Match(out) {
+				t.Errorf("%s: %s; want the push's note with its attempts", line, out)
 			}
 		}
 	}
@@ -124,11 +142,123 @@ func TestReadmeCommandLines(t *testing.T) {
 	}
 }
 
+// runDemoLines runs the curl lines the demo printed, in order, as a user pastes them first: each
+// must exit 0, and the document deletion answer 204 (the demo's database is new).
+func runDemoLines(t *testing.T, dir string, env []string, output func() string) {
+	t.Helper()
+	var printed string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if printed = output(); strings.Contains(printed, "# Commands beside this demo") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not print its lines:\n%s", printed)
+		}
+	}
+	n := 0
+	for _, line := range strings.Split(printed, "\n") {
+		if !strings.HasPrefix(line, "curl ") {
+			continue
+		}
+		n++
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("the demo's line %s: %v\n%s", line, err, out)
+		}
+		if strings.Contains(line, "-X DELETE") && !strings.HasPrefix(string(out), "HTTP/1.1 204") {
+			t.Errorf("the demo's line %s answered:\n%s\nwant 204", line, out)
+		}
+	}
+	if n < 9 {
+		t.Errorf("the demo printed %d curl lines; want one per operation and more:\n%s", n, printed)
+	}
+}
+
+// runOwnData runs the section from the demo to one's own data as one script, the way a user
+// pastes it into one shell, beside the running demo: its serve takes a free address in place of
+// the README's, and the script waits for it to answer before the lines after it (as a user
+// waits for its start-up line). The answers must be what the section says.
+func runOwnData(t *testing.T, dir string, env []string, block []string) {
+	t.Helper()
+	addr := freeAddr(t)
+	var script []string
+	served := false
+	for _, line := range block {
+		line = strings.ReplaceAll(line, "127.0.0.1:8081", addr)
+		script = append(script, line)
+		if strings.HasPrefix(line, "./backoffice serve ") && strings.HasSuffix(line, "&") {
+			served = true
+			script = append(script, "i=0; until curl -s -o /dev/null http://"+addr+"/healthz; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.1; done")
+		}
+	}
+	if !served {
+		t.Fatal("the section on one's own data starts no serve in the background")
+	}
+	stdout := runScript(t, dir, env, "own-data", script)
+	for _, want := range []string{
+		`"totalCount":1`, // the staff user's SAM action logs…
+		`"action":"api_key.create"`,
+		`"code":"forbidden"`,
+		"permissions [audit_events.read sam_action_logs.read]",
+		"auditor@example.com",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the section on one's own data printed no %s:\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(stdout, `"totalCount":1`); n != 2 {
+		t.Errorf("the section on one's own data read the lead's logs %d times; want 2 (staff and the partner's user):\n%s", n, stdout)
+	}
+}
+
+// runWalkthrough runs the walk-through with curl as one script, after the demo's own lines, and
+// checks that each call found what it asked for: the deletion answers 204, nothing 404.
+func runWalkthrough(t *testing.T, dir string, env []string, block []string, addr string) {
+	t.Helper()
+	var script []string
+	for _, line := range block {
+		script = append(script, strings.ReplaceAll(line, "127.0.0.1:8080", addr))
+	}
+	stdout := runScript(t, dir, env, "walkthrough", script)
+	for _, want := range []string{"HTTP/1.1 204", `{"ssn":"123-45-6789"}`, `"action":"merchant_document.delete"`, `"parameter":"size"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the walk-through printed no %s:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, `"not_found"`) || strings.Contains(stdout, "HTTP/1.1 404") {
+		t.Errorf("a call of the walk-through found nothing:\n%s", stdout)
+	}
+}
+
+// runScript runs lines as one sh script that stops at the first failing command (sh -e), and
+// returns its standard output; a background job it leaves is killed as the script exits.
+func runScript(t *testing.T, dir string, env []string, name string, lines []string) string {
+	t.Helper()
+	script := "trap 'kill $! 2>/dev/null || :' EXIT\n" + strings.Join(lines, "\n") + "\n"
+	cmd := exec.Command("sh", "-ec", script)
+	var stdout, stderr bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &stdout, &stderr
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Run(); err != nil {
+		t.Errorf("the README's %s block: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
 // start runs a command line in the background and returns what stops it (SIGTERM, then a wait
 // for it to exit 0).
 func start(t *testing.T, dir string, env []string, line string) (stop func()) {
 	t.Helper()
-	var logs bytes.Buffer
+	stop, _ = startLogged(t, dir, env, line)
+	return stop
+}
+
+// startLogged is start, which also returns what the command has printed so far.
+func startLogged(t *testing.T, dir string, env []string, line string) (stop func(), output func() string) {
+	t.Helper()
+	logs := &syncBuffer{}
 	// exec, so that the signal reaches the command itself; variables set on the line go before it.
 	words := strings.Fields(line)
 	i := 0
@@ -137,7 +267,7 @@ func start(t *testing.T, dir string, env []string, line string) (stop func()) {
 	}
 	cmdLine := strings.Join(append(append(words[:i:i], "exec"), words[i:]...), " ")
 	cmd := exec.Command("sh", "-c", cmdLine)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &logs, &logs
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +304,25 @@ func start(t *testing.T, dir string, env []string, line string) (stop func()) {
 			t.Logf("%s:\n%s", line, logs.String())
 		}
 	})
-	return stop
+	return stop, logs.String
+}
+
+// syncBuffer is a bytes.Buffer a command writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // gitStatus is `git status --porcelain` of the checkout at dir, and whether dir is in one.

@@ -12,8 +12,8 @@ import (
 // TestOpenAPIDocument checks that openapi.yaml is a valid OpenAPI 3.0.3 document, that it
 // describes the five operations of the contract and the audit list, each behind both
 // authentication schemes with its browser preflight, and that every operation of every path
-// has a default response (ogen's convenient error type is made from it) and declares
-// X-Request-Id on every response, and every GET path but decrypt its HEAD.
+// has a default response (ogen's convenient error type is made from it) and a 4xx one, and
+// declares X-Request-Id on every response, and every GET path but decrypt its HEAD.
 func TestOpenAPIDocument(t *testing.T) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
@@ -27,7 +27,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if got, want := doc.OpenAPI, "3.0.3"; got != want {
 		t.Errorf("openapi = %q, want %q", got, want)
 	}
-	if got, want := doc.Info.Version, "1.3.0"; got != want {
+	if got, want := doc.Info.Version, "1.4.0"; got != want {
 		t.Errorf("info.version = %q, want %q", got, want)
 	}
 
@@ -84,10 +84,17 @@ func TestOpenAPIDocument(t *testing.T) {
 			if d := op.Responses.Default(); d == nil || d.Ref != "#/components/responses/Error" {
 				t.Errorf("%s %s: no default response (components/responses/Error)", method, path)
 			}
+			has4xx := false
 			for status, r := range op.Responses.Map() {
 				if r.Value.Headers["X-Request-Id"] == nil {
 					t.Errorf("%s %s -> %s: X-Request-Id not declared", method, path, status)
 				}
+				has4xx = has4xx || strings.HasPrefix(status, "4")
+			}
+			// Every operation can be refused (a header over the limit, if nothing else), and linters
+			// (Redocly's operation-4xx-response) ask that it say so.
+			if !has4xx {
+				t.Errorf("%s %s: no 4xx response declared", method, path)
 			}
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +186,11 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"serve", "--rate-limit=fast"}, `backoffice: serve: --rate-limit: "fast" is not a rate such as 50, 0.5 or off (see 'backoffice serve --help')`},
 		{[]string{"serve", "--memory-limit", "lots"}, `backoffice: serve: --memory-limit: "lots" is not a size such as 512MiB, 2GiB or off (see 'backoffice serve --help')`},
 		{[]string{"help", "--frob"}, `backoffice: help: unknown flag --frob (see 'backoffice help --help')`},
+		// A flag users reach for that is not ours names the one that does its job; a near miss, the flag meant.
+		{[]string{"serve", "--port", "9090"}, `backoffice: serve: unknown flag --port: the listen address, host and port, is --addr HOST:PORT or BACKOFFICE_ADDR (e.g. --addr 127.0.0.1:9090) (see 'backoffice serve --help')`},
+		{[]string{"gateway-sim", "-port=9090"}, `backoffice: gateway-sim: unknown flag -port: the listen address, host and port, is --addr HOST:PORT (e.g. --addr 127.0.0.1:9090) (see 'backoffice gateway-sim --help')`},
+		{[]string{"serve", "--gatway-url", "x"}, `backoffice: serve: unknown flag --gatway-url; did you mean --gateway-url? (see 'backoffice serve --help')`},
+		{[]string{"apikey", "list", "--port", "1"}, `backoffice: apikey list: unknown flag --port (see 'backoffice apikey list --help')`},
 		// A near miss names what was meant.
 		{[]string{"serv"}, `backoffice: unknown command "serv"; did you mean "serve"? (see 'backoffice --help')`},
 		{[]string{"exprot", "-"}, `backoffice: unknown command "exprot"; did you mean "export"? (see 'backoffice --help')`},
@@ -206,6 +214,87 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 	}
 	if files, _ := os.ReadDir("."); len(files) != 0 {
 		t.Errorf("refused command lines created %v", files)
+	}
+}
+
+// Every flag's line in help is its name and, for a flag that takes one, a one-word kind of value:
+// a backquoted word in a usage text would show there in place of the kind.
+func TestHelpFlagLines(t *testing.T) {
+	t.Chdir(t.TempDir())
+	flagLine := regexp.MustCompile(`^  --[a-z0-9-]+( [A-Za-z]+)?$`)
+	for _, d := range commandDocs {
+		out, _, _ := runMain(noEnv, append([]string{"help"}, strings.Fields(d.name)...)...)
+		_, flags, ok := strings.Cut(out, "\nflags:\n")
+		if !ok {
+			continue
+		}
+		flags, _, _ = strings.Cut(flags, "\n\nexample:")
+		for _, line := range strings.Split(flags, "\n") {
+			if strings.HasPrefix(line, "  --") && !flagLine.MatchString(line) {
+				t.Errorf("help %s: flag line %q", d.name, line)
+			}
+		}
+	}
+}
+
+// serve --help names every variable the README's configuration table has, with its flag or in
+// the list of those without one.
+func TestServeHelpNamesEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(readme), "\n## Configuration\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	vars := regexp.MustCompile("`((?:BACKOFFICE|OTEL)_[A-Z_]+)`").FindAllStringSubmatch(table, -1)
+	if len(vars) < 20 {
+		t.Fatalf("found %d variables in the README's configuration section", len(vars))
+	}
+	out, _, code := runMain(noEnv, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	for _, v := range vars {
+		if !regexp.MustCompile(`\b` + v[1] + `\b`).MatchString(out) {
+			t.Errorf("serve --help does not name %s", v[1])
+		}
+	}
+}
+
+// A master key that is not base64 of 32 bytes is refused saying how to make one; hex is named.
+func TestMasterKeyMessages(t *testing.T) {
+	t.Chdir(t.TempDir())
+	hexKey := strings.Repeat("9f", 32)
+	for _, tc := range []struct{ key, want string }{
+		{hexKey, "looks like hex (64 hex digits); want base64 of 32 random bytes (make one: head -c 32 /dev/urandom | base64)"},
+		{"c2hvcnQ=", "decodes to 5 bytes; want base64 of 32 random bytes (make one: head -c 32 /dev/urandom | base64)"},
+	} {
+		_, errOut, code := runMain(envOfMap(map[string]string{"BACKOFFICE_MASTER_KEY": tc.key}), "import", "-")
+		if code != 1 || !strings.Contains(errOut, "BACKOFFICE_MASTER_KEY: master key "+tc.want) {
+			t.Errorf("import with key %q: exit %d, %s", tc.key, code, errOut)
+		}
+	}
+}
+
+// serve (and gateway-sim) on an address in use says so and names the settings that choose another.
+func TestServeBusyAddress(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	getenv := envOfMap(map[string]string{"BACKOFFICE_MASTER_KEY": secrets.NewKey(), "BACKOFFICE_ADDR": ln.Addr().String(),
+		"BACKOFFICE_DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "b.db"), "BACKOFFICE_METRICS_ADDR": "off"})
+	_, errOut, code := runMain(getenv, "serve")
+	want := "backoffice: listen " + ln.Addr().String() + ": the address is in use (another serve, or a demo, may be running): stop it, or choose another address with --addr or BACKOFFICE_ADDR: "
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a line starting %q", code, errOut, want)
+	}
+	_, errOut, code = runMain(noEnv, "gateway-sim", "--addr", ln.Addr().String())
+	want = "backoffice: listen " + ln.Addr().String() + ": the address is in use (another gateway simulator may be running): stop it, or choose another address with --addr: "
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("gateway-sim: exit %d, stderr:\n%s\nwant a line starting %q", code, errOut, want)
 	}
 }
 

@@ -385,7 +385,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.Var(originsFlag{&c.CORSOrigins}, "cors-origins", "origins whose pages may call the API from a browser, comma-separated, e.g. https://crm.example.com; none: CORS off (BACKOFFICE_CORS_ORIGINS)")
 	fs.StringVar(&c.TrustedProxyHeader, "trusted-proxy-header", c.TrustedProxyHeader, "header a trusted load balancer puts the client address in, e.g. X-Forwarded-For (BACKOFFICE_TRUSTED_PROXY_HEADER)")
 	c.OAuth.flags(fs)
-	fs.BoolVar(&c.AllowWeakCredentials, "allow-weak-credentials", c.AllowWeakCredentials, "serve even while usable API keys or sessions are not known to carry 128 random bits; `keys status` names them ("+allowWeakCredentialsVar+")")
+	fs.BoolVar(&c.AllowWeakCredentials, "allow-weak-credentials", c.AllowWeakCredentials, "serve even while usable API keys or sessions are not known to carry 128 random bits; 'backoffice keys status' names them ("+allowWeakCredentialsVar+")")
 }
 
 // errNoMasterKey says how to make a key, in one line.

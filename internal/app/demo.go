@@ -277,6 +277,8 @@ curl -s -H 'Authorization: Api-Key %[10]s' '%[1]s/v1/crm/sam-action-logs/%[3]s'
 # (run them from this directory; build the binary with: go build -o backoffice ./cmd/backoffice)
 ./backoffice apikey list --demo
 ./backoffice keys status --demo
+
+# Next, your own data, key and users: README.md, "From the demo to your own data"
 `, filepath.Join(dir, filepath.Base(demoDatabasePath)), filepath.Join(dir, filepath.Base(demoKeyPath)))
 	fmt.Fprintln(w)
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -25,7 +24,7 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", *addr, err)
+		return listenError(*addr, "--addr", "another gateway simulator", err)
 	}
 	sim := gateway.NewSimulator(gateway.SimOptions{Token: *token, FailureRate: *failureRate, Latency: *latency})
 	log.Info("gateway simulator serving", slog.String("addr", ln.Addr().String()),

@@ -25,13 +25,29 @@ type commandDoc struct {
 // demoFlagText is what --demo means to every command but serve.
 const demoFlagText = "use the database and development master key of 'serve --demo' in ./" + demoDir + "/ (run it from the same directory)"
 
+// serveVariablesText lists the variables serve reads that no flag stands for: secrets, which a
+// command line would show to every user of the machine, and the settings deployments set once.
+const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 random bytes; make one: head -c 32 /dev/urandom | base64
+  BACKOFFICE_MASTER_KEYS            a key ring instead, for rotation: id:base64key,… (the first seals)
+  BACKOFFICE_GATEWAY_TOKEN          sent to the gateway as Authorization: Bearer …
+  BACKOFFICE_MASTER_KEY_FILE, BACKOFFICE_MASTER_KEYS_FILE, BACKOFFICE_GATEWAY_TOKEN_FILE
+                                    the same three, read from a file
+  BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
+  BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
+                                    database connections per process, and kept idle
+  BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
+                                    close a connection this long after it opened, or idle
+  OTEL_EXPORTER_OTLP_ENDPOINT       OpenTelemetry collector for traces (the other OTEL_* apply)`
+
 var commandDocs = []commandDoc{
 	{name: "serve", synopsis: "[--demo] [flags]", summary: "run the HTTP API (applies pending migrations first)",
 		details: "Serves until SIGINT or SIGTERM, then drains in-flight requests and exits 0: it waits up to 30 s, or the\n" +
 			"gateway budget (BACKOFFICE_GATEWAY_TIMEOUT) + 10 s when that is longer, and past that still for a push\n" +
 			"that holds a lease, until it has written its merchant note.\n" +
 			"With --demo it needs no configuration: an embedded SQLite database and a development master key in\n" +
-			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.",
+			"./" + demoDir + "/, the demo dataset when the database is empty, and an in-process gateway simulator.\n" +
+			"\n" +
+			"Variables without a flag (README.md, docs/operations-guide.md):\n" + serveVariablesText,
 		example: "backoffice serve --demo\nBACKOFFICE_DATABASE_URL=postgres://db.internal/backoffice BACKOFFICE_MASTER_KEY_FILE=/run/secrets/master.key backoffice serve --addr :8080"},
 	{name: "import", synopsis: "FILE|- [flags]", summary: "add a dataset file's records, all or nothing",
 		details: "Checks every record and reference first; on any error nothing is imported. - reads standard input. " +
@@ -61,6 +77,28 @@ var commandDocs = []commandDoc{
 		example: "backoffice session list --demo"},
 	{name: "session revoke", synopsis: "ID [flags]", summary: "revoke a session",
 		example: "backoffice session revoke --demo 00000000-0000-4000-8000-000000000121"},
+	{name: "user", synopsis: "COMMAND [flags]", summary: "create, list, disable and enable users, grant and withdraw permissions",
+		details: "For deployments without an upstream system that syncs users: users made here are records like\n" +
+			"imported ones, and a later import --upsert whose file holds the same id replaces them whole\n" +
+			"(docs/dataset.md).",
+		example: "backoffice user list --demo"},
+	{name: "user create", synopsis: "--email EMAIL [--partner ID] [--permission P]... [flags]", summary: "create a user; prints its id",
+		details: "The id alone goes to standard output (ID=$(backoffice user create …) captures it). Without --partner the\n" +
+			"user is staff and sees every partner's objects; audit_events.read is staff's alone. Give the user a\n" +
+			"credential with apikey create or session create.",
+		example: "backoffice user create --demo --email ana@demo.example --permission sam_action_logs.read --permission service_acceptance.read"},
+	{name: "user list", synopsis: "[flags]", summary: "list users with their partner, permissions and state",
+		example: "backoffice user list --demo"},
+	{name: "user disable", synopsis: "ID [flags]", summary: "refuse every credential of a user, from the next request on",
+		details: "The user's keys and sessions stay as they are, refused while the user is disabled; user enable lets them in again.",
+		example: "backoffice user disable --demo 00000000-0000-4000-8000-000000000102"},
+	{name: "user enable", synopsis: "ID [flags]", summary: "accept a disabled user's credentials again",
+		example: "backoffice user enable --demo 00000000-0000-4000-8000-000000000102"},
+	{name: "user grant", synopsis: "ID PERMISSION... [flags]", summary: "add permissions to a user",
+		example: "backoffice user grant --demo 00000000-0000-4000-8000-000000000102 service_acceptance.read"},
+	{name: "user withdraw", synopsis: "ID PERMISSION... [flags]", summary: "take permissions from a user (the opposite of grant)",
+		details: "A user who holds * keeps every permission until * itself is withdrawn.",
+		example: "backoffice user withdraw --demo 00000000-0000-4000-8000-000000000102 sam_action_logs.read"},
 	{name: "keys", synopsis: "COMMAND [flags]", summary: "inspect and rotate the master keys that seal SSNs",
 		example: "backoffice keys status --demo"},
 	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
@@ -189,7 +227,7 @@ func withHelpPointer(path string, err error) error {
 func flagError(fs *flag.FlagSet, err error, args []string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return usagef("unknown flag %s", typedFlag(name, args))
+		return unknownFlag(fs, typedFlag(name, args), name)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return usagef("--%s needs a value", name)
@@ -205,6 +243,38 @@ func flagError(fs *flag.FlagSet, err error, args []string) error {
 	}
 	return usagef("%s", msg)
 }
+
+// flagsFor names, for flags users reach for that are not ours, the flag that does the job.
+var flagsFor = map[string]string{"port": "addr", "listen": "addr", "host": "addr", "bind": "addr"}
+
+// unknownFlag refuses a flag the command does not have, naming the one that was probably meant:
+// the flag that does its job (--port: the listen address is --addr, or its variable), or a
+// flag of the command spelled nearly alike.
+func unknownFlag(fs *flag.FlagSet, typed, name string) error {
+	if f := fs.Lookup(flagsFor[name]); f != nil {
+		hint := "--" + f.Name + " HOST:PORT"
+		if v := flagVariable(f); v != "" {
+			hint += " or " + v
+		}
+		return usagef("unknown flag %s: the listen address, host and port, is %s (e.g. --%s 127.0.0.1:9090)", typed, hint, f.Name)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if s := closest(name, names); s != "" {
+		return usagef("unknown flag %s; did you mean --%s?", typed, s)
+	}
+	return usagef("unknown flag %s", typed)
+}
+
+// flagVariable is the BACKOFFICE_* variable a flag's usage names as its own, at its end: "(BACKOFFICE_ADDR)".
+func flagVariable(f *flag.Flag) string {
+	if m := usageVariable.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var usageVariable = regexp.MustCompile(`\((BACKOFFICE_[A-Z_]+)\)$`)
 
 // badFlagValue matches the flag package's "invalid value" messages: the value as %q, the flag's
 // name and what its Set said.
@@ -373,8 +443,12 @@ func printHelp(w io.Writer, doc commandDoc, fs *flag.FlagSet) {
 	}
 	if subs := subcommands(doc.name); len(subs) > 0 {
 		fmt.Fprintf(w, "\ncommands:\n")
+		width := 8 // a name and at least one space more before its summary
 		for _, s := range subs {
-			fmt.Fprintf(w, "  %-8s %s\n", strings.TrimPrefix(s.name, doc.name+" "), s.summary)
+			width = max(width, len(strings.TrimPrefix(s.name, doc.name+" "))+1)
+		}
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-*s %s\n", width, strings.TrimPrefix(s.name, doc.name+" "), s.summary)
 		}
 		fmt.Fprintf(w, "\nRun 'backoffice %s COMMAND --help' for a command's flags.\n", doc.name)
 	}
@@ -458,7 +532,7 @@ Run 'backoffice help COMMAND' or 'backoffice COMMAND --help' for a command's fla
 
 The commands that open the database take --demo: the database and development master key that
 'backoffice serve --demo' keeps in ./` + demoDir + `/, so they work beside the running demo.
-The apikey, session and keys commands write audit events; --actor USERID names the user to record
+The apikey, session, user and keys commands write audit events; --actor USERID names the user to record
 (default: the system actor 00000000-0000-0000-0000-000000000000). See docs/credentials.md.
 
 Configuration comes from BACKOFFICE_* variables (see README.md); flags override them.

@@ -105,6 +105,8 @@ func dispatch(ctx context.Context, env Env, cfg Config, args []string) error {
 		return runAPIKey(ctx, env, cfg, rest)
 	case "session":
 		return runSession(ctx, env, cfg, rest)
+	case "user":
+		return runUser(ctx, env, cfg, rest)
 	case "keys":
 		return runKeys(ctx, env, cfg, rest)
 	case "audit":

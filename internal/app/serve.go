@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -40,6 +41,15 @@ func shutdownGrace(gatewayBudget time.Duration) time.Duration {
 // writeTimeout bounds a response, from the end of its request: a push answers after the budget.
 func writeTimeout(gatewayBudget time.Duration) time.Duration {
 	return max(minWriteTimeout, gatewayBudget+drainMargin)
+}
+
+// listenError names the settings that choose a listen address (settings: "--addr or
+// BACKOFFICE_ADDR"), and for an address in use says what to do about it.
+func listenError(addr, settings, running string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen %s: the address is in use (%s may be running): stop it, or choose another address with %s: %w", addr, running, settings, err)
+	}
+	return fmt.Errorf("listen %s (%s): %w", addr, settings, err)
 }
 
 func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
@@ -95,7 +105,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return listenError(cfg.Addr, "--addr or BACKOFFICE_ADDR", "another serve, or a demo,", err)
 	}
 	listeners := []listener{{ln: ln}}
 	var m *metrics.Metrics

@@ -120,7 +120,7 @@ func (c *checker) user(p string, r *domain.User) {
 		c.fail(p+".email", "not an email address")
 	}
 	for j, perm := range r.Permissions {
-		if !domain.OneOf(string(perm), permissionNames()) {
+		if !perm.Known() {
 			c.fail(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q", perm)
 		}
 	}
@@ -284,14 +284,6 @@ func canonical(id domain.ID) (domain.ID, bool) {
 	return parsed, err == nil
 }
 
-func permissionNames() []string {
-	out := make([]string, len(domain.KnownPermissions))
-	for i, p := range domain.KnownPermissions {
-		out[i] = string(p)
-	}
-	return out
-}
-
 // secret requires a credential that cannot be guessed, by the one rule of secrets.CheckCredential.
 func (c *checker) secret(path, s string) {
 	if err := secrets.CheckCredential(s); err != nil {
@@ -413,4 +405,18 @@ func isLinkHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// CheckUser checks one user by the rules import applies to a record of the users key, and puts
+// its ids in canonical form; the error's Path is the field at fault ("email", "permissions[1]").
+// The command line's user commands check with it, so a user made there is one import accepts.
+func CheckUser(u *domain.User) error {
+	c := &checker{seen: map[string]map[domain.ID]bool{}}
+	c.id("id", &u.ID)
+	c.user("", u)
+	if c.err == nil {
+		return nil
+	}
+	c.err.Path = strings.TrimPrefix(c.err.Path, ".")
+	return c.err
 }

@@ -35,20 +35,9 @@ func kinds() []kind {
 			id:      func(r *domain.User) *domain.ID { return &r.ID },
 			check:   (*checker).user,
 			refs:    []ref[domain.User]{{"partnerId", func(r *domain.User) *domain.ID { return r.PartnerID }, []string{"partners"}}},
-			columns: "id, partner_id, email, permissions, external_id, disabled",
-			args: func(r *domain.User) []any {
-				return []any{r.ID, column.NullID(r.PartnerID), r.Email, domain.FormatPermissions(r.Permissions), column.NullString(r.ExternalID), r.Disabled}
-			},
-			scan: func(sc store.Scanner) (r domain.User, err error) {
-				var partner, external sql.NullString
-				var perms string
-				err = sc.Scan(&r.ID, &partner, &r.Email, &perms, &external, &r.Disabled)
-				r.PartnerID, r.Permissions, r.ExternalID = column.IDPtr(partner), domain.ParsePermissions(perms), column.StrPtr(external)
-				if r.Permissions == nil {
-					r.Permissions = []domain.Permission{}
-				}
-				return r, err
-			},
+			columns: store.UserColumns,
+			args:    store.UserArgs,
+			scan:    store.ScanUser,
 		}.kind(),
 		// Credentials go in as hashes and never come out: no scan.
 		spec[domain.APIKey]{

@@ -26,6 +26,29 @@ func TestDatasetExample(t *testing.T) {
 			t.Errorf("the example has no %s; it is meant to show every key", key)
 		}
 	}
+	// Enough for the audit list: its credentials act as a staff user who may read the trail.
+	users := map[domain.ID]domain.User{}
+	for _, u := range ds.Users {
+		users[u.ID] = u
+	}
+	for _, k := range ds.APIKeys {
+		u := users[k.UserID]
+		if u.PartnerID != nil || !(domain.Actor{Permissions: u.Permissions}).Can(domain.PermReadAuditEvents) {
+			t.Errorf("the example's API key %s acts as %s, who may not read the audit list (staff only, with %s)", k.ID, u.Email, domain.PermReadAuditEvents)
+		}
+	}
+}
+
+// TestDatasetPermissions: the users table of docs/dataset.md names every permission a user may hold.
+func TestDatasetPermissions(t *testing.T) {
+	doc := string(openRepo(t).read("docs/dataset.md"))
+	_, users, _ := strings.Cut(doc, "\n### `users`\n")
+	users, _, _ = strings.Cut(users, "\n### ")
+	for _, p := range domain.KnownPermissions {
+		if !strings.Contains(users, "`"+string(p)+"`") {
+			t.Errorf("docs/dataset.md's users table does not name the permission %s", p)
+		}
+	}
 }
 
 // TestDeviceParametersExample derives the payload of the dataset example's line item and

@@ -25,6 +25,10 @@ var KnownPermissions = []Permission{
 	PermDecryptPrincipals, PermDeleteMerchantDocuments, PermReadAuditEvents, PermAll,
 }
 
+// Known reports whether p is one of KnownPermissions: the one check of a permission's name, for
+// import and the user commands alike.
+func (p Permission) Known() bool { return slices.Contains(KnownPermissions, p) }
+
 // ParsePermissions reads the stored form: permissions separated by spaces.
 func ParsePermissions(s string) []Permission {
 	var out []Permission

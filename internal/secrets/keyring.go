@@ -80,14 +80,35 @@ func NewRing(keys ...Key) (*Ring, error) {
 // ParseMasterKey reads the base64 of 32 bytes given as BACKOFFICE_MASTER_KEY and names it by a
 // fingerprint, so the same key always gets the same id.
 func ParseMasterKey(b64 string) (Key, error) {
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	raw, err := decodeKey(b64)
 	if err != nil {
-		return Key{}, errors.New("master key is not valid base64")
-	}
-	if len(raw) != KeySize {
-		return Key{}, fmt.Errorf("master key is %d bytes, want %d", len(raw), KeySize)
+		return Key{}, fmt.Errorf("master key %w", err)
 	}
 	return Key{ID: Fingerprint(raw), Bytes: raw}, nil
+}
+
+// MakeKeyHint is how to make a master key, as every message about a bad one says.
+const MakeKeyHint = "head -c 32 /dev/urandom | base64"
+
+// decodeKey reads a master key: base64 of KeySize bytes. Its error continues "master key …" or
+// "key ID …" and says what was wrong and how to make a good one; a key written as hex, the other
+// form keys come in, is named as such.
+func decodeKey(b64 string) ([]byte, error) {
+	s := strings.TrimSpace(b64)
+	want := fmt.Sprintf("want base64 of %d random bytes (make one: %s)", KeySize, MakeKeyHint)
+	if len(s) == 2*KeySize {
+		if _, err := hex.DecodeString(s); err == nil {
+			return nil, fmt.Errorf("looks like hex (%d hex digits); %s", len(s), want)
+		}
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("is not valid base64; %s", want)
+	}
+	if len(raw) != KeySize {
+		return nil, fmt.Errorf("decodes to %d bytes; %s", len(raw), want)
+	}
+	return raw, nil
 }
 
 // Fingerprint names a key without revealing it: the first 8 bytes of SHA-256 over a label and

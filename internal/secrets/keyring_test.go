@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"regexp"
 	"strings"
@@ -70,6 +71,27 @@ func TestParseMasterKey(t *testing.T) {
 		if _, err := ParseMasterKey(bad); err == nil {
 			t.Errorf("ParseMasterKey(%q) accepted", bad)
 		}
+	}
+}
+
+// TestBadKeyMessages: a refused key's message says what the key was taken for and how to make a
+// good one, in a master key and in a ring's entry alike.
+func TestBadKeyMessages(t *testing.T) {
+	hexKey := strings.Repeat("0123456789abcdef", 4)
+	hint := "want base64 of 32 random bytes (make one: head -c 32 /dev/urandom | base64)"
+	for _, tc := range []struct{ key, want string }{
+		{hexKey, "master key looks like hex (64 hex digits); " + hint},
+		{strings.ToUpper(hexKey), "master key looks like hex (64 hex digits); " + hint},
+		{"not base64!", "master key is not valid base64; " + hint},
+		{"c2hvcnQ=", "master key decodes to 5 bytes; " + hint},
+		{base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 48)), "master key decodes to 48 bytes; " + hint},
+	} {
+		if _, err := ParseMasterKey(tc.key); err == nil || err.Error() != tc.want {
+			t.Errorf("ParseMasterKey(%q) = %v, want %q", tc.key, err, tc.want)
+		}
+	}
+	if _, err := ParseKeyRing("new:" + hexKey); err == nil || err.Error() != `entry 1: key "new" looks like hex (64 hex digits); `+hint {
+		t.Errorf("ParseKeyRing(hex) = %v", err)
 	}
 }
 

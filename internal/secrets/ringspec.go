@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,12 +59,9 @@ func parseRingEntry(entry string) (Key, error) {
 	if !ValidKeyID(id) {
 		return Key{}, fmt.Errorf("key id %q: want 1 to %d of A-Z a-z 0-9 _ -", id, MaxKeyIDLength)
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	raw, err := decodeKey(b64)
 	if err != nil {
-		return Key{}, fmt.Errorf("key %q is not valid base64", id)
-	}
-	if len(raw) != KeySize {
-		return Key{}, fmt.Errorf("key %q is %d bytes, want %d", id, len(raw), KeySize)
+		return Key{}, fmt.Errorf("key %q %w", id, err)
 	}
 	return Key{ID: id, Bytes: raw}, nil
 }
