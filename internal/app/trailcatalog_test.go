@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -364,4 +365,27 @@ func TestTrailAttacksTableIsTheTests(t *testing.T) {
 	if got, want := strings.TrimSpace(doc[start+len(trailAttacksTableStart):end]), strings.TrimSpace(trailAttacksTable(t)); got != want {
 		t.Errorf("the table in %s is not the one %s makes: run TestTrailCatalogAttacks with -update-trail-attacks", threatDoc, trailAttacksGolden)
 	}
+}
+
+// keys rewrap anchors only a trail whose tables are what the migrations made: with a trigger that
+// drops events on the trail it refuses (exit 3), naming it, and changes nothing.
+func TestRewrapRefusesATrailHeldForItsCatalog(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		stmts := map[string][]string{
+			"sqlite": {`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`},
+		}[engine]
+		if stmts == nil {
+			stmts = []string{`CREATE FUNCTION zz_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+				`CREATE TRIGGER zz BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz_drop()`}
+		}
+		sqlOn(t, url, stmts...)
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+		_, _, err := c.run("keys", "rewrap")
+		if !errors.Is(err, ErrCannotCheck) || !strings.Contains(err.Error(), "found: trigger zz on audit_events") {
+			t.Fatalf("keys rewrap: %v; want it refused, naming trigger zz", err)
+		}
+		if status := c.mustRun("keys", "status"); !strings.Contains(status, "linked under key k1") {
+			t.Errorf("keys status after the refused rewrap:\n%s", status)
+		}
+	})
 }
