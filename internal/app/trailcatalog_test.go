@@ -8,14 +8,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -388,4 +392,52 @@ func TestRewrapRefusesATrailHeldForItsCatalog(t *testing.T) {
 			t.Errorf("keys status after the refused rewrap:\n%s", status)
 		}
 	})
+}
+
+// serve, started on a trail with a trigger that drops events, serves but records nothing: its
+// error line names the trigger, a decrypt answers 503 unavailable (no SSN), /readyz 503
+// not_ready, and nothing is signed, the last checkpoint when it stops included.
+func TestServeHoldsATrailWithAnotherCatalog(t *testing.T) {
+	e := newTestEnv(t)
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
+		t.Fatal(err)
+	}
+	sqlOn(t, e.vars["BACKOFFICE_DATABASE_URL"], `CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`)
+	file := filepath.Join(e.dir, "checkpoints.jsonl")
+	e.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+	addr := freeAddr(t)
+	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+	call := func(path string) (int, string) {
+		for range 500 { // until serving
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+			req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		t.Fatalf("serve does not answer:\n%s", stderr)
+		return 0, ""
+	}
+	status, body := call("/v1/crm/leads/" + string(demoLead) + "/principals/" + string(demoPrincipal) + "/decrypt/ssn")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"unavailable"`) || strings.Contains(body, "zz") {
+		t.Errorf("decrypt: %d %s", status, body)
+	}
+	if status, body := call("/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "the audit trail's tables are not what the migrations made") {
+		t.Errorf("readyz: %d %s", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, `"level":"ERROR","msg":"the audit trail's tables are not what the migrations made`) || !strings.Contains(logs, `"found":["found: trigger zz on audit_events"]`) {
+		t.Errorf("serve's log does not name the trigger in an error line:\n%s", logs)
+	}
+	if read, err := checkpoint.ReadFile(file); err != nil || len(read.Entries) != 0 {
+		t.Errorf("checkpoints signed over the held trail: %+v, %v", read.Entries, err)
+	}
 }
