@@ -159,16 +159,11 @@ func checkTrailCatalog(ctx context.Context, st *store.Store, log *slog.Logger) e
 	err := st.CheckTrailCatalog(ctx)
 	var held *store.TrailCatalogError
 	if errors.As(err, &held) {
-		logTrailHeld(ctx, log, held)
+		log.ErrorContext(ctx, "the audit trail's tables are not what the migrations made: no audit event is recorded, so every request that records one (decrypts among them) answers 503, and no checkpoint is signed, until serve is restarted on the tables as the migrations made them (see docs/compliance.md)",
+			slog.Any("found", held.Findings))
 		return nil
 	}
 	return err
-}
-
-// logTrailHeld is the error line of a trail held for its catalog, naming each object found.
-func logTrailHeld(ctx context.Context, log *slog.Logger, held *store.TrailCatalogError) {
-	log.ErrorContext(ctx, "the audit trail's tables are not what the migrations made: no audit event is recorded, so every request that records one (decrypts among them) answers 503, and no checkpoint is signed, until serve is restarted on the tables as the migrations made them (see docs/compliance.md)",
-		slog.Any("found", held.Findings))
 }
 
 // closeAll closes listeners not yet served.
