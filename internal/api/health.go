@@ -22,8 +22,10 @@ func handleHealthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleReadyz answers 200 when requests can be served: the database answers, every migration
-// this binary knows is applied, and the database takes an insert (a database file removed,
-// read-only or on a full disk answers reads but loses or refuses writes). Otherwise 503 not_ready; the cause goes to the log only.
+// this binary knows is applied, the database takes an insert (a database file removed,
+// read-only or on a full disk answers reads but loses or refuses writes), and the audit trail's
+// tables are what the migrations made (else no decrypt is served). Otherwise 503 not_ready; the
+// cause goes to the log only.
 func handleReadyz(h Health, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
@@ -57,6 +59,9 @@ func notReady(ctx context.Context, h Health) (string, error) {
 	}
 	if err := h.Writable(ctx); err != nil {
 		return "the database cannot be written", err
+	}
+	if err := h.TrailCatalogHeld(); err != nil {
+		return "the audit trail's tables are not what the migrations made: no request that records an audit event is served", err
 	}
 	return "", nil
 }

@@ -97,11 +97,13 @@ type fakeHealth struct {
 	pending    int
 	pendingErr error
 	writeErr   error
+	trailErr   error
 }
 
 func (f fakeHealth) Ping(context.Context) error           { return f.pingErr }
 func (f fakeHealth) Pending(context.Context) (int, error) { return f.pending, f.pendingErr }
 func (f fakeHealth) Writable(context.Context) error       { return f.writeErr }
+func (f fakeHealth) TrailCatalogHeld() error              { return f.trailErr }
 
 func TestNotReady(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
@@ -111,6 +113,7 @@ func TestNotReady(t *testing.T) {
 			"migrations pending":  {pending: 2},
 			"schema unreadable":   {pendingErr: secret},
 			"not writable":        {writeErr: secret},
+			"trail held":          {trailErr: errors.New("the audit trail's tables are not what the migrations made: found: trigger zz on audit_events")},
 			"ready (for control)": {},
 		} {
 			h.withDeps(t, func(d *api.Deps) { d.Health = hs })
@@ -122,7 +125,7 @@ func TestNotReady(t *testing.T) {
 				continue
 			}
 			wantError(t, r, http.StatusServiceUnavailable, "not_ready")
-			if strings.Contains(string(r.Body), "password") {
+			if strings.Contains(string(r.Body), "password") || strings.Contains(string(r.Body), "zz") {
 				t.Errorf("%s: the cause leaked: %s", name, r.Body)
 			}
 			// Liveness does not depend on the database.

@@ -134,12 +134,14 @@ func New(d Deps) http.Handler {
 	return observe(log, d.Metrics, tracer, recoverPanics(log, limitRequest(maxHeaderBytes, maxBodyBytes, r)))
 }
 
-// Health is what readiness checks: the database answers, its schema is current, and it takes a
-// write.
+// Health is what readiness checks: the database answers, its schema is current, it takes a
+// write, and the audit trail's tables are what the migrations made (TrailCatalogHeld: what the
+// last check of them found, nil while it found nothing).
 type Health interface {
 	Ping(ctx context.Context) error
 	Pending(ctx context.Context) (int, error)
 	Writable(ctx context.Context) error
+	TrailCatalogHeld() error
 }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

@@ -47,6 +47,8 @@ type checkpointer struct {
 // left off (*store.Store is one).
 type auditTrail interface {
 	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect) (*store.AuditFollower, error)
+	// CheckTrailCatalog fails while the trail's tables are not what the migrations made.
+	CheckTrailCatalog(ctx context.Context) error
 }
 
 // newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
@@ -144,8 +146,13 @@ func (c *checkpointer) tick(ctx context.Context) {
 }
 
 // sign walks the events written since the last tick and signs a checkpoint of the trail as that
-// walk verified it.
+// walk verified it. It first checks that the trail's tables are what the migrations made: tables
+// that may drop events as they are written (a trigger, a rule, a policy) leave a trail that
+// verifies, and signing it would vouch for it.
 func (c *checkpointer) sign(ctx context.Context) error {
+	if err := c.st.CheckTrailCatalog(ctx); err != nil {
+		return fmt.Errorf("nothing is signed: %w", err)
+	}
 	if c.follow == nil {
 		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base)
 		if err != nil {

@@ -375,9 +375,15 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 
 // verifyBeforeAnchor walks the whole audit chain, against the configured checkpoints, before
 // keys rewrap anchors it: an anchor covers only a trail verified just before it. A trail that does
-// not verify, or checkpoints it cannot check, refuse the run, which then changes nothing. notes
-// name the checkpoints file's torn lines, left out.
+// not verify, checkpoints it cannot check, or the trail's tables not as the migrations made them
+// (store.CheckTrailCatalog) refuse the run, which then changes nothing. notes name the checkpoints
+// file's torn lines, left out.
 func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (store.Verified, []string, error) {
+	// Tables that may drop events as they are written leave a trail that verifies: anchoring it
+	// would vouch for it.
+	if err := st.CheckTrailCatalog(ctx); err != nil {
+		return store.Verified{}, nil, rewrapRefused{why: err, kind: ErrCannotCheck}
+	}
 	expects, notes, err := configuredExpects(cfg, ring)
 	if err == nil {
 		var rep store.ChainReport

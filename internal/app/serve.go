@@ -86,6 +86,9 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if err := checkTrailCatalog(ctx, st, log); err != nil {
+		return err
+	}
 	if d != nil {
 		if err := d.load(ctx, st, ring); err != nil {
 			return err
@@ -153,6 +156,23 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	}
 	err = serveUntilDone(ctx, listeners, log, drain{grace: shutdownGrace(cfg.GatewayTimeout), write: writeTimeout(cfg.GatewayTimeout), wait: pushes.Wait})
 	cp.stop(ctx) // the last checkpoint, of every event the drained requests wrote
+	return err
+}
+
+// checkTrailCatalog checks, before anything records an audit event, that the audit trail's tables
+// are what the migrations made (store.CheckTrailCatalog). Where they are not, serve still serves,
+// but the trail is held: every request that records an audit event (a decrypt among them) answers
+// 503, /readyz answers not_ready, and no checkpoint is signed, until serve is restarted on tables
+// put back as the migrations made them; the error line names what was found. A catalog that
+// cannot be read stops serve.
+func checkTrailCatalog(ctx context.Context, st *store.Store, log *slog.Logger) error {
+	err := st.CheckTrailCatalog(ctx)
+	var held *store.TrailCatalogError
+	if errors.As(err, &held) {
+		log.ErrorContext(ctx, "the audit trail's tables are not what the migrations made: no audit event is recorded, so every request that records one (decrypts among them) answers 503, and no checkpoint is signed, until serve is restarted on the tables as the migrations made them (see docs/compliance.md)",
+			slog.Any("found", held.Findings))
+		return nil
+	}
 	return err
 }
 

@@ -102,13 +102,16 @@ type auditChain struct {
 	// (PostgreSQL's audit_chain_append, appendAfter); moved tells its error of a head that moved.
 	afterTip bool
 	moved    func(error) bool
+	// held is the difference found in the trail's catalog (CheckTrailCatalog), nil while none:
+	// no event is linked into a trail whose tables may drop it.
+	held func() error
 }
 
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved}
+		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -163,8 +166,14 @@ type chainTip struct {
 
 // link numbers and links events after tip, under the active key, giving each event without an id
 // one (in events itself, so that a second try of the same group writes the same ids): their rows
-// as appendAuditRow makes them, and the head they end at.
+// as appendAuditRow makes them, and the head they end at. It links none while the trail's catalog
+// is held (CheckTrailCatalog): every way an event is written passes here.
 func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, error) {
+	if c.held != nil {
+		if err := c.held(); err != nil {
+			return nil, chainTip{}, err
+		}
+	}
 	keyID := c.signer.ActiveKeyID()
 	seq, prev := tip.seq, tip.hash
 	args := make([]any, 0, auditColumns*len(events))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,12 @@ func CountFollowRests(t *testing.T) *int {
 func SkipFollowRests(tb testing.TB) {
 	restAfterPage = func(context.Context, time.Duration) error { return nil }
 	tb.Cleanup(func() { restAfterPage = rest })
+}
+
+// TrailCatalog is the audit trail's catalog as CheckTrailCatalog reads it, a line per object, and
+// the lines the engine expects.
+func TrailCatalog(ctx context.Context, s *Store) (got, expected []string, err error) {
+	query, want := s.engine.TrailCatalog()
+	got, err = s.trailCatalog(ctx, query)
+	return got, strings.Split(strings.TrimSuffix(string(want), "\n"), "\n"), err
 }

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"backoffice/internal/domain"
@@ -42,6 +43,9 @@ type Store struct {
 	cache *readCache
 	// stamped holds, per API key, when this process last stamped its use (see NoteAPIKeyUse).
 	stamped sync.Map
+	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
+	// do not make; while set, the chain links no event.
+	trailHeld atomic.Pointer[TrailCatalogError]
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
@@ -119,6 +123,11 @@ type Engine interface {
 	// write transaction, each with its own arguments (row, the store's probe row, where one is
 	// written), and whether the transaction is committed (else it is rolled back).
 	WriteProbe(row []byte) (statements []sqltx.Statement, commit bool)
+	// TrailCatalog is the query that reads the audit trail's catalog (its tables, what is attached
+	// to them, the functions its writer calls), a row per object (kind, name, the table it is on,
+	// its definition), and the lines the engine's migrations make of it, built into the binary
+	// (CheckTrailCatalog).
+	TrailCatalog() (query string, expected []byte)
 	// Close stops what the engine runs in the background.
 	Close()
 }

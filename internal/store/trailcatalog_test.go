@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/testdb"
+)
+
+var updateTrailCatalog = flag.Bool("update-trail-catalog", false, "rewrite each engine's trail-catalog.golden from a freshly migrated database")
+
+// trailCatalogGolden is where each engine keeps what its migrations make of the trail's catalog,
+// built into the binary.
+var trailCatalogGolden = map[string]string{
+	"sqlite":   "sqlite/trail-catalog.golden",
+	"postgres": "postgres/trail-catalog.golden",
+}
+
+// The expectation built into the binary is what the migrations make: a migration that adds a
+// trigger, a rule, a policy or a function to the trail, or changes one, fails here until the
+// expectation is written again (-update-trail-catalog), and a reviewer sees the change in it.
+func TestTrailCatalogIsTheMigrations(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			got, want, err := store.TrailCatalog(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *updateTrailCatalog {
+				if err := os.WriteFile(trailCatalogGolden[engine], []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("the trail's catalog as the migrations make it:\n%s\nbuilt into the binary (%s):\n%s\nrun this test with -update-trail-catalog and review the difference",
+					strings.Join(got, "\n"), trailCatalogGolden[engine], strings.Join(want, "\n"))
+			}
+			if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "table\taudit_events\t") }) {
+				t.Errorf("the trail's catalog has no table audit_events: %q", got)
+			}
+			if err := st.CheckTrailCatalog(ctx); err != nil {
+				t.Errorf("a freshly migrated database: %v", err)
+			}
+		})
+	}
+}
+
+// No false refusal: a database an older release migrated and this one upgraded, with an index
+// and statistics an operator added, is what the migrations make.
+func TestTrailCatalogOfAnUpgradedDatabase(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st, exec := oldDatabase(t, engine, "0003_sam_compact")
+			st.SetChainSigner(testdb.Ring(t))
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("upgrade: %v", err)
+			}
+			exec(`CREATE INDEX audit_events_by_action ON audit_events(action, seq)`)
+			exec(`ANALYZE`)
+			if err := st.CheckTrailCatalog(ctx); err != nil {
+				t.Fatalf("an upgraded database: %v", err)
+			}
+			if err := st.RecordAudit(ctx, domain.AuditEvent{ActorUserID: testdb.FixtureID(1), Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted, Detail: "field ssn"}); err != nil {
+				t.Fatalf("record an event: %v", err)
+			}
+		})
+	}
+}
+
+// A difference holds the trail: no event is linked, even once the catalog is put back, and the
+// refusal answers as unavailable.
+func TestTrailCatalogHoldsTheTrail(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			db := testdb.SQLOf(t, st)
+			trigger := map[string][]string{
+				"sqlite": {`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`},
+				"postgres": {`CREATE FUNCTION zz_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+					`CREATE TRIGGER zz BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz_drop()`},
+			}[engine]
+			for _, stmt := range trigger {
+				if _, err := db.ExecContext(ctx, stmt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := st.CheckTrailCatalog(ctx)
+			var found *store.TrailCatalogError
+			if !errors.As(err, &found) || !slices.Contains(found.Findings, "found: trigger zz on audit_events") {
+				t.Fatalf("CheckTrailCatalog = %v, want it to name trigger zz on audit_events", err)
+			}
+			if _, err := db.ExecContext(ctx, `DROP TRIGGER zz`+map[string]string{"sqlite": "", "postgres": " ON audit_events"}[engine]); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CheckTrailCatalog(ctx); !errors.As(err, &found) {
+				t.Errorf("CheckTrailCatalog after the trigger was dropped = %v, want it still held", err)
+			}
+			err = st.RecordAudit(ctx, domain.AuditEvent{ActorUserID: testdb.FixtureID(1), Action: "principal.decrypt", TargetID: "p", Outcome: domain.OutcomeGranted, Detail: "field ssn"})
+			if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindUnavailable || strings.Contains(e.Detail, "zz") {
+				t.Errorf("RecordAudit while held = %v, want unavailable naming nothing found", err)
+			}
+			if n, err := store.Count(ctx, st, "audit_events"); err != nil || n != 0 {
+				t.Errorf("events written while held: %d, %v", n, err)
+			}
+		})
+	}
+}
