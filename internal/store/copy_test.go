@@ -100,7 +100,9 @@ func tableRows(t *testing.T, db *sql.DB, table string) []map[string]any {
 }
 
 // copiedTables are the tables a copy writes.
-func copiedTables() []string { return append(slices.Clone(bulkload.CopiedTables), bulkload.GenesisTable) }
+func copiedTables() []string {
+	return append(slices.Clone(bulkload.CopiedTables), bulkload.GenesisTable)
+}
 
 // A copy in either direction moves every row of every table it copies, every column as stored;
 // the source holds a row in each, so a table left out fails here.
