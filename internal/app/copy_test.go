@@ -2,8 +2,11 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +86,20 @@ func TestCopyCarriesADeploymentAcross(t *testing.T) {
 				t.Errorf("copy said:\n%s%s", out, progress)
 			}
 
+			if file, ok := strings.CutPrefix(target, "sqlite:"); ok {
+				// Nothing of the copy's holds a secret in the clear: the target's files neither.
+				for _, name := range []string{file, file + "-wal"} {
+					data, err := os.ReadFile(name)
+					if err != nil && !errors.Is(err, fs.ErrNotExist) {
+						t.Fatal(err)
+					}
+					for _, secret := range []string{demoSSN, issued, importedStaffKey} {
+						if bytes.Contains(data, []byte(secret)) {
+							t.Errorf("%s holds %q in the clear", name, secret)
+						}
+					}
+				}
+			}
 			e.vars["BACKOFFICE_DATABASE_URL"], e.vars["BACKOFFICE_MASTER_KEY"] = target, key
 			if out, _, err := e.run("audit", "verify"); err != nil || !strings.Contains(out, "checkpoints: 1 matched") {
 				t.Fatalf("audit verify on the target with the source's checkpoints: %v\n%s", err, out)

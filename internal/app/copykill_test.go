@@ -54,7 +54,8 @@ func TestCopyKilledLeavesTheTargetEmpty(t *testing.T) {
 			copySource(t, e, pair[0], 300_000)
 			want := tableCounts(t, testdb.SQL(t, e.vars["BACKOFFICE_DATABASE_URL"]))
 			target := testdb.URL(t, pair[1])
-			cmd, in, out := importChild(t, e.vars, t.TempDir(), "copy", "--to", target)
+			tmp := t.TempDir()
+			cmd, in, out := importChild(t, e.vars, tmp, "copy", "--to", target)
 			in.Close()
 			deadline := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 			waitFor(t, func() string {
@@ -72,6 +73,9 @@ func TestCopyKilledLeavesTheTargetEmpty(t *testing.T) {
 				t.Fatalf("the copy ended before it was killed:\n%s", out)
 			}
 			t.Logf("killed after:\n%s", out)
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("after kill -9, %d files in the copy's TMPDIR: %v", len(left), left)
+			}
 			db := testdb.SQL(t, target)
 			for table, n := range tableCounts(t, db) {
 				if n != 0 && table != bulkload.GenesisTable {
