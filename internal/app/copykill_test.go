@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"regexp"
@@ -42,6 +43,36 @@ func tableCounts(t *testing.T, db *sql.DB) map[string]int64 {
 	return counts
 }
 
+// writeTxOpen tells whether a transaction writes to the database of url now: on SQLite, another
+// connection cannot take the write lock; on PostgreSQL, an advisory lock (the import's, which the
+// copy takes) is held in the database.
+func writeTxOpen(t *testing.T, url string) bool {
+	t.Helper()
+	ctx := context.Background()
+	db := testdb.SQL(t, url)
+	if strings.HasPrefix(url, "sqlite:") {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return strings.Contains(err.Error(), "locked") || strings.Contains(err.Error(), "busy")
+		}
+		conn.ExecContext(ctx, "ROLLBACK")
+		return false
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 // A copy killed with -9 in the middle, in either direction, leaves the target with none of the
 // source's rows (its migrations, committed before the copy began, stay), and a copy run again
 // then moves everything.
@@ -64,6 +95,10 @@ func TestCopyKilledLeavesTheTargetEmpty(t *testing.T) {
 				}
 				return ""
 			})
+			// Killed with its transaction open on the target.
+			if !writeTxOpen(t, target) {
+				t.Fatalf("the copy holds no write transaction on the target:\n%s", out)
+			}
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -93,6 +128,9 @@ func TestCopyKilledLeavesTheTargetEmpty(t *testing.T) {
 			}
 			if !strings.Contains(stdout, " rows of ") {
 				t.Errorf("copy again said: %s", stdout)
+			}
+			if writeTxOpen(t, target) {
+				t.Error("a write transaction is open on the target once the copy has ended")
 			}
 			got := tableCounts(t, db)
 			for table, n := range want {
