@@ -51,9 +51,10 @@ func serveRequests(t *testing.T, e *testEnv, reqs [][2]string) (statuses []int, 
 }
 
 // A deployment copied to the other engine carries on there: with no master key to copy, the
-// target serves the old API keys (one imported, one issued by the command line), opens the same
-// SSN, its audit trail verifies against the same checkpoints file, and serve on the target goes
-// on signing into that file, which still verifies. A second copy into it is refused.
+// target serves the old API keys (one imported, one issued by the command line) and the old
+// session, opens the same SSN, its audit trail verifies against the same checkpoints file, and
+// serve on the target goes on signing into that file, which still verifies. A second copy into it
+// is refused.
 func TestCopyCarriesADeploymentAcross(t *testing.T) {
 	for _, pair := range [][2]string{{"sqlite", "postgres"}, {"postgres", "sqlite"}} {
 		t.Run(pair[0]+"-to-"+pair[1], func(t *testing.T) {
@@ -104,7 +105,7 @@ func TestCopyCarriesADeploymentAcross(t *testing.T) {
 			if out, _, err := e.run("audit", "verify"); err != nil || !strings.Contains(out, "checkpoints: 1 matched") {
 				t.Fatalf("audit verify on the target with the source's checkpoints: %v\n%s", err, out)
 			}
-			statuses, bodies = serveRequests(t, e, [][2]string{{decrypt, "Api-Key " + issued}, {decrypt, "Api-Key " + importedStaffKey}})
+			statuses, bodies = serveRequests(t, e, [][2]string{{decrypt, "Api-Key " + issued}, {decrypt, "Api-Key " + importedStaffKey}, {decrypt, "Bearer " + importedSessionToken}})
 			for i := range statuses {
 				if statuses[i] != 200 || !strings.Contains(bodies[i], demoSSN) {
 					t.Errorf("decrypt on the target with the source's key %d: %d %s", i, statuses[i], bodies[i])
