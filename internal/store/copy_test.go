@@ -221,16 +221,18 @@ func TestCopyKnowsEveryTable(t *testing.T) {
 			{"new table in the source", "source", `CREATE TABLE late_records (id TEXT PRIMARY KEY)`, "late_records"},
 			{"new table in the target", "target", `CREATE TABLE late_records (id TEXT PRIMARY KEY)`, "late_records"},
 			{"new column in the source", "source", `ALTER TABLE merchants ADD COLUMN late_column TEXT`, "late_column"},
+			{"a column no migration could name, on both", "both", `ALTER TABLE merchants ADD COLUMN "name) SELECT 1; --" TEXT`, "no migration makes"},
 		} {
 			t.Run(pair[0]+"-to-"+pair[1]+"/"+c.name, func(t *testing.T) {
 				src := copySource(t, pair[0])
 				dst := testdb.Open(t, pair[1])
-				db := testdb.SQLOf(t, src)
-				if c.side == "target" {
-					db = testdb.SQLOf(t, dst)
-				}
-				if _, err := db.Exec(c.ddl); err != nil {
-					t.Fatal(err)
+				for side, st := range map[string]*store.Store{"source": src, "target": dst} {
+					if c.side != side && c.side != "both" {
+						continue
+					}
+					if _, err := testdb.SQLOf(t, st).Exec(c.ddl); err != nil {
+						t.Fatal(err)
+					}
 				}
 				err := src.CopyTo(context.Background(), dst, nil)
 				if err == nil || !strings.Contains(err.Error(), c.want) {

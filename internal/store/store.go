@@ -87,7 +87,7 @@ type Engine interface {
 	// table, tail after the values.
 	InsertOrSkip() (head, tail string)
 	// Catalog is the query that lists the database's tables and columns, for a copy (see
-	// bulkload.ReadCatalog).
+	// bulkload.Catalog).
 	Catalog() string
 	// SnapshotIsolation is the level at which a read-only transaction sees one state.
 	SnapshotIsolation() sql.IsolationLevel

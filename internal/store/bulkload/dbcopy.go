@@ -21,10 +21,10 @@ const copyBatchBytes = 8 << 20
 // either engine's limit on a statement's parameters.
 const insertCopyParams = 4096
 
-// ReadCatalog reads a database's tables and columns through query, the engine's catalog query
+// readCatalog reads a database's tables and columns through query, the engine's catalog query
 // (its rows: table, column, whether it is a boolean, its place in the primary key, 0 when none;
 // in the columns' order).
-func ReadCatalog(ctx context.Context, q *sqltx.Tx, query string) (Catalog, error) {
+func readCatalog(ctx context.Context, q *sqltx.Tx, query string) (Catalog, error) {
 	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -45,11 +45,11 @@ func ReadCatalog(ctx context.Context, q *sqltx.Tx, query string) (Catalog, error
 	return cat, nil
 }
 
-// Catalog is the catalog of the snapshot's database (see ReadCatalog).
-func (sn *Snapshot) Catalog(query string) (Catalog, error) { return ReadCatalog(sn.ctx, sn.q, query) }
+// Catalog is the catalog of the snapshot's database (see readCatalog).
+func (sn *Snapshot) Catalog(query string) (Catalog, error) { return readCatalog(sn.ctx, sn.q, query) }
 
-// Catalog is the catalog of the import's database (see ReadCatalog).
-func (b *Bulk) Catalog(query string) (Catalog, error) { return ReadCatalog(b.ctx, b.q, query) }
+// Catalog is the catalog of the import's database (see readCatalog).
+func (b *Bulk) Catalog(query string) (Catalog, error) { return readCatalog(b.ctx, b.q, query) }
 
 // CopyProgress is told each table a copy has written, with its rows.
 type CopyProgress func(table string, rows int64)
@@ -60,7 +60,7 @@ type CopyProgress func(table string, rows int64)
 // either database is neither copied nor set aside (NotCopied), when a copied table's columns
 // differ, and when any copied table of the target holds a row (ErrTargetNotEmpty).
 func (b *Bulk) CopyDatabase(src *Snapshot, from, to Catalog, progress CopyProgress) error {
-	if err := CheckCopyable(from, to); err != nil {
+	if err := checkCopyable(from, to); err != nil {
 		return err
 	}
 	for _, t := range CopiedTables {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -54,9 +55,9 @@ type Column struct {
 // Catalog is every table of a database with its columns, in their order.
 type Catalog map[string][]Column
 
-// CheckCopyable fails unless every table of both catalogs is copied (CopiedTables, the genesis) or
+// checkCopyable fails unless every table of both catalogs is copied (CopiedTables, the genesis) or
 // set aside (NotCopied), and every copied table has the same columns in both.
-func CheckCopyable(source, target Catalog) error {
+func checkCopyable(source, target Catalog) error {
 	known := map[string]bool{GenesisTable: true}
 	for _, t := range CopiedTables {
 		known[t] = true
@@ -86,9 +87,18 @@ func CheckCopyable(source, target Catalog) error {
 		if a, b := columnNames(s), columnNames(d); !slices.Equal(a, b) {
 			return fmt.Errorf("table %s has other columns in the source (%s) than in the target (%s)", t, strings.Join(a, ", "), strings.Join(b, ", "))
 		}
+		for _, c := range s {
+			if !plainName.MatchString(c.Name) {
+				return fmt.Errorf("table %s has a column named %q, which no migration makes", t, c.Name)
+			}
+		}
 	}
 	return nil
 }
+
+// plainName is how every column the migrations make is spelled: a copy names columns it read from
+// a catalog in its statements, so it takes no other.
+var plainName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // columnNames are the columns' names, sorted.
 func columnNames(cs []Column) []string {
