@@ -236,6 +236,8 @@ func otherProcessesRound(t *testing.T, p procRun, c *procClient, keys map[string
 	if b, err := os.ReadFile(export); err != nil || !json.Valid(b) {
 		t.Fatalf("export: %v", err)
 	}
+	// A copy reads one snapshot of the served file, into a new one.
+	must("copy", "--to", "sqlite:"+filepath.Join(dir, fmt.Sprintf("copy-%d.db", round)))
 
 	if shell {
 		out, err := exec.Command(sqliteShell(), "-cmd", ".timeout 10000", dbPath,

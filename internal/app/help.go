@@ -57,6 +57,13 @@ var commandDocs = []commandDoc{
 		details: "A file is written with mode 0600 and renamed into place whole; - writes standard output.\n" +
 			"SSNs are left out unless --include-secrets (which needs the master key); credentials never leave.",
 		example: "backoffice export --demo -"},
+	{name: "copy", synopsis: "--to URL [flags]", summary: "copy the whole database into an empty one, SQLite or PostgreSQL",
+		details: "Moves a deployment between engines: every record, credential hashes, sealed SSNs as they are (no plaintext,\n" +
+			"no master key needed), the audit trail with its chain and genesis (the same checkpoints file goes on\n" +
+			"verifying), idempotency keys and push state. The target is migrated first (a SQLite file is made when\n" +
+			"missing) and must hold no records. One transaction on the target: all or nothing, so a copy cut short is\n" +
+			"run again. Stop serve first (what it writes after the copy began stays behind). See docs/scale.md.",
+		example: "backoffice copy --to 'postgres://backoffice@db.internal:5432/backoffice?sslmode=verify-full'\nbackoffice copy --demo --to sqlite:/tmp/demo-copy.db"},
 	{name: "gateway-sim", synopsis: "[flags]", summary: "run the device gateway simulator",
 		example: "backoffice gateway-sim --addr 127.0.0.1:8090 --failure-rate 0.5 --latency 200ms"},
 	{name: "apikey", synopsis: "COMMAND [flags]", summary: "issue, list and revoke API keys",

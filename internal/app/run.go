@@ -99,6 +99,8 @@ func dispatch(ctx context.Context, env Env, cfg Config, args []string) error {
 		return runImport(ctx, env, cfg, rest)
 	case "export":
 		return runExport(ctx, env, cfg, rest)
+	case "copy":
+		return runCopy(ctx, env, cfg, rest)
 	case "gateway-sim":
 		return runGatewaySim(ctx, env, cfg, rest)
 	case "apikey":

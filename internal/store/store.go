@@ -90,6 +90,9 @@ type Engine interface {
 	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
 	// table, tail after the values.
 	InsertOrSkip() (head, tail string)
+	// Catalog is the query that lists the database's tables and columns, for a copy (see
+	// bulkload.Catalog).
+	Catalog() string
 	// SnapshotIsolation is the level at which a read-only transaction sees one state.
 	SnapshotIsolation() sql.IsolationLevel
 	// KeepsStatements tells an engine on whose connections a statement prepared once may be run

@@ -1,12 +1,14 @@
 // Package bulkload is the SQL of moving records in bulk: the dataset file's import (inserts,
-// batches, upserts, deletes, PostgreSQL's COPY, the SAM logs and their buckets) and the export's
-// reads. It knows tables and rows, never the file: which records go where, and what a problem is
-// called in the file, is the caller's (internal/dataset). Table and column names come from the
-// caller's own constants, never from input.
+// batches, upserts, deletes, PostgreSQL's COPY, the SAM logs and their buckets), the export's
+// reads, and the copy of a whole database into an empty one (transfer.go, dbcopy.go). It knows
+// tables and rows, never the file: which records go where, and what a problem is called in the
+// file, is the caller's (internal/dataset). Table and column names come from the caller's own
+// constants, never from input; a copy's columns come from the two databases' catalogs, and only
+// plain lower-case names that both have are taken.
 //
-// It runs inside a transaction the store opens (store.Load, store.Dump) and is given only that
-// transaction (*sqltx.Tx), the engine's few differences it needs (Engine, Copier), and the audit
-// chain (Chain): it cannot reach the store's pool, cache or audit writer.
+// It runs inside a transaction the store opens (store.Load, store.Dump; a copy, in one of each)
+// and is given only that transaction (*sqltx.Tx), the engine's few differences it needs (Engine,
+// Copier), and the audit chain (Chain): it cannot reach the store's pool, cache or audit writer.
 package bulkload
 
 import (

@@ -250,6 +250,18 @@ func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error,
 	return moved, func() {}, nil
 }
 
+// Catalog lists every table of the current schema with its columns in order: the table, the
+// column, whether it is a boolean, its place in the primary key (0 when none).
+func (*Engine) Catalog() string {
+	return `SELECT c.relname, a.attname, a.atttypid = 'boolean'::regtype,
+  COALESCE(array_position(i.indkey::int2[], a.attnum), 0)
+FROM pg_class AS c
+JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_index AS i ON i.indrelid = c.oid AND i.indisprimary
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+ORDER BY c.relname, a.attnum`
+}
+
 // InsertOrSkip is the standard INSERT … ON CONFLICT DO NOTHING.
 func (*Engine) InsertOrSkip() (head, tail string) { return "INSERT INTO", " ON CONFLICT DO NOTHING" }
 

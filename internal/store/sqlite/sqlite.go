@@ -236,6 +236,16 @@ func restoreCacheTriggers(ctx context.Context, tx *sql.Tx, triggers []trigger) e
 	return nil
 }
 
+// Catalog lists every table (but SQLite's own) with its columns in order: the table, the
+// column, whether it is a boolean (never: SQLite keeps flags as 0 and 1), its place in the
+// primary key (0 when none).
+func (Engine) Catalog() string {
+	return `SELECT m.name, c.name, 0, c.pk
+FROM sqlite_master AS m, pragma_table_info(m.name) AS c
+WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+ORDER BY m.name, c.cid`
+}
+
 // InsertOrSkip is INSERT OR IGNORE: a multi-row insert that cannot abort half-way needs no
 // statement journal, where ON CONFLICT DO NOTHING still aborts on other constraints and so makes
 // SQLite journal every batch.
