@@ -18,9 +18,6 @@ const (
 	l1 = "00000000-0000-4000-8000-000000000301"
 )
 
-// strongKey is 32 random bytes in base64url: the shape a credential should have.
-const strongKey = "NoGMaTO62jVVgPA9xY1XRtBlNtMsTk1sb7DYBMS6ig4"
-
 // apiKeyFile and sessionFile are files of one credential with this secret and expiry (JSON).
 func apiKeyFile(key, expires string) string {
 	return `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "` + key + `", "expiresAt": ` + expires + `}]}`
