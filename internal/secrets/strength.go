@@ -137,8 +137,8 @@ func isUUID(s string) bool {
 // "sk_live_", "glpat-", the service's own "bo_<prefix>_"; Slack's "xoxb-" with the numeric ids
 // after it) counts nothing before a hex, base32 or base64 body. Before an alphanumeric or
 // base64url body it may as well be the body's own beginning (random base64url may begin "ab_"),
-// so the secret is judged with fewer parts of its prefix taken away too, and
-// the largest capacity is taken: such a prefix may be credited as part of the body.
+// so the secret is judged with fewer parts of its prefix taken away too, and the largest
+// capacity is taken: such a prefix may be credited as part of the body.
 func tokenBits(secret string) (float64, bool) {
 	splits := prefixLengths(secret)
 	longest := splits[len(splits)-1]
@@ -192,7 +192,7 @@ func prefixLengths(secret string) []int {
 }
 
 // An encoding is an alphabet random tokens are written in: its characters, log2 of its size,
-// and how it decodes to bytes (nil for alphanumerics, which carry no whole bytes).
+// and whether it carries whole bytes (alphanumerics do not).
 type encoding struct {
 	name     string
 	alphabet string
@@ -298,8 +298,8 @@ const falseAlarm = 1e-10
 
 // looksRandom tells whether s, written in enc's alphabet, looks like random draws from it: each
 // test refuses a string of random draws with a chance under falseAlarm (the bounds are exact
-// for repeats, runs and classes; for words, measured), and what people make up fails at least
-// one:
+// for repeats and classes; for runs, up to taking the string's own mean share of followers as
+// the chance; for words, measured), and what people make up fails at least one:
 //
 //   - no stretch of k characters occurs twice, for the k at which random draws of its length
 //     repeat one with a chance under falseAlarm ("passwordpassword", "0123456789abcdef" repeated);
