@@ -67,7 +67,7 @@ func TestServeRefusesWeakCredentials(t *testing.T) {
 				t.Errorf("serve with a weak key: served %v, %v; want it refused, naming the key and %s", served, err, allowWeakCredentialsVar)
 			}
 			status, _, err := c.run("keys", "status")
-			if !strings.Contains(status, "WEAK CREDENTIALS") || !strings.Contains(squash(status), "API-key "+string(weakKey)+" "+string(testStaff)+" about 2 bits") ||
+			if !strings.Contains(status, "WEAK CREDENTIALS") || !strings.Contains(squash(status), "API-key "+string(weakKey)+" "+string(testStaff)+" about 12 bits") ||
 				!strings.Contains(status, "serve refuses to start") || strings.Contains(status, string(testImportKey)) || err == nil {
 				t.Errorf("keys status with a weak key: %v\n%s", err, status)
 			}

@@ -18,8 +18,6 @@ type checker struct {
 	err *Error
 	// seen holds the ids of each key, to reject duplicates within the file.
 	seen map[string]map[domain.ID]bool
-	// now is when the file is read: a credential that has expired by then is refused.
-	now time.Time
 }
 
 func (c *checker) fail(path, format string, args ...any) {
@@ -132,16 +130,12 @@ func (c *checker) user(p string, r *domain.User) {
 func (c *checker) apiKey(p string, r *domain.APIKey) {
 	c.id(p+".userId", &r.UserID)
 	c.secret(p+".key", r.Key)
-	if r.ExpiresAt != nil {
-		c.unexpired(p+".expiresAt", *r.ExpiresAt)
-	}
 }
 
 func (c *checker) session(p string, r *domain.Session) {
 	c.id(p+".userId", &r.UserID)
 	c.secret(p+".token", r.Token)
 	c.time(p+".expiresAt", r.ExpiresAt)
-	c.unexpired(p+".expiresAt", r.ExpiresAt)
 }
 
 func (c *checker) cardPlan(p string, r *domain.CardPlan) {
@@ -288,13 +282,6 @@ func canonical(id domain.ID) (domain.ID, bool) {
 func (c *checker) secret(path, s string) {
 	if err := secrets.CheckCredential(s); err != nil {
 		c.fail(path, "%v", err)
-	}
-}
-
-// unexpired refuses a credential that has expired: importing it could only be a mistake.
-func (c *checker) unexpired(path string, t time.Time) {
-	if !t.IsZero() && !t.After(c.now) {
-		c.fail(path, "the credential expired at %s: an expired credential is not imported", t.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	json "github.com/go-json-experiment/json"
@@ -157,7 +156,7 @@ type reader struct {
 func newReader(r io.Reader, f *File) *reader {
 	lim := &budget{r: bufio.NewReaderSize(r, 256<<10)}
 	rd := &reader{dec: jsontext.NewDecoder(lim), lim: lim, f: f, kind: map[string]*kind{},
-		c: &checker{seen: map[string]map[domain.ID]bool{}, now: time.Now()}}
+		c: &checker{seen: map[string]map[domain.ID]bool{}}}
 	for _, k := range kinds() {
 		rd.kind[k.key] = &k
 	}

@@ -17,8 +17,8 @@ import (
 	"backoffice/internal/testdb"
 )
 
-// An import whose file holds one guessable or expired credential among good records is refused
-// whole, naming that record, on either engine: nothing of it is imported, and its other keys do
+// An import whose file holds one guessable credential among good records is refused whole,
+// naming that record, on either engine: nothing of it is imported, and its other keys do
 // not authenticate. A 43-character random base64url key is imported and works.
 func TestImportRefusesWeakAndExpiredCredentials(t *testing.T) {
 	const good = "NoGMaTO62jVVgPA9xY1XRtBlNtMsTk1sb7DYBMS6ig4"
@@ -29,7 +29,6 @@ func TestImportRefusesWeakAndExpiredCredentials(t *testing.T) {
 		{"a PIN-like key", "0000000000001234", "null", "apiKeys[1].key"},
 		{"a word key", "passwordpassword", "null", "apiKeys[1].key"},
 		{"sixteen spaces", "                ", "null", "apiKeys[1].key"},
-		{"an expired key", "Rw9Idka187OW3B19bbQ8k3S72QQmgOnfOCaaCqD0twA", `"2026-01-01T00:00:00Z"`, "apiKeys[1].expiresAt"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
@@ -71,6 +70,47 @@ func TestImportRefusesWeakAndExpiredCredentials(t *testing.T) {
 				t.Errorf("weak credentials after a strong import: %+v, %v", weak, err)
 			}
 		})
+	})
+}
+
+// An expired credential in a file is imported as expired, beside the others: the import succeeds,
+// the expired key and session never authenticate, they are not weak usable credentials (serve
+// starts), the list shows the key's past expiry, and the file's other key works.
+func TestImportKeepsExpiredCredentialsExpired(t *testing.T) {
+	const good, expired, expiredToken = "NoGMaTO62jVVgPA9xY1XRtBlNtMsTk1sb7DYBMS6ig4", "Rw9Idka187OW3B19bbQ8k3S72QQmgOnfOCaaCqD0twA", "hkjwTx3ePXaMLZT0A3N4uAtM_gvxBDjUgB3DZhkxFxU"
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		file := `{"users": [{"id": "` + string(staffUser) + `", "partnerId": null, "email": "a@b.c", "permissions": ["*"]}],
+ "apiKeys": [{"id": "` + string(id(111)) + `", "userId": "` + string(staffUser) + `", "key": "` + good + `", "expiresAt": null},
+  {"id": "` + string(id(112)) + `", "userId": "` + string(staffUser) + `", "key": "` + expired + `", "expiresAt": "2026-01-01T00:00:00Z"}],
+ "sessions": [{"id": "` + string(id(121)) + `", "userId": "` + string(staffUser) + `", "token": "` + expiredToken + `", "expiresAt": "2020-01-01T00:00:00Z"}]}`
+		counts, err := importFile(t, st, file)
+		if err != nil {
+			t.Fatalf("an import holding expired credentials failed: %v", err)
+		}
+		if counts.Added != 4 {
+			t.Errorf("imported %+v, want the user, the 2 keys and the session added", counts)
+		}
+		a := auth.New(st, time.Now)
+		if _, err := a.Verify(ctx, auth.NewAttempt("Api-Key "+good)); err != nil {
+			t.Errorf("the file's unexpired key: %v", err)
+		}
+		for _, header := range []string{"Api-Key " + expired, "Bearer " + expiredToken} {
+			if _, err := a.Verify(ctx, auth.NewAttempt(header)); !errors.Is(err, auth.Unauthenticated) {
+				t.Errorf("expired %s…: %v, want unauthenticated", header[:10], err)
+			}
+		}
+		if weak, err := st.WeakCredentials(ctx, time.Now(), secrets.MinCredentialBits); err != nil || len(weak) != 0 {
+			t.Errorf("weak credentials: %+v, %v", weak, err)
+		}
+		keys, err := st.ListAPIKeys(ctx, store.APIKeyFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if k.ID == id(112) && (k.ExpiresAt == nil || !k.ExpiresAt.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))) {
+				t.Errorf("the expired key lists as expiring %v", k.ExpiresAt)
+			}
+		}
 	})
 }
 

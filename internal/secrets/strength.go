@@ -1,9 +1,19 @@
 package secrets
 
 import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/trustelem/zxcvbn/adjacency"
+	"github.com/trustelem/zxcvbn/frequency"
+	"github.com/trustelem/zxcvbn/matching"
+	"github.com/trustelem/zxcvbn/scoring"
 )
 
 // MinCredentialBits is the strength every API key and session token must have: beyond any number
@@ -11,50 +21,52 @@ import (
 // Issued credentials carry 256 random bits; an imported one is judged by CredentialStrength.
 const MinCredentialBits = 128
 
-// The alphanumeric alphabets a secret may be drawn from, smallest first: a secret's alphanumeric
-// characters are credited log2 of the first one that holds them all.
-var alphabets = []string{
-	"0123456789",
-	"0123456789abcdef",
-	"0123456789ABCDEF",
-	"0123456789abcdefABCDEF",
-	"0123456789abcdefghijklmnopqrstuvwxyz",
-	"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-	"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+// uuidBits is what a UUID can carry: the random bits of a version 4 UUID; the others hold fewer.
+const uuidBits = 122
+
+// CredentialStrength estimates the bits of randomness in secret, by one of two measures:
+//
+//   - A random token (an optional prefix such as "ghp_" or "sk_live_", then a body in one
+//     encoding's alphabet: hex, base32, alphanumerics, base64 or base64url) is credited exactly
+//     what its body can hold: its length times log2 of the alphabet (whole bytes for hex, base32
+//     and base64). The body must look like random draws from that alphabet (see looksRandom):
+//     nothing that people make (repeats, runs along the alphabet or the keyboard, a lopsided mix
+//     of character classes, mostly dictionary words) passes as a random token.
+//   - Anything else is estimated by zxcvbn (github.com/trustelem/zxcvbn: dictionaries of words,
+//     names and common passwords, keyboard walks, sequences, repeats, dates), as the guesses an
+//     attacker trying those patterns first needs. A secret zxcvbn finds mostly made of such
+//     patterns is credited its patterns alone: what it adds around them (separators, a word
+//     zxcvbn does not know) counts nothing.
+//
+// A body that decodes (hex, base32, base64) to printable text is no stronger than that text
+// ("password" repeated, in base64, is "password" repeated). A UUID is credited uuidBits. It
+// never fails: CheckCredential judges the characters.
+//
+// The rule for random tokens is our own because zxcvbn cannot judge them: it credits a character
+// it finds no pattern in as a decimal digit (a random hex or base64 token of 128 bits falls short)
+// and reads a long secret slowly; the token rule is many times faster (BenchmarkCredentialStrength).
+// zxcvbn's dictionaries and keyboard graph serve the token rule's tests too.
+func CredentialStrength(secret string) float64 {
+	if !printable(secret) {
+		return 0
+	}
+	return strength(secret)
 }
 
-// keyboardRows are the rows of a US keyboard, along which people type "random" keys.
-var keyboardRows = []string{"1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm"}
-
-// CredentialStrength estimates, on the low side, the bits of randomness in secret: each of its
-// letters and digits is credited log2 of its alphabet (the smallest usual one that holds them
-// all: digits, hex of one case, hex, one case and digits, both cases and digits, or a smaller one
-// when the secret shows fewer different characters than random draws from that would: see
-// alphabetBits), and then whatever a guesser tries first is discounted:
-//
-//   - a character that repeats the one before it, or is next to it in ASCII or on a keyboard row
-//     ("aaaa", "1234", "dcba", "qwerty"), counts nothing;
-//   - a character of a stretch of three already seen earlier in the secret ("passwordpassword")
-//     counts nothing;
-//   - punctuation and separators ("-", "_", ".") count nothing.
-//
-// The estimate undercounts a random secret (a random base64url key of 43 characters, 256 bits,
-// is estimated at about 220, and none of a million such keys under 140), so that what people make
-// up (repeats, counting, keyboard walks, a few words) stays under MinCredentialBits. It has no
-// dictionary: a long phrase of many words can pass. It never fails: CheckCredential judges the
-// characters.
-func CredentialStrength(secret string) float64 {
-	perChar := alphabetBits(secret)
-	copied := repeatedStretches(secret)
-	bits := 0.0
-	for i := 0; i < len(secret); i++ {
-		c := secret[i]
-		switch {
-		case !isAlnum(c), copied[i]:
-		case i > 0 && follows(secret[i-1], c):
-		default:
-			bits += perChar
-		}
+// strength is CredentialStrength of s, which may hold spaces (the text a secret decodes to).
+func strength(secret string) float64 {
+	if isUUID(secret) {
+		return uuidBits
+	}
+	bits, ok := tokenBits(secret)
+	if !ok {
+		bits = guessBits(secret)
+	} else if bits < MinCredentialBits {
+		// Too short to pass whatever it is: say how guessable it is too ("0000000000001234").
+		bits = min(bits, guessBits(secret))
+	}
+	if text, ok := decodedText(secret); ok {
+		bits = min(bits, strength(text))
 	}
 	return bits
 }
@@ -65,11 +77,6 @@ const IssuedCredentialBits = secretBytes * 8
 // CredentialBits is the strength kept beside a credential's hash, which cannot tell it: the
 // estimate, in whole bits, of a secret the rule can judge (printable ASCII), 0 for any other.
 func CredentialBits(secret string) int {
-	for i := 0; i < len(secret); i++ {
-		if c := secret[i]; c <= ' ' || c > '~' {
-			return 0
-		}
-	}
 	return int(CredentialStrength(secret))
 }
 
@@ -89,86 +96,471 @@ func CheckCredential(secret string) error {
 	return nil
 }
 
-// alphabetBits is log2 of the alphabet the letters and digits of s look drawn from: the smallest
-// usual alphabet that holds them all, or, when s shows fewer different ones than draws from that
-// would, the size of the alphabet whose draws would show as few (words repeat their letters:
-// "demo-staff-api-key-not-for-production" shows 16 different letters in 31, as 31 draws from 21
-// would, not from 36).
-func alphabetBits(s string) float64 {
-	var alnum strings.Builder
-	var seen [128]bool
-	distinct := 0
+func printable(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; isAlnum(c) {
-			alnum.WriteByte(c)
-			if !seen[c] {
-				seen[c] = true
-				distinct++
+		if c := s[i]; c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// isText tells printable ASCII, spaces included.
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// isUUID tells the 8-4-4-4-12 hex digits of a UUID.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+		} else if !isHexDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenBits credits secret as a random token, if it is one: its body's capacity. A prefix
+// (lower-case letters and digits ending in "_" or "-", one or two such parts, as "ghp_",
+// "sk_live_", "glpat-", the service's own "bo_<prefix>_"; Slack's "xoxb-" with the numeric ids
+// after it) counts nothing before a hex, base32 or base64 body. Before an alphanumeric or
+// base64url body it may as well be the body's own beginning (random base64url may begin "ab_"),
+// so the secret is judged with fewer parts of its prefix taken away too, and the largest
+// capacity is taken: such a prefix may be credited as part of the body.
+func tokenBits(secret string) (float64, bool) {
+	splits := prefixLengths(secret)
+	longest := splits[len(splits)-1]
+	if enc := narrowest(secret[longest:]); enc != nil && enc.name != "alphanumeric" && enc.name != "base64url" {
+		splits = splits[len(splits)-1:]
+	}
+	best, ok := 0.0, false
+	for _, n := range splits {
+		if bits, random := bodyBits(secret[n:]); random && (!ok || bits > best) {
+			best, ok = bits, true
+		}
+	}
+	return best, ok
+}
+
+// narrowest is the encoding whose alphabet holds s (padding aside), nil for none.
+func narrowest(s string) *encoding {
+	return classify(strings.TrimRight(s, "="))
+}
+
+// prefixLengths are the lengths of the prefixes secret may have, 0 (none) first.
+func prefixLengths(secret string) []int {
+	lengths := []int{0}
+	n := 0
+	for part := 0; part < 2; part++ {
+		i := n
+		for i < len(secret) && i-n < 11 && (isLower(secret[i]) || isDigit(secret[i])) {
+			i++
+		}
+		if i-n < 2 || i >= len(secret) || secret[i] != '_' && secret[i] != '-' {
+			break
+		}
+		n = i + 1
+		if part == 0 && n == 5 && strings.HasPrefix(secret, "xox") {
+			// Slack: xoxb-<team id>-<bot id>-<secret>.
+			for {
+				j := n
+				for j < len(secret) && isDigit(secret[j]) {
+					j++
+				}
+				if j == n || j >= len(secret) || secret[j] != '-' {
+					break
+				}
+				n = j + 1
+			}
+			return append(lengths, n)
+		}
+		lengths = append(lengths, n)
+	}
+	return lengths
+}
+
+// An encoding is an alphabet random tokens are written in: its characters, log2 of its size,
+// and whether it carries whole bytes (alphanumerics do not).
+type encoding struct {
+	name     string
+	alphabet string
+	bits     float64
+	bytes    bool // hex, base32 and base64 carry whole bytes: credit 8 per byte it holds
+	// follow is, for each character, the characters that "follow" it: itself, its neighbours in
+	// ASCII and on a keyboard, within the alphabet; share is their share of the alphabet.
+	follow [128][128]bool
+	share  [128]float64
+	// mask holds the alphabet's characters; index numbers them, width bits each.
+	mask  charSet
+	index [128]uint8
+	width int
+}
+
+// charSet is a set of ASCII characters.
+type charSet [2]uint64
+
+func (c *charSet) add(b byte)            { c[b>>6] |= 1 << (b & 63) }
+func (c charSet) within(of charSet) bool { return c[0]&^of[0] == 0 && c[1]&^of[1] == 0 }
+
+// alphanumeric is the place of the alphanumerics in encodings.
+const alphanumeric = 6
+
+// encodings, narrowest first: a body is credited the first whose alphabet holds it all.
+var encodings = sync.OnceValue(func() []*encoding {
+	const digits, lowers, uppers = "0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	list := []*encoding{
+		{name: "decimal", alphabet: digits},
+		{name: "hex", alphabet: digits + "abcdef", bytes: true},
+		{name: "hex", alphabet: digits + "ABCDEF", bytes: true},
+		{name: "base32", alphabet: lowers + "234567", bytes: true},
+		{name: "base32", alphabet: uppers + "234567", bytes: true},
+		{name: "mixed-case hex", alphabet: digits + "abcdefABCDEF"},
+		{name: "alphanumeric", alphabet: digits + lowers + uppers},
+		{name: "base64url", alphabet: digits + lowers + uppers + "-_", bytes: true},
+		{name: "base64", alphabet: digits + lowers + uppers + "+/", bytes: true},
+	}
+	qwerty := adjacency.Graphs["qwerty"].Graph
+	for _, e := range list {
+		e.bits = math.Log2(float64(len(e.alphabet)))
+		e.width = int(math.Ceil(e.bits))
+		for i := 0; i < len(e.alphabet); i++ {
+			c := e.alphabet[i]
+			e.mask.add(c)
+			e.index[c] = uint8(i)
+			near := string([]byte{c, c - 1, c + 1}) + strings.Join(qwerty[string(c)], "") + strings.Join(qwerty[string(lower(c))], "")
+			for j := 0; j < len(near); j++ {
+				if d := near[j]; d < 128 && strings.IndexByte(e.alphabet, d) >= 0 && !e.follow[c][d] {
+					e.follow[c][d] = true
+					e.share[c] += 1 / float64(len(e.alphabet))
+				}
 			}
 		}
 	}
-	size := len(alphabets[len(alphabets)-1])
-	for _, a := range alphabets {
-		if strings.Trim(alnum.String(), a) == "" {
-			size = len(a)
-			break
+	return list
+})
+
+// classify returns the narrowest encoding whose alphabet holds body, nil for none.
+func classify(body string) *encoding {
+	if body == "" {
+		return nil
+	}
+	var present charSet
+	for i := 0; i < len(body); i++ {
+		if body[i] >= 128 {
+			return nil
+		}
+		present.add(body[i])
+	}
+	for _, e := range encodings() {
+		if present.within(e.mask) {
+			return e
 		}
 	}
-	draws := alnum.Len()
-	for a := max(distinct, 1); a < size; a++ {
-		// The different characters draws from an alphabet of a are expected to show.
-		if float64(a)*(1-math.Pow(1-1/float64(a), float64(draws))) >= float64(distinct) {
-			size = a
-			break
-		}
-	}
-	return math.Log2(float64(max(size, 1)))
+	return nil
 }
 
-// repeatedStretches marks every character of each three-character stretch that occurs earlier
-// in s (overlaps included: "aaaa" repeats "aaa").
-func repeatedStretches(s string) []bool {
-	copied := make([]bool, len(s))
-	seen := make(map[uint32]bool, len(s))
-	for k := 0; k+3 <= len(s); k++ {
-		g := uint32(s[k])<<16 | uint32(s[k+1])<<8 | uint32(s[k+2])
-		if seen[g] {
-			copied[k], copied[k+1], copied[k+2] = true, true, true
-		}
-		seen[g] = true
+// bodyBits is the capacity of body (base64 or base32 padding "=" aside) if it looks like random
+// draws from the narrowest alphabet that holds it. An unpadded base32 body too short to pass as
+// base32 that looks like random alphanumerics as well is credited as those: short random
+// alphanumerics may fall within base32's alphabet, and must not be refused for it.
+func bodyBits(body string) (float64, bool) {
+	trimmed := strings.TrimRight(body, "=")
+	enc := classify(trimmed)
+	if enc == nil || len(body)-len(trimmed) > 6 || !looksRandom(trimmed, enc) {
+		return 0, false
 	}
-	return copied
+	if wider := encodings()[alphanumeric]; enc.name == "base32" && len(body) == len(trimmed) &&
+		float64(len(trimmed))*enc.bits < MinCredentialBits && looksRandom(trimmed, wider) {
+		enc = wider
+	}
+	bits := float64(len(trimmed)) * enc.bits
+	if enc.bytes {
+		bits = 8 * math.Floor(bits/8)
+	}
+	return bits, true
 }
 
-// follows tells a character that repeats prev, or is next to it in ASCII or on a keyboard row.
-func follows(prev, c byte) bool {
-	if absDiff(c, prev) <= 1 {
+// falseAlarm bounds the chance that each test of looksRandom refuses a random body, so that none
+// of millions of random tokens is taken for a made-up one.
+const falseAlarm = 1e-10
+
+// looksRandom tells whether s, written in enc's alphabet, looks like random draws from it: each
+// test refuses a string of random draws with a chance under falseAlarm (the bounds are exact
+// for repeats and classes; for runs, up to taking the string's own mean share of followers as
+// the chance; for words, measured), and what people make up fails at least one:
+//
+//   - no stretch of k characters occurs twice, for the k at which random draws of its length
+//     repeat one with a chance under falseAlarm ("passwordpassword", "0123456789abcdef" repeated);
+//   - not too many characters follow the one before them (repeat it, or are next to it in ASCII
+//     or on a keyboard: "abcdef", "qwerty", "1qaz2wsx");
+//   - each class of characters of the alphabet (digits, lower-case and upper-case letters,
+//     punctuation) appears neither too rarely nor too often for random draws ("production-key"
+//     holds no upper-case letter in a long base64url body);
+//   - in an alphabet of all the letters (base32 and wider), dictionary words (zxcvbn's lists,
+//     three letters or more) do not make half of its letters.
+func looksRandom(s string, enc *encoding) bool {
+	n := len(s)
+	if n < 2 {
 		return true
 	}
-	p, q := lower(prev), lower(c)
-	for _, row := range keyboardRows {
-		if i := strings.IndexByte(row, p); i >= 0 {
-			j := strings.IndexByte(row, q)
-			return j >= 0 && (j == i-1 || j == i+1)
+	a := float64(len(enc.alphabet))
+	// Repeats: (n choose 2) pairs of stretches, each equal with a chance of a^-k.
+	pairs := float64(n) * float64(n-1) / 2
+	k := int(math.Ceil(math.Log(pairs/falseAlarm) / math.Log(a)))
+	if k < n && repeats(s, k, enc) {
+		return false
+	}
+	// Each character follows the one before it with a chance of that one's share; the count of
+	// those that do is at most as spread as a binomial of the mean share (Hoeffding).
+	follows, share := 0, 0.0
+	for i := 1; i < n; i++ {
+		share += enc.share[s[i-1]]
+		if enc.follow[s[i-1]][s[i]] {
+			follows++
+		}
+	}
+	if follows >= tailLimit(n-1, share/float64(n-1)) {
+		return false
+	}
+	var seen [4]int
+	for i := 0; i < n; i++ {
+		seen[classOf(s[i])]++
+	}
+	for class, members := range classes {
+		size := 0
+		for i := 0; i < len(members); i++ {
+			if strings.IndexByte(enc.alphabet, members[i]) >= 0 {
+				size++
+			}
+		}
+		if size == 0 || size == len(enc.alphabet) {
+			continue
+		}
+		p := float64(size) / a
+		if seen[class] >= tailLimit(n, p) || n-seen[class] >= tailLimit(n, 1-p) {
+			return false
+		}
+	}
+	return len(enc.alphabet) < 32 || !mostlyWords(s)
+}
+
+// classes are the classes of characters whose shares looksRandom weighs: digits, lower-case and
+// upper-case letters, punctuation.
+var classes = [4]string{"0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "-_+/"}
+
+func classOf(c byte) int {
+	switch {
+	case isDigit(c):
+		return 0
+	case isLower(c):
+		return 1
+	case isUpper(c):
+		return 2
+	}
+	return 3
+}
+
+// repeats tells whether a stretch of k characters occurs twice in s: the stretches, each packed
+// in a number by enc's index of their characters, are sorted, and equal ones meet.
+func repeats(s string, k int, enc *encoding) bool {
+	if k*enc.width > 64 || len(s) > 256 {
+		seen := make(map[string]bool, len(s))
+		for i := 0; i+k <= len(s); i++ {
+			if seen[s[i:i+k]] {
+				return true
+			}
+			seen[s[i:i+k]] = true
+		}
+		return false
+	}
+	var buf [256]uint64
+	grams := buf[:0]
+	var g uint64
+	mask := uint64(1)<<(k*enc.width) - 1
+	if k*enc.width == 64 {
+		mask = ^uint64(0)
+	}
+	for i := 0; i < len(s); i++ {
+		g = (g<<enc.width | uint64(enc.index[s[i]])) & mask
+		if i >= k-1 {
+			grams = append(grams, g)
+		}
+	}
+	slices.Sort(grams)
+	for i := 1; i < len(grams); i++ {
+		if grams[i] == grams[i-1] {
+			return true
 		}
 	}
 	return false
 }
 
+// tailLimit is the least number of successes in n draws, each a success with a chance of p (or
+// a little less: p is rounded up to 1/1024), that has a chance under falseAlarm. Computed once
+// for each n and p.
+func tailLimit(n int, p float64) int {
+	key := tailKey{n, int(math.Ceil(p * 1024))}
+	if k, ok := tailLimits.Load(key); ok {
+		return k.(int)
+	}
+	q := float64(key.p) / 1024
+	k := max(int(float64(n)*q), 1)
+	for k <= n && upperTail(n, q, k) >= falseAlarm {
+		k++
+	}
+	tailLimits.Store(key, k)
+	return k
+}
+
+type tailKey struct{ n, p int }
+
+var tailLimits sync.Map
+
+// upperTail is the chance of at least k successes in n draws that each succeed with a chance p.
+// Only the tail above the mean is computed: below it, the chance is over a half.
+func upperTail(n int, p float64, k int) float64 {
+	switch {
+	case float64(k) <= float64(n)*p:
+		return 1
+	case k > n:
+		return 0
+	case p <= 0:
+		return 0
+	case p >= 1:
+		return 1
+	}
+	lg, _ := math.Lgamma(float64(n + 1))
+	lk, _ := math.Lgamma(float64(k + 1))
+	lr, _ := math.Lgamma(float64(n - k + 1))
+	term := math.Exp(lg - lk - lr + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
+	sum := 0.0
+	for i := k; i <= n && term > sum*1e-12; i++ {
+		sum += term
+		term *= float64(n-i) / float64(i+1) * p / (1 - p)
+	}
+	return sum
+}
+
+// words is the set of zxcvbn's dictionary words of three letters or more, in lower case.
+var words = sync.OnceValue(func() map[string]bool {
+	set := map[string]bool{}
+	for _, list := range frequency.FrequencyLists {
+		for _, w := range list {
+			if len(w) >= 3 && strings.Trim(w, "abcdefghijklmnopqrstuvwxyz") == "" {
+				set[w] = true
+			}
+		}
+	}
+	return set
+})
+
+// mostlyWords tells whether dictionary words make at least half of the letters of s: each run of
+// letters ("production", "Service", "KEY") that is a word counts its letters.
+func mostlyWords(s string) bool {
+	letters, inWords := 0, 0
+	dict := words()
+	var buf [32]byte
+	for i := 0; i < len(s); {
+		if !isLetter(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		if isUpper(s[i]) && j < len(s) && isUpper(s[j]) {
+			for j < len(s) && isUpper(s[j]) {
+				j++
+			}
+		} else {
+			for j < len(s) && isLower(s[j]) {
+				j++
+			}
+		}
+		letters += j - i
+		if m := j - i; m >= 3 && m <= len(buf) {
+			for x := 0; x < m; x++ {
+				buf[x] = lower(s[i+x])
+			}
+			if dict[string(buf[:m])] {
+				inWords += m
+			}
+		}
+		i = j
+	}
+	return letters > 0 && 2*inWords >= letters
+}
+
+// maxGuessLength bounds what zxcvbn reads of a secret: its time grows faster than the length,
+// and a secret is no weaker than its beginning.
+const maxGuessLength = 100
+
+// guessBits is log2 of the guesses zxcvbn estimates for secret (its first maxGuessLength
+// characters), without its allowance for the number of patterns; when zxcvbn's patterns cover
+// half of it or more, their guesses alone.
+func guessBits(secret string) float64 {
+	s := secret[:min(len(secret), maxGuessLength)]
+	seq := scoring.MostGuessableMatchSequence(s, matching.Omnimatch(s, nil), true)
+	covered, patterns := 0, 0.0
+	for _, m := range seq.Sequence {
+		if m.Pattern != "bruteforce" {
+			covered += m.J - m.I + 1
+			patterns += math.Log2(max(m.Guesses, 1))
+		}
+	}
+	if 2*covered >= len(s) {
+		return patterns
+	}
+	return math.Log2(max(seq.Guesses, 1))
+}
+
+// decodedText is what secret (past a prefix) decodes to as hex, base32 or base64, when that is
+// printable text.
+func decodedText(secret string) (string, bool) {
+	for _, n := range prefixLengths(secret) {
+		s := secret[n:]
+		var b []byte
+		var err error
+		switch enc := narrowest(s); {
+		case enc == nil:
+			continue
+		case enc.name == "hex" || enc.name == "decimal":
+			b, err = hex.DecodeString(s)
+		case enc.name == "base32":
+			b, err = base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(strings.TrimRight(s, "=")))
+		default:
+			t := strings.TrimRight(s, "=")
+			b, err = base64.RawStdEncoding.DecodeString(t)
+			if err != nil {
+				b, err = base64.RawURLEncoding.DecodeString(t)
+			}
+		}
+		if err == nil && len(b) > 0 && isText(b) {
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
 func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
+	if isUpper(c) {
 		return c + 'a' - 'A'
 	}
 	return c
 }
 
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-
-func absDiff(a, b byte) byte {
-	if a > b {
-		return a - b
-	}
-	return b - a
-}
+func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
+func isLower(c byte) bool    { return 'a' <= c && c <= 'z' }
+func isUpper(c byte) bool    { return 'A' <= c && c <= 'Z' }
+func isLetter(c byte) bool   { return isLower(c) || isUpper(c) }
+func isHexDigit(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
