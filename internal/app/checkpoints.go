@@ -34,6 +34,9 @@ type checkpointer struct {
 	// at the first tick.
 	base   *store.ChainExpect
 	follow *store.AuditFollower
+	// mem is what this process's audit writer committed since the walk last checked: the walk
+	// must meet each of those events as written before anything is signed (store.CommitMemory).
+	mem *store.CommitMemory
 	// signed is the newest event a checkpoint covers (the base's, then this process's); prev the
 	// id of the last checkpoint this process logged, which the next names when there is no file.
 	signed int64
@@ -44,9 +47,10 @@ type checkpointer struct {
 }
 
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
-// left off (*store.Store is one).
+// left off, and the memory of this process's commits it checks them against (*store.Store is one).
 type auditTrail interface {
-	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect) (*store.AuditFollower, error)
+	RememberCommits() *store.CommitMemory
+	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect, mem *store.CommitMemory) (*store.AuditFollower, error)
 }
 
 // newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
@@ -57,6 +61,7 @@ type auditTrail interface {
 func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
 	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now}
 	if path == "" {
+		c.mem = st.RememberCommits()
 		return c, nil
 	}
 	// A path serve cannot append to is found now, not at the first checkpoint.
@@ -97,6 +102,9 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 		c.base, c.signed = &x, x.Seq
 	}
 	c.keys = keys
+	// Remembered from now on, before the first request is served: the first walk, at the first
+	// tick, checks every event this process committed.
+	c.mem = st.RememberCommits()
 	return c, nil
 }
 
@@ -147,7 +155,7 @@ func (c *checkpointer) tick(ctx context.Context) {
 // walk verified it.
 func (c *checkpointer) sign(ctx context.Context) error {
 	if c.follow == nil {
-		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base)
+		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base, c.mem)
 		if err != nil {
 			return err
 		}

@@ -220,6 +220,22 @@ func eventsOf(group []auditReq) []domain.AuditEvent {
 func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) error {
 	ctx := context.Background()
 	chain := s.chain()
+	var sent []domain.AuditEvent // the events of the last try, as linked
+	memories := s.memories.active()
+	if memories != nil {
+		chain.expect = func(written []domain.AuditEvent) {
+			for _, m := range memories {
+				m.expect(written)
+			}
+			sent = written
+		}
+	}
+	settle := func(committed bool) {
+		for _, m := range memories {
+			m.settle(sent, committed)
+		}
+		sent = nil
+	}
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
 		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events, at)
@@ -229,12 +245,14 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) err
 	// under the lock. Should the lost statement have committed after all, the same event ids
 	// make the second insert fail rather than write the group twice.
 	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
+		settle(false)
 		err = s.tx(ctx, func(q *sqltx.Tx) error {
 			var err error
 			tip, err = chain.appendLocked(ctx, q, events, at)
 			return err
 		})
 	}
+	settle(err == nil)
 	if errors.Is(err, ErrStale) {
 		return err // nothing written: the head is where it was
 	}

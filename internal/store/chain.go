@@ -102,17 +102,27 @@ type auditChain struct {
 	// (PostgreSQL's audit_chain_append, appendAfter); moved tells its error of a head that moved.
 	afterTip bool
 	moved    func(error) bool
+	// deferrable: the engine has triggers deferred to the commit (PostgreSQL's constraint
+	// triggers), which the read-back runs first (readBack).
+	deferrable bool
+	// notLanded tells the engine's error of a group its one-statement append read back otherwise
+	// than it was written, and gives the rows it read back (audit_chain_append_read's detail).
+	notLanded func(error) (string, bool)
+	// expect, when set, is told each group's events, numbered and linked, before they are sent
+	// (the audit writer's memory of its commits, CommitMemory).
+	expect func(written []domain.AuditEvent)
 }
 
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved}
+		afterTip: pg, moved: s.engine.IsChainMoved, deferrable: pg, notLanded: s.engine.NotLanded}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
-// numbers and links each event after it, inserts them, and moves the head. It is the only way an
+// numbers and links each event after it, inserts them, and reads them back (readBack: a group
+// that does not read back as written fails with ErrNotLanded). It is the only way an
 // audit event is written (the group writer, and every transaction that records its own event),
 // so that every event is chained; on PostgreSQL the group writer may also append in one
 // statement after the head it committed last (appendAfter).
@@ -144,14 +154,22 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 			return chainTip{}, ErrStale
 		}
 	}
-	args, tip, err := c.link(chainTip{seq: seq, hash: prev}, events)
+	args, tip, written, err := c.link(chainTip{seq: seq, hash: prev}, events)
 	if err != nil {
 		return chainTip{}, err
 	}
-	if c.arrays {
-		return tip, insertAuditArrays(ctx, q, c.typed, args)
+	if c.expect != nil {
+		c.expect(written)
 	}
-	return tip, insertAuditRows(ctx, q, args)
+	if c.arrays {
+		err = insertAuditArrays(ctx, q, c.typed, args)
+	} else {
+		err = insertAuditRows(ctx, q, args)
+	}
+	if err != nil {
+		return chainTip{}, err
+	}
+	return tip, readBack(ctx, q, c.deferrable, written)
 }
 
 // chainTip is the chain's head: the newest event's sequence number and link (0 and nil on an
@@ -163,11 +181,13 @@ type chainTip struct {
 
 // link numbers and links events after tip, under the active key, giving each event without an id
 // one (in events itself, so that a second try of the same group writes the same ids): their rows
-// as appendAuditRow makes them, and the head they end at.
-func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, error) {
+// as appendAuditRow makes them, the head they end at, and the events as written (numbered, with
+// their key id and link), which the read-back compares with what it reads.
+func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, []domain.AuditEvent, error) {
 	keyID := c.signer.ActiveKeyID()
 	seq, prev := tip.seq, tip.hash
 	args := make([]any, 0, auditColumns*len(events))
+	written := make([]domain.AuditEvent, len(events))
 	for i := range events {
 		if events[i].ID == "" {
 			events[i].ID = domain.NewTimeOrderedID(events[i].At)
@@ -177,12 +197,14 @@ func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chain
 		e.Seq, e.ChainKeyID = seq, keyID
 		h, err := chainLink(c.signer, prev, e)
 		if err != nil {
-			return nil, chainTip{}, fmt.Errorf("store: audit chain link: %w", err)
+			return nil, chainTip{}, nil, fmt.Errorf("store: audit chain link: %w", err)
 		}
 		prev = h
 		args = appendAuditRow(args, &e, h)
+		e.Hash = hexHash(h)
+		written[i] = e
 	}
-	return args, chainTip{seq: seq, hash: prev}, nil
+	return args, chainTip{seq: seq, hash: prev}, written, nil
 }
 
 // auditInsertArrays inserts any number of audit events in one statement, a column to an array:
@@ -209,9 +231,11 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any
 	return nil
 }
 
-// chainAppendAfter is migration 0018's audit_chain_append: the group's rows as arrays, appended
-// in one statement, in a transaction of its own, if the chain's head is still the one given.
-var chainAppendAfter = `SELECT audit_chain_append(?::bigint, ?::bytea, ?::` +
+// chainAppendAfter is migration 0019's audit_chain_append_read: the group's rows as arrays,
+// appended in one statement, in a transaction of its own, if the chain's head is still the one
+// given, and read back in that transaction: it answers the rows it read back (JSON), and fails
+// (ZC002, nothing committed) when they differ from the rows given.
+var chainAppendAfter = `SELECT audit_chain_append_read(?::bigint, ?::bytea, ?::` +
 	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
 
 // chainAppendAfterAt is chainAppendAfter on the condition that the read cache's generation is
@@ -226,14 +250,16 @@ var errChainMoved = errors.New("store: the audit chain's head moved")
 
 // appendAfter appends events after tip, the head the caller committed last, in one statement on
 // the pool, committed when it returns (PostgreSQL): one round trip, where Append's transaction
-// takes four (BEGIN, the head, the insert, COMMIT). It fails with errChainMoved, having written
-// nothing, when the head is no longer tip; the caller then appends with Append, which reads the
-// head under the chain's lock. It returns the head after the events.
+// takes six (BEGIN, the head, the insert, SET CONSTRAINTS, the read-back, COMMIT). The statement
+// reads the group back before its commit, as Append does, and the rows it read back are compared
+// here too (checkLanded): a group that did not land fails with ErrNotLanded. It fails with
+// errChainMoved, having written nothing, when the head is no longer tip; the caller then appends
+// with Append, which reads the head under the chain's lock. It returns the head after the events.
 func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent, at *int64) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
-	args, next, err := c.link(tip, events)
+	args, next, written, err := c.link(tip, events)
 	if err != nil {
 		return chainTip{}, err
 	}
@@ -245,18 +271,24 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if at != nil {
 		text, args = chainAppendAfterAt, append(args, *at)
 	}
-	res, err := q.Exec(ctx, text, c.typed(args)...)
+	if c.expect != nil {
+		c.expect(written)
+	}
+	var landed sql.NullString
+	err = q.WriteRow(ctx, text, []any{&landed}, c.typed(args)...)
+	if rows, ok := c.notLanded(err); ok {
+		if err := notLanded(written, rows); err != nil {
+			return chainTip{}, err
+		}
+		return chainTip{}, &notLandedError{what: err.Error()} // the database's check saw what this one did not
+	}
 	switch {
-	case err == nil && at != nil:
-		n, err := res.RowsAffected()
-		if err != nil { // whether the group was appended is not known: a failure, never ErrStale
-			return chainTip{}, fmt.Errorf("store: audit event: the append's row count: %w", err)
-		}
-		if n != 1 {
-			return chainTip{}, ErrStale // the generation moved: the function did not run
-		}
-		return next, nil
+	case errors.Is(err, sql.ErrNoRows) && at != nil:
+		return chainTip{}, ErrStale // the generation moved: the function did not run
 	case err == nil:
+		if err := notLanded(written, landed.String); err != nil {
+			return chainTip{}, err
+		}
 		return next, nil
 	case c.moved(err):
 		return chainTip{}, errChainMoved
@@ -264,6 +296,24 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
 	}
 	return chainTip{}, fmt.Errorf("store: audit event: %w", err)
+}
+
+// notLanded compares the rows a one-statement append read back (JSON) with those it wrote.
+func notLanded(written []domain.AuditEvent, landed string) error {
+	if landed == "" {
+		landed = "[]"
+	}
+	rows, err := landedRows(landed)
+	if err != nil {
+		return err
+	}
+	if err := checkLanded(written, rows); err != nil {
+		return err
+	}
+	if len(rows) != len(written) {
+		return &notLandedError{what: fmt.Sprintf("seq %d-%d: %d rows read back", written[0].Seq, written[len(written)-1].Seq, len(rows))}
+	}
+	return nil
 }
 
 // lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence
@@ -311,7 +361,7 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	for _, text := range append([]string{chainHead}, auditInsertRows...) {
+	for _, text := range append([]string{chainHead, auditReadBack}, auditInsertRows...) {
 		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}
