@@ -43,8 +43,8 @@ type writerAttack struct {
 	// restricted: the service connects as a role that is not a superuser, for whom row level
 	// security holds (PostgreSQL).
 	restricted bool
-	// refusal is what the log says of a refused decrypt's audit ("did not land as written" when
-	// empty); status is its answer (503 when 0).
+	// refusal is what the log says of a refused decrypt's audit ("did not land as written, so
+	// none was committed: seq N …" when empty); status is its answer (503 when 0).
 	refusal string
 	status  int
 }
@@ -232,7 +232,7 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 		if refused != 3 {
 			t.Errorf("%d of the 3 decrypts under the attack refused, want all", refused)
 		}
-		if !strings.Contains(logs.String(), cmp.Or(a.refusal, "did not land as written")) {
+		if !strings.Contains(logs.String(), cmp.Or(a.refusal, "did not land as written, so none was committed: seq ")) {
 			t.Errorf("no log line says which event did not land:\n%s", logs.String())
 		}
 		if rep.Break != nil || rep.Unchecked != nil {

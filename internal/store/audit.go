@@ -216,7 +216,10 @@ func eventsOf(group []auditReq) []domain.AuditEvent {
 // event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
 // the head: a commit whose answer was lost may have moved it, and the next group reads it again.
 // With at, it writes only if the read cache's generation is still *at, and fails with ErrStale,
-// having written nothing, otherwise.
+// having written nothing, otherwise. Either way the group is read back before it commits, and a
+// group that does not read back as written fails with ErrNotLanded (see readBack). The checkpoint
+// signers' memories (CommitMemory) are told each try's events before its rows are sent, and what
+// became of them once it is answered.
 func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) error {
 	ctx := context.Background()
 	chain := s.chain()

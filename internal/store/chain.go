@@ -108,6 +108,8 @@ type auditChain struct {
 	// notLanded tells the engine's error of a group its one-statement append read back otherwise
 	// than it was written, and gives the rows it read back (audit_chain_append_read's detail).
 	notLanded func(error) (string, bool)
+	// unread: read nothing back (Store.withoutReadBack).
+	unread bool
 	// expect, when set, is told each group's events, numbered and linked, before they are sent
 	// (the audit writer's memory of its commits, CommitMemory).
 	expect func(written []domain.AuditEvent)
@@ -117,7 +119,8 @@ type auditChain struct {
 func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved, deferrable: pg, notLanded: s.engine.NotLanded}
+		afterTip: pg, moved: s.engine.IsChainMoved, deferrable: pg, notLanded: s.engine.NotLanded,
+		unread: s.withoutReadBack}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -166,8 +169,8 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	} else {
 		err = insertAuditRows(ctx, q, args)
 	}
-	if err != nil {
-		return chainTip{}, err
+	if err != nil || c.unread {
+		return tip, err
 	}
 	return tip, readBack(ctx, q, c.deferrable, written)
 }
@@ -233,15 +236,20 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any
 
 // chainAppendAfter is migration 0019's audit_chain_append_read: the group's rows as arrays,
 // appended in one statement, in a transaction of its own, if the chain's head is still the one
-// given, and read back in that transaction: it answers the rows it read back (JSON), and fails
-// (ZC002, nothing committed) when they differ from the rows given.
+// given, and read back in that transaction, every column compared with the rows given: it answers
+// how many read back as given, and fails (ZC002, nothing committed, the rows it read back in its
+// detail) when any did not.
 var chainAppendAfter = `SELECT audit_chain_append_read(?::bigint, ?::bytea, ?::` +
 	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
 
-// chainAppendAfterAt is chainAppendAfter on the condition that the read cache's generation is
-// still the one given (the last argument), read in the same statement: one row when it is and the
-// group was appended, none when it is not and nothing was.
-var chainAppendAfterAt = chainAppendAfter + ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
+// chainAppendUnread is migration 0018's audit_chain_append, which reads nothing back: only the
+// benchmark of what the read-back costs runs it (Store.withoutReadBack).
+var chainAppendUnread = strings.Replace(chainAppendAfter, "audit_chain_append_read(", "audit_chain_append(", 1)
+
+// chainAppendAt puts an append on the condition that the read cache's generation is still the
+// one given (the last argument), read in the same statement: one row when it is and the group was
+// appended, none when it is not and nothing was.
+const chainAppendAt = ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
 
 // errChainMoved means the chain's head was no longer the one a group was linked after: another
 // replica, or a transaction of this process recording its own event, appended since. Nothing of
@@ -251,8 +259,9 @@ var errChainMoved = errors.New("store: the audit chain's head moved")
 // appendAfter appends events after tip, the head the caller committed last, in one statement on
 // the pool, committed when it returns (PostgreSQL): one round trip, where Append's transaction
 // takes six (BEGIN, the head, the insert, SET CONSTRAINTS, the read-back, COMMIT). The statement
-// reads the group back before its commit, as Append does, and the rows it read back are compared
-// here too (checkLanded): a group that did not land fails with ErrNotLanded. It fails with
+// reads the group back before its commit and compares it with what it was given, as Append does
+// here; a group that did not land fails with ErrNotLanded, naming what differs (checkLanded, on
+// the rows the statement read back), and so does an answer other than the group's size. It fails with
 // errChainMoved, having written nothing, when the head is no longer tip; the caller then appends
 // with Append, which reads the head under the chain's lock. It returns the head after the events.
 func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent, at *int64) (chainTip, error) {
@@ -268,13 +277,16 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, err
 	}
 	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
+	if c.unread {
+		text = chainAppendUnread
+	}
 	if at != nil {
-		text, args = chainAppendAfterAt, append(args, *at)
+		text, args = text+chainAppendAt, append(args, *at)
 	}
 	if c.expect != nil {
 		c.expect(written)
 	}
-	var landed sql.NullString
+	var landed sql.NullInt64
 	err = q.WriteRow(ctx, text, []any{&landed}, c.typed(args)...)
 	if rows, ok := c.notLanded(err); ok {
 		if err := notLanded(written, rows); err != nil {
@@ -285,9 +297,11 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	switch {
 	case errors.Is(err, sql.ErrNoRows) && at != nil:
 		return chainTip{}, ErrStale // the generation moved: the function did not run
+	case err == nil && c.unread:
+		return next, nil
 	case err == nil:
-		if err := notLanded(written, landed.String); err != nil {
-			return chainTip{}, err
+		if landed.Int64 != int64(len(written)) {
+			return chainTip{}, &notLandedError{what: fmt.Sprintf("seq %d-%d: %d of %d events read back as written", written[0].Seq, written[len(written)-1].Seq, landed.Int64, len(written))}
 		}
 		return next, nil
 	case c.moved(err):
@@ -298,7 +312,8 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	return chainTip{}, fmt.Errorf("store: audit event: %w", err)
 }
 
-// notLanded compares the rows a one-statement append read back (JSON) with those it wrote.
+// notLanded names what differs between the rows a refused one-statement append read back (its
+// error's detail, JSON) and those it wrote.
 func notLanded(written []domain.AuditEvent, landed string) error {
 	if landed == "" {
 		landed = "[]"

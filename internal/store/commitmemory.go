@@ -36,8 +36,9 @@ type CommitMemory struct {
 	// while its commit is pending).
 	events  map[int64]remembered
 	commits uint64
-	// lost is the first seq not kept, once maxRemembered was reached (0 while none was lost).
+	// lost is the first seq not kept, once limit was reached (0 while none was lost).
 	lost    int64
+	limit   int // maxRemembered; less in a test
 	stopped bool
 }
 
@@ -56,7 +57,7 @@ type commitMemories struct {
 // the chain to check (FollowAuditChain). Call it before the events the walk is to vouch for are
 // written: serve does when it starts its checkpoint signer.
 func (s *Store) RememberCommits() *CommitMemory {
-	m := &CommitMemory{events: map[int64]remembered{}}
+	m := &CommitMemory{events: map[int64]remembered{}, limit: maxRemembered}
 	s.memories.mu.Lock()
 	defer s.memories.mu.Unlock()
 	s.memories.list = append(s.memories.list, m)
@@ -99,7 +100,7 @@ func (m *CommitMemory) expect(written []domain.AuditEvent) {
 		if m.lost != 0 {
 			return
 		}
-		if len(m.events) >= maxRemembered {
+		if len(m.events) >= m.limit {
 			m.lost = e.Seq
 			return
 		}
@@ -191,7 +192,7 @@ func (m *CommitMemory) missing(walked int64, before uint64) (seq int64, why stri
 		return seq, "this process committed an audit event at this seq and answered for it, and the trail ends before it: it was deleted"
 	}
 	if m.lost != 0 {
-		return m.lost, fmt.Sprintf("this process committed more than %d audit events since its signer last checked the trail and remembers none from here on: it cannot vouch for them, so signs nothing more (restart serve to walk on from the last checkpoint)", maxRemembered)
+		return m.lost, fmt.Sprintf("this process committed more than %d audit events since its signer last checked the trail and remembers none from here on: it cannot vouch for them, so signs nothing more (restart serve to walk on from the last checkpoint)", m.limit)
 	}
 	return 0, ""
 }

@@ -31,6 +31,9 @@ type Store struct {
 	// processes meet the engine's own lock and the same timeout.
 	writes *writeLock
 	audits auditWriter
+	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
+	// costs sets it (export_test.go).
+	withoutReadBack bool
 	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
 	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner).
