@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,9 +29,10 @@ import (
 // which event did not land: the SSNs served equal the granted events in the trail, which verifies
 // and is signed. One that fools the read-back too (a view in the table's place that shows the
 // rows to the transaction that wrote them only, a row deleted after its decrypt answered) is not
-// signed over: the signer's memory of this process's commits names the seq, and audit verify
-// finds the trail broken. Only the catalog check (the trail's tables are what the migrations
-// made) keeps those SSNs from being served.
+// signed over: the signer's memory of this process's commits names the seq (audit verify on the
+// database alone finds the trail whole: the next append linked over the gap). Only the catalog
+// check (the trail's tables and functions are what the migrations made) keeps those SSNs from
+// being served.
 
 // writerAttack is one attack: setup and teardown statements, and after, run after each decrypt
 // answered 200 while the attack is on.
@@ -144,8 +146,23 @@ func writerAttacks(engine string) []writerAttack {
 					ELSE INSERT INTO audit_events_real SELECT NEW.*; END IF; RETURN NEW; END $$`,
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `DROP TABLE audit_side`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
+		{name: "the writer's append function replaced by one that writes nothing",
+			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
+				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
+				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
+				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`},
+			teardown: []string{`DROP FUNCTION audit_chain_append_read`, appendReadMigration()}},
 		deleteAfter,
 	}
+}
+
+// appendReadMigration is the migration that makes audit_chain_append_read, to put it back.
+func appendReadMigration() string {
+	b, err := os.ReadFile("../store/postgres/migrations/0019_audit_chain_append_read.sql")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func TestDecryptsUnderAttacksOnTheWriter(t *testing.T) {

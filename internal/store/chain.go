@@ -287,7 +287,12 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		c.expect(written)
 	}
 	var landed sql.NullInt64
-	err = q.WriteRow(ctx, text, []any{&landed}, c.typed(args)...)
+	var dest any = &landed
+	if c.unread {
+		var void any // audit_chain_append returns nothing
+		dest = &void
+	}
+	err = q.WriteRow(ctx, text, []any{dest}, c.typed(args)...)
 	if rows, ok := c.notLanded(err); ok {
 		if err := notLanded(written, rows); err != nil {
 			return chainTip{}, err
