@@ -23,9 +23,10 @@ import (
 //
 // What a read-back cannot see is a read that is fooled the same way as the write: a view renamed
 // into the table's place, whose INSTEAD OF triggers keep the rows where the view shows them to
-// this transaction only. That is the catalog check's (the trail's tables are what the migrations
-// made), and what the checkpoint signer's memory of this process's commits (CommitMemory)
-// catches before anything is signed over it.
+// this transaction only, or (PostgreSQL) an audit_chain_append_read replaced by one that writes
+// nothing and answers as if it had. Keeping those out is the catalog check's (the trail's tables
+// and functions are what the migrations made); the checkpoint signer's memory of this process's
+// commits (CommitMemory) catches them before anything is signed over them.
 
 // ErrNotLanded means an audit group did not read back as it was written, in the transaction that
 // wrote it: nothing of it was committed (or, where the database's own check was replaced, what was
