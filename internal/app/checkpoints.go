@@ -34,7 +34,7 @@ type checkpointer struct {
 	// at the first tick.
 	base   *store.ChainExpect
 	follow *store.AuditFollower
-	// mem is what this process's audit writer committed since the walk last checked: the walk
+	// mem is what this process committed since the walk last checked: the walk
 	// must meet each of those events as written before anything is signed (store.CommitMemory).
 	mem *store.CommitMemory
 	// signed is the newest event a checkpoint covers (the base's, then this process's); prev the

@@ -224,7 +224,8 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) err
 	ctx := context.Background()
 	chain := s.chain()
 	var sent []domain.AuditEvent // the events of the last try, as linked
-	memories := s.memories.active()
+	memories := chain.memories
+	chain.memories = nil // told here, each try's events settled as the try fared
 	if memories != nil {
 		chain.expect = func(written []domain.AuditEvent) {
 			for _, m := range memories {

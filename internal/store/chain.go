@@ -111,8 +111,10 @@ type auditChain struct {
 	// unread: read nothing back (Store.withoutReadBack).
 	unread bool
 	// expect, when set, is told each group's events, numbered and linked, before they are sent
-	// (the audit writer's memory of its commits, CommitMemory).
-	expect func(written []domain.AuditEvent)
+	// (the audit writer's memory of its commits, CommitMemory). Without it, memories are: told
+	// before the rows are sent, and once the transaction has ended whether it committed.
+	expect   func(written []domain.AuditEvent)
+	memories []*CommitMemory
 }
 
 // chain is the store's audit chain, for a transaction to append to.
@@ -120,7 +122,7 @@ func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
 		afterTip: pg, moved: s.engine.IsChainMoved, deferrable: pg, notLanded: s.engine.NotLanded,
-		unread: s.withoutReadBack}
+		unread: s.withoutReadBack, memories: s.memories.active()}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -161,8 +163,18 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	if err != nil {
 		return chainTip{}, err
 	}
-	if c.expect != nil {
+	switch {
+	case c.expect != nil:
 		c.expect(written)
+	case c.memories != nil:
+		for _, m := range c.memories {
+			m.expect(written)
+		}
+		q.OnEnd(func(committed bool) {
+			for _, m := range c.memories {
+				m.settle(written, committed)
+			}
+		})
 	}
 	if c.arrays {
 		err = insertAuditArrays(ctx, q, c.typed, args)

@@ -13,8 +13,8 @@ import (
 const maxRemembered = 1 << 19
 
 // CommitMemory is what the checkpoint signer knows first-hand of the trail: the seq and link of
-// every event this process's audit writer (RecordAudit: decrypts, reads of the trail, keys
-// rewrap's events) committed and answered for, kept in memory from before its rows are sent until
+// every event this process committed and answered for (RecordAudit's, and those a transaction
+// records in its own body: credentials, documents), kept in memory from before its rows are sent until
 // a walk of the chain (AuditFollower) has found each in the trail, as written. A walk that finds
 // one of them missing or different, or that ends short of one committed before it began, is a
 // break naming its seq: a row deleted after its decrypt answered, and a gap closed by a later
@@ -27,8 +27,7 @@ const maxRemembered = 1 << 19
 // than maxRemembered: past that (the signer's walks failed for that long: the database was away,
 // say) it stops remembering, and the next walk breaks, naming the first seq it did not keep:
 // what it cannot vouch for is not signed by this process again (a restart walks on from the last
-// checkpoint, with a new memory). Events recorded in another transaction's body (document
-// deletions, credentials) and other processes' events are not in it: the chain and the
+// checkpoint, with a new memory). Other processes' events are not in it: the chain and the
 // checkpoints are what prove those.
 type CommitMemory struct {
 	mu sync.Mutex
@@ -53,7 +52,7 @@ type commitMemories struct {
 	list []*CommitMemory
 }
 
-// RememberCommits starts remembering every event this store's audit writer commits, for a walk of
+// RememberCommits starts remembering every audit event this store commits, for a walk of
 // the chain to check (FollowAuditChain). Call it before the events the walk is to vouch for are
 // written: serve does when it starts its checkpoint signer.
 func (s *Store) RememberCommits() *CommitMemory {

@@ -2,9 +2,13 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -60,4 +64,35 @@ func TestFollowChecksThisProcessCommits(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An event a transaction records in its own body (a credential's creation) is remembered too,
+// once its transaction committed: deleted, and the gap linked over, it is a break at its seq.
+func TestFollowChecksEventsOfTransactions(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		sealAsServeDoes(t, st)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
+		mem := st.RememberCommits()
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, prefix := secrets.NewAPIKey()
+		id := domain.NewID()
+		k := store.NewAPIKey{ID: id, UserID: staffID, Name: "ci", Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: time.Now().UTC()}
+		if err := st.CreateAPIKey(ctx, k, event("api_key.create", id)); err != nil {
+			t.Fatal(err)
+		}
+		created := v.Seq() + 1
+		sqlExec(t, st, fmt.Sprintf(`DELETE FROM audit_events WHERE seq = %d`, created))
+		auditEvents(t, st, 0, 1) // numbered as the creation was, linked over the gap
+		var b *store.ChainBreak
+		if _, err := f.Next(ctx); !errors.As(err, &b) || b.Seq != created || !strings.Contains(b.Error(), "committed another audit event at this seq") {
+			t.Fatalf("Next: %v; want a break at seq %d", err, created)
+		}
+	})
 }

@@ -329,16 +329,19 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
+	q := sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
+			q.End(false)
 			panic(p)
 		}
 		if err != nil {
 			_ = tx.Rollback()
 		}
+		q.End(err == nil)
 	}()
-	if err = fn(sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)); err != nil {
+	if err = fn(q); err != nil {
 		return err
 	}
 	defer forgetFreshness(ctx)
