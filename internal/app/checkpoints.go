@@ -34,6 +34,9 @@ type checkpointer struct {
 	// at the first tick.
 	base   *store.ChainExpect
 	follow *store.AuditFollower
+	// mem is what this process committed since the walk last checked: the walk
+	// must meet each of those events as written before anything is signed (store.CommitMemory).
+	mem *store.CommitMemory
 	// signed is the newest event a checkpoint covers (the base's, then this process's); prev the
 	// id of the last checkpoint this process logged, which the next names when there is no file.
 	signed int64
@@ -44,9 +47,10 @@ type checkpointer struct {
 }
 
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
-// left off (*store.Store is one).
+// left off, and the memory of this process's commits it checks them against (*store.Store is one).
 type auditTrail interface {
-	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect) (*store.AuditFollower, error)
+	RememberCommits() *store.CommitMemory
+	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect, mem *store.CommitMemory) (*store.AuditFollower, error)
 	// CheckTrailCatalog fails while the trail's tables are not what the migrations made.
 	CheckTrailCatalog(ctx context.Context) error
 }
@@ -59,6 +63,7 @@ type auditTrail interface {
 func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
 	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now}
 	if path == "" {
+		c.mem = st.RememberCommits()
 		return c, nil
 	}
 	// A path serve cannot append to is found now, not at the first checkpoint.
@@ -99,6 +104,9 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 		c.base, c.signed = &x, x.Seq
 	}
 	c.keys = keys
+	// Remembered from now on, before the first request is served: the first walk, at the first
+	// tick, checks every event this process committed.
+	c.mem = st.RememberCommits()
 	return c, nil
 }
 
@@ -154,7 +162,7 @@ func (c *checkpointer) sign(ctx context.Context) error {
 		return fmt.Errorf("nothing is signed: %w", err)
 	}
 	if c.follow == nil {
-		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base)
+		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base, c.mem)
 		if err != nil {
 			return err
 		}

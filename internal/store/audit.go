@@ -216,10 +216,30 @@ func eventsOf(group []auditReq) []domain.AuditEvent {
 // event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
 // the head: a commit whose answer was lost may have moved it, and the next group reads it again.
 // With at, it writes only if the read cache's generation is still *at, and fails with ErrStale,
-// having written nothing, otherwise.
+// having written nothing, otherwise. Either way the group is read back before it commits, and a
+// group that does not read back as written fails with ErrNotLanded (see readBack). The checkpoint
+// signers' memories (CommitMemory) are told each try's events before its rows are sent, and what
+// became of them once it is answered.
 func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) error {
 	ctx := context.Background()
 	chain := s.chain()
+	var sent []domain.AuditEvent // the events of the last try, as linked
+	memories := chain.memories
+	chain.memories = nil // told here, each try's events settled as the try fared
+	if memories != nil {
+		chain.expect = func(written []domain.AuditEvent) {
+			for _, m := range memories {
+				m.expect(written)
+			}
+			sent = written
+		}
+	}
+	settle := func(committed bool) {
+		for _, m := range memories {
+			m.settle(sent, committed)
+		}
+		sent = nil
+	}
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
 		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events, at)
@@ -229,12 +249,14 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) err
 	// under the lock. Should the lost statement have committed after all, the same event ids
 	// make the second insert fail rather than write the group twice.
 	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
+		settle(false)
 		err = s.tx(ctx, func(q *sqltx.Tx) error {
 			var err error
 			tip, err = chain.appendLocked(ctx, q, events, at)
 			return err
 		})
 	}
+	settle(err == nil)
 	if errors.Is(err, ErrStale) {
 		return err // nothing written: the head is where it was
 	}

@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -30,5 +32,61 @@ func BenchmarkRecordAudit(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// BenchmarkAuditReadBack is what the audit writer's read-back costs (auditland.go): the group
+// commit's throughput at 16 callers a core (events/s), and one caller's time per event (ns/op),
+// with and without it, on the same database, the two alternating round by round within one run
+// (a shared host's load drifts more from minute to minute than the read-back costs).
+//
+//	go test ./internal/store -run '^$' -bench AuditReadBack -benchtime 2s
+func BenchmarkAuditReadBack(b *testing.B) {
+	const rounds = 5
+	for _, engine := range []string{"sqlite", "postgres"} {
+		url := testdb.URL(b, engine)
+		with, without := testdb.OpenURL(b, url), testdb.OpenURL(b, url)
+		store.WithoutReadBack(without)
+		for _, callers := range []int{16, 1} {
+			for round := range rounds {
+				for _, c := range []struct {
+					name string
+					st   *store.Store
+				}{{"without", without}, {"with", with}} {
+					b.Run(fmt.Sprintf("%s/callers=%d/%s/round=%d", engine, callers, c.name, round), func(b *testing.B) {
+						recordAudits(b, c.st, callers)
+					})
+				}
+			}
+		}
+	}
+}
+
+// recordAudits records b.N decrypts' events from callers goroutines a core (one caller when 1),
+// and reports this process's CPU time an event (SQLite's work; PostgreSQL's server is another).
+func recordAudits(b *testing.B, st *store.Store, callers int) {
+	began := processCPU()
+	record := func() {
+		err := st.RecordAudit(context.Background(), domain.AuditEvent{At: time.Now(), ActorUserID: samID(1),
+			Action: "principal.decrypt", TargetID: samID(2).String(), Outcome: domain.OutcomeGranted, Detail: "field ssn"})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if callers == 1 {
+		for b.Loop() {
+			record()
+		}
+	} else {
+		b.SetParallelism(callers)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				record()
+			}
+		})
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	if began >= 0 {
+		b.ReportMetric(float64((processCPU()-began).Microseconds())/float64(b.N), "cpu-µs/event")
 	}
 }

@@ -105,17 +105,32 @@ type auditChain struct {
 	// held is the difference found in the trail's catalog (CheckTrailCatalog), nil while none:
 	// no event is linked into a trail whose tables may drop it.
 	held func() error
+	// deferrable: the engine has triggers deferred to the commit (PostgreSQL's constraint
+	// triggers), which the read-back runs first (readBack).
+	deferrable bool
+	// notLanded tells the engine's error of a group its one-statement append read back otherwise
+	// than it was written, and gives the rows it read back (audit_chain_append_read's detail).
+	notLanded func(error) (string, bool)
+	// unread: read nothing back (Store.withoutReadBack).
+	unread bool
+	// expect, when set, is told each group's events, numbered and linked, before they are sent
+	// (the audit writer's memory of its commits, CommitMemory). Without it, memories are: told
+	// before the rows are sent, and once the transaction has ended whether it committed.
+	expect   func(written []domain.AuditEvent)
+	memories []*CommitMemory
 }
 
 // chain is the store's audit chain, for a transaction to append to.
 func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld}
+		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
+		unread: s.withoutReadBack, memories: s.memories.active()}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
-// numbers and links each event after it, inserts them, and moves the head. It is the only way an
+// numbers and links each event after it, inserts them, and reads them back (readBack: a group
+// that does not read back as written fails with ErrNotLanded). It is the only way an
 // audit event is written (the group writer, and every transaction that records its own event),
 // so that every event is chained; on PostgreSQL the group writer may also append in one
 // statement after the head it committed last (appendAfter).
@@ -147,14 +162,32 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 			return chainTip{}, ErrStale
 		}
 	}
-	args, tip, err := c.link(chainTip{seq: seq, hash: prev}, events)
+	args, tip, written, err := c.link(chainTip{seq: seq, hash: prev}, events)
 	if err != nil {
 		return chainTip{}, err
 	}
-	if c.arrays {
-		return tip, insertAuditArrays(ctx, q, c.typed, args)
+	switch {
+	case c.expect != nil:
+		c.expect(written)
+	case c.memories != nil:
+		for _, m := range c.memories {
+			m.expect(written)
+		}
+		q.OnEnd(func(committed bool) {
+			for _, m := range c.memories {
+				m.settle(written, committed)
+			}
+		})
 	}
-	return tip, insertAuditRows(ctx, q, args)
+	if c.arrays {
+		err = insertAuditArrays(ctx, q, c.typed, args)
+	} else {
+		err = insertAuditRows(ctx, q, args)
+	}
+	if err != nil || c.unread {
+		return tip, err
+	}
+	return tip, readBack(ctx, q, c.deferrable, written)
 }
 
 // chainTip is the chain's head: the newest event's sequence number and link (0 and nil on an
@@ -166,17 +199,19 @@ type chainTip struct {
 
 // link numbers and links events after tip, under the active key, giving each event without an id
 // one (in events itself, so that a second try of the same group writes the same ids): their rows
-// as appendAuditRow makes them, and the head they end at. It links none while the trail's catalog
-// is held (CheckTrailCatalog): every way an event is written passes here.
-func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, error) {
+// as appendAuditRow makes them, the head they end at, and the events as written (numbered, with
+// their key id and link), which the read-back compares with what it reads. It links none while the
+// trail's catalog is held (CheckTrailCatalog): every way an event is written passes here.
+func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, []domain.AuditEvent, error) {
 	if c.held != nil {
 		if err := c.held(); err != nil {
-			return nil, chainTip{}, err
+			return nil, chainTip{}, nil, err
 		}
 	}
 	keyID := c.signer.ActiveKeyID()
 	seq, prev := tip.seq, tip.hash
 	args := make([]any, 0, auditColumns*len(events))
+	written := make([]domain.AuditEvent, len(events))
 	for i := range events {
 		if events[i].ID == "" {
 			events[i].ID = domain.NewTimeOrderedID(events[i].At)
@@ -186,12 +221,14 @@ func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chain
 		e.Seq, e.ChainKeyID = seq, keyID
 		h, err := chainLink(c.signer, prev, e)
 		if err != nil {
-			return nil, chainTip{}, fmt.Errorf("store: audit chain link: %w", err)
+			return nil, chainTip{}, nil, fmt.Errorf("store: audit chain link: %w", err)
 		}
 		prev = h
 		args = appendAuditRow(args, &e, h)
+		e.Hash = hexHash(h)
+		written[i] = e
 	}
-	return args, chainTip{seq: seq, hash: prev}, nil
+	return args, chainTip{seq: seq, hash: prev}, written, nil
 }
 
 // auditInsertArrays inserts any number of audit events in one statement, a column to an array:
@@ -218,15 +255,22 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any
 	return nil
 }
 
-// chainAppendAfter is migration 0018's audit_chain_append: the group's rows as arrays, appended
-// in one statement, in a transaction of its own, if the chain's head is still the one given.
-var chainAppendAfter = `SELECT audit_chain_append(?::bigint, ?::bytea, ?::` +
+// chainAppendAfter is migration 0019's audit_chain_append_read: the group's rows as arrays,
+// appended in one statement, in a transaction of its own, if the chain's head is still the one
+// given, and read back in that transaction, every column compared with the rows given: it answers
+// how many read back as given, and fails (ZC002, nothing committed, the rows it read back in its
+// detail) when any did not.
+var chainAppendAfter = `SELECT audit_chain_append_read(?::bigint, ?::bytea, ?::` +
 	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
 
-// chainAppendAfterAt is chainAppendAfter on the condition that the read cache's generation is
-// still the one given (the last argument), read in the same statement: one row when it is and the
-// group was appended, none when it is not and nothing was.
-var chainAppendAfterAt = chainAppendAfter + ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
+// chainAppendUnread is migration 0018's audit_chain_append, which reads nothing back: only the
+// benchmark of what the read-back costs runs it (Store.withoutReadBack).
+var chainAppendUnread = strings.Replace(chainAppendAfter, "audit_chain_append_read(", "audit_chain_append(", 1)
+
+// chainAppendAt puts an append on the condition that the read cache's generation is still the
+// one given (the last argument), read in the same statement: one row when it is and the group was
+// appended, none when it is not and nothing was.
+const chainAppendAt = ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
 
 // errChainMoved means the chain's head was no longer the one a group was linked after: another
 // replica, or a transaction of this process recording its own event, appended since. Nothing of
@@ -235,14 +279,17 @@ var errChainMoved = errors.New("store: the audit chain's head moved")
 
 // appendAfter appends events after tip, the head the caller committed last, in one statement on
 // the pool, committed when it returns (PostgreSQL): one round trip, where Append's transaction
-// takes four (BEGIN, the head, the insert, COMMIT). It fails with errChainMoved, having written
-// nothing, when the head is no longer tip; the caller then appends with Append, which reads the
-// head under the chain's lock. It returns the head after the events.
+// takes six (BEGIN, the head, the insert, SET CONSTRAINTS, the read-back, COMMIT). The statement
+// reads the group back before its commit and compares it with what it was given, as Append does
+// here; a group that did not land fails with ErrNotLanded, naming what differs (checkLanded, on
+// the rows the statement read back), and so does an answer other than the group's size. It fails with
+// errChainMoved, having written nothing, when the head is no longer tip; the caller then appends
+// with Append, which reads the head under the chain's lock. It returns the head after the events.
 func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, events []domain.AuditEvent, at *int64) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
-	args, next, err := c.link(tip, events)
+	args, next, written, err := c.link(tip, events)
 	if err != nil {
 		return chainTip{}, err
 	}
@@ -251,21 +298,37 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, err
 	}
 	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
-	if at != nil {
-		text, args = chainAppendAfterAt, append(args, *at)
+	if c.unread {
+		text = chainAppendUnread
 	}
-	res, err := q.Exec(ctx, text, c.typed(args)...)
+	if at != nil {
+		text, args = text+chainAppendAt, append(args, *at)
+	}
+	if c.expect != nil {
+		c.expect(written)
+	}
+	var landed sql.NullInt64
+	var dest any = &landed
+	if c.unread {
+		var void any // audit_chain_append returns nothing
+		dest = &void
+	}
+	err = q.WriteRow(ctx, text, []any{dest}, c.typed(args)...)
+	if rows, ok := c.notLanded(err); ok {
+		if err := notLanded(written, rows); err != nil {
+			return chainTip{}, err
+		}
+		return chainTip{}, &notLandedError{what: err.Error()} // the database's check saw what this one did not
+	}
 	switch {
-	case err == nil && at != nil:
-		n, err := res.RowsAffected()
-		if err != nil { // whether the group was appended is not known: a failure, never ErrStale
-			return chainTip{}, fmt.Errorf("store: audit event: the append's row count: %w", err)
-		}
-		if n != 1 {
-			return chainTip{}, ErrStale // the generation moved: the function did not run
-		}
+	case errors.Is(err, sql.ErrNoRows) && at != nil:
+		return chainTip{}, ErrStale // the generation moved: the function did not run
+	case err == nil && c.unread:
 		return next, nil
 	case err == nil:
+		if landed.Int64 != int64(len(written)) {
+			return chainTip{}, &notLandedError{what: fmt.Sprintf("seq %d-%d: %d of %d events read back as written", written[0].Seq, written[len(written)-1].Seq, landed.Int64, len(written))}
+		}
 		return next, nil
 	case c.moved(err):
 		return chainTip{}, errChainMoved
@@ -273,6 +336,25 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
 	}
 	return chainTip{}, fmt.Errorf("store: audit event: %w", err)
+}
+
+// notLanded names what differs between the rows a refused one-statement append read back (its
+// error's detail, JSON) and those it wrote.
+func notLanded(written []domain.AuditEvent, landed string) error {
+	if landed == "" {
+		landed = "[]"
+	}
+	rows, err := landedRows(landed)
+	if err != nil {
+		return err
+	}
+	if err := checkLanded(written, rows); err != nil {
+		return err
+	}
+	if len(rows) != len(written) {
+		return &notLandedError{what: fmt.Sprintf("seq %d-%d: %d rows read back", written[0].Seq, written[len(written)-1].Seq, len(rows))}
+	}
+	return nil
 }
 
 // lockChainHead takes the chain's turn in q's transaction and reads its head: the newest event's sequence
@@ -320,7 +402,7 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	for _, text := range append([]string{chainHead}, auditInsertRows...) {
+	for _, text := range append([]string{chainHead, auditReadBack}, auditInsertRows...) {
 		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}

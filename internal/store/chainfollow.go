@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -30,16 +31,32 @@ type AuditFollower struct {
 	s   *Store
 	ver ChainVerifier
 	w   *ChainWalk
+	// mem is what this process committed (nil: nothing is checked against it); unsettled the rows
+	// walked at a seq whose commit it had not yet answered, checked once it has.
+	mem       *CommitMemory
+	unsettled []unsettledRow
 }
+
+// unsettledRow is a row a walk met at a seq the memory held as still being committed.
+type unsettledRow struct {
+	seq  int64
+	id   domain.ID
+	hash string
+}
+
+// settleWait bounds how long a walk waits for the commits it met to be answered: a commit's answer
+// comes as soon as the database's does, and a writer waits for a lock at most its busy timeout.
+const settleWait = 15 * time.Second
 
 // FollowAuditChain starts following the trail under ver's keys: from base (a checkpoint signed
 // under a key of the ring; its event must still be in the trail with its link), or, with base
 // nil, from the genesis, with a walk of the whole trail: by seq in pages with a rest after each,
 // as Next walks (a whole trail read in one stretch held the server's core for seconds, and every
 // request of those seconds waited tens of milliseconds), then the rows without a seq, which no
-// page by seq meets: they are breaks too.
-func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect) (*AuditFollower, error) {
-	f := &AuditFollower{s: s, ver: ver}
+// page by seq meets: they are breaks too. With mem (RememberCommits), every event this process
+// committed must be met as it was written (see CommitMemory).
+func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*AuditFollower, error) {
+	f := &AuditFollower{s: s, ver: ver, mem: mem}
 	if base == nil {
 		if err := f.fromGenesis(ctx); err != nil {
 			return nil, err
@@ -96,7 +113,12 @@ func (f *AuditFollower) fromGenesis(ctx context.Context) error {
 // longer holds, or a database error (the next call tries again).
 func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 	if b := f.w.rep.Break; b != nil {
+		f.stopMemory()
 		return Verified{}, b
+	}
+	var before uint64 // what this process had committed before this walk's reads
+	if f.mem != nil {
+		before = f.mem.committedNow()
 	}
 	err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
@@ -117,7 +139,75 @@ func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 	if err := f.walkOn(ctx); err != nil {
 		return Verified{}, err
 	}
+	if err := f.checkMemory(ctx, before); err != nil {
+		return Verified{}, err
+	}
 	return f.w.Finish().Verified()
+}
+
+// checkMemory ends a walk's check of this process's commits (see CommitMemory): the rows it met
+// while their commits were being answered are checked once they are, an event committed before
+// the walk began that the walk did not reach is missing, and what was checked is forgotten. A
+// failure is a break, and kept: the memory stops.
+func (f *AuditFollower) checkMemory(ctx context.Context, before uint64) error {
+	if f.mem == nil || f.w.rep.Break != nil {
+		f.stopMemory()
+		return nil
+	}
+	deadline := time.Now().Add(settleWait)
+	for len(f.unsettled) > 0 {
+		r := f.unsettled[0]
+		switch f.mem.check(r.seq, r.hash) {
+		case pendingCommit:
+			if time.Now().After(deadline) {
+				return fmt.Errorf("store: follow audit chain: seq %d: this process has not yet answered for the audit event it is committing there; the next walk checks it", r.seq)
+			}
+			if err := rest(ctx, followRest); err != nil {
+				return err
+			}
+			continue
+		case otherThanCommitted:
+			return f.memoryBreak(r.seq, r.id, "this process committed another audit event at this seq and answered for it: it was removed and the gap closed by a later append")
+		}
+		f.unsettled = f.unsettled[1:]
+	}
+	walked := f.w.rep.Events
+	if seq, why := f.mem.missing(walked, before); seq != 0 {
+		return f.memoryBreak(seq, "", why)
+	}
+	f.mem.forget(walked)
+	return nil
+}
+
+// rememberRow checks a row the walk met against the memory: false (a break) when this process
+// committed another event at its seq.
+func (f *AuditFollower) rememberRow(r auditRow) bool {
+	if f.mem == nil || !r.numbered {
+		return true
+	}
+	switch f.mem.check(r.e.Seq, r.e.Hash) {
+	case otherThanCommitted:
+		f.w.rep.Break = &ChainBreak{Seq: r.e.Seq, ID: r.e.ID,
+			Reason: "this process committed another audit event at this seq and answered for it: it was removed and the gap closed by a later append"}
+		return false
+	case pendingCommit:
+		f.unsettled = append(f.unsettled, unsettledRow{seq: r.e.Seq, id: r.e.ID, hash: r.e.Hash})
+	}
+	return true
+}
+
+// memoryBreak keeps a break the memory showed, and stops it.
+func (f *AuditFollower) memoryBreak(seq int64, id domain.ID, why string) error {
+	f.w.rep.Break = &ChainBreak{Seq: seq, ID: id, Reason: why}
+	f.stopMemory()
+	return f.w.rep.Break
+}
+
+// stopMemory ends the memory of a walk that broke: nothing it could check is signed again.
+func (f *AuditFollower) stopMemory() {
+	if f.mem != nil && f.w.rep.Break != nil {
+		f.s.memories.stop(f.mem)
+	}
 }
 
 // walkOn walks the events after the last one walked, followPage at a time, each page in a
@@ -130,7 +220,7 @@ func (f *AuditFollower) walkOn(ctx context.Context) error {
 		err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
 			return auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
 				read++
-				return f.w.stepRow(r)
+				return f.w.stepRow(r) && f.rememberRow(r)
 			})
 		})
 		if err != nil {

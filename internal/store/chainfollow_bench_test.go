@@ -26,7 +26,7 @@ func BenchmarkFollowAuditChain(b *testing.B) {
 			store.SkipFollowRests(b)
 			ring := testdb.Ring(b)
 			for b.Loop() {
-				f, err := st.FollowAuditChain(context.Background(), ring, nil)
+				f, err := st.FollowAuditChain(context.Background(), ring, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

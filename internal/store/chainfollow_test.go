@@ -19,7 +19,7 @@ func TestFollowFromGenesisWalksInPages(t *testing.T) {
 		const n = 2*store.FollowPage + store.FollowPage/2
 		auditEvents(t, st, 0, n)
 		rests := store.CountFollowRests(t)
-		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil)
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestFollowFromGenesisFindsBreaks(t *testing.T) {
 				sealAsServeDoes(t, st)
 				auditEvents(t, st, 0, n)
 				sqlExec(t, st, c.stmt)
-				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil)
+				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

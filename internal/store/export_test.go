@@ -15,6 +15,13 @@ import (
 
 // Hooks for the external tests of this package.
 
+// LimitMemory makes m remember at most n events.
+func LimitMemory(m *CommitMemory, n int) { m.limit = n }
+
+// WithoutReadBack makes s's audit appends read nothing back, as before the read-back: for its
+// benchmark alone.
+func WithoutReadBack(s *Store) { s.withoutReadBack = true }
+
 // MigrateTo applies the migrations up to and including version, as an older release left the
 // database.
 func MigrateTo(ctx context.Context, s *Store, version string) error {

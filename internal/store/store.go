@@ -32,6 +32,11 @@ type Store struct {
 	// processes meet the engine's own lock and the same timeout.
 	writes *writeLock
 	audits auditWriter
+	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
+	// costs sets it (export_test.go).
+	withoutReadBack bool
+	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
+	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner).
 	signer ChainSigner
 	// background tracks writes that run after the request that caused them (last-use stamps);
@@ -65,8 +70,12 @@ type Engine interface {
 	// as good as before, and the write may be tried again.
 	IsBusy(err error) bool
 	// IsChainMoved tells the error of an append after a head that is no longer the chain's
-	// (PostgreSQL's audit_chain_append; never on an engine without it).
+	// (PostgreSQL's audit_chain_append_read; never on an engine without it).
 	IsChainMoved(err error) bool
+	// NotLanded tells the error of a one-statement append whose rows did not read back as they
+	// were written (PostgreSQL's audit_chain_append_read), and gives the rows it read back, as
+	// JSON; never on an engine without it.
+	NotLanded(err error) (rows string, ok bool)
 	// TypedArgs returns a statement's arguments to be sent in their types' binary form where the
 	// driver would send text (PostgreSQL's audit columns as arrays, which the server would parse
 	// back element by element).
@@ -226,6 +235,24 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Resul
 	return res, q.s.classify(err)
 }
 
+// WriteRow is Exec for a write that answers one row, scanned into dest (sql.ErrNoRows when it
+// answers none). Like Exec it is never run again.
+func (q querier) WriteRow(ctx context.Context, query string, dest []any, args ...any) error {
+	defer forgetFreshness(ctx)
+	if err := q.s.writes.lock(ctx); err != nil {
+		return err
+	}
+	defer q.s.writes.unlock()
+	if err := q.s.beforeWrite(); err != nil {
+		return err
+	}
+	st, err := q.s.stmts.Get(ctx, q.s.sql(query))
+	if err != nil {
+		return q.s.classify(err)
+	}
+	return q.s.classify(st.QueryRowContext(ctx, args...).Scan(dest...))
+}
+
 // Query and QueryRow are the reads. A read that met a connection the server had lost is run
 // again (see again). Writes go through Exec, never through these.
 
@@ -314,16 +341,19 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
+	q := sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
+			q.End(false)
 			panic(p)
 		}
 		if err != nil {
 			_ = tx.Rollback()
 		}
+		q.End(err == nil)
 	}()
-	if err = fn(sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)); err != nil {
+	if err = fn(q); err != nil {
 		return err
 	}
 	defer forgetFreshness(ctx)

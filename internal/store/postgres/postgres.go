@@ -195,11 +195,21 @@ func (e *Engine) TypedArgs(args []any) []any {
 	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 }
 
-// IsChainMoved tells audit_chain_append's refusal (ZC001, migration 0018): the chain's head was
+// IsChainMoved tells audit_chain_append_read's refusal (ZC001, migrations 0018 and 0019): the chain's head was
 // no longer the one the events were linked after, and nothing was written.
 func (*Engine) IsChainMoved(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "ZC001"
+}
+
+// NotLanded tells audit_chain_append_read's refusal (ZC002, migration 0019): the group did not
+// read back as it was written, and nothing was committed. Its detail holds the rows it read back.
+func (*Engine) NotLanded(err error) (string, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "ZC002" {
+		return pe.Detail, true
+	}
+	return "", false
 }
 
 // IsUnwritable tells a server that takes no write now: out of disk, memory or connections (class

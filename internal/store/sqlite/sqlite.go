@@ -124,6 +124,9 @@ func (Engine) IsBusy(err error) bool {
 // lock from its start, and never after a head it was given.
 func (Engine) IsChainMoved(error) bool { return false }
 
+// NotLanded is false: SQLite has no one-statement append, and reads back in Go (readBack).
+func (Engine) NotLanded(error) (string, bool) { return "", false }
+
 // TypedArgs: SQLite binds each value as it is.
 func (Engine) TypedArgs(args []any) []any { return args }
 

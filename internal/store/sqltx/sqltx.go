@@ -45,6 +45,21 @@ type Tx struct {
 	// stmts holds the prepared statements of the pool that Cached binds to tx (nil in a
 	// read-only snapshot, which prepares nothing).
 	stmts *Stmts
+	// ended are told whether the transaction committed, once it ended (OnEnd).
+	ended []func(committed bool)
+}
+
+// OnEnd has f told, once the transaction has ended, whether it committed (the store's audit
+// chain tells the checkpoint signer what it appended).
+func (t *Tx) OnEnd(f func(committed bool)) { t.ended = append(t.ended, f) }
+
+// End tells what OnEnd registered whether the transaction committed: whoever ends it calls it,
+// once.
+func (t *Tx) End(committed bool) {
+	for _, f := range t.ended {
+		f(committed)
+	}
+	t.ended = nil
 }
 
 // New is the transaction tx, its statements cached in stmts (nil: none).
