@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -31,6 +29,7 @@ import (
 	"time"
 
 	"backoffice/client"
+	"backoffice/internal/oauth/oauthtest"
 )
 
 // A real OAuth 2.0 / OpenID Connect provider: Debian's glewlwyd, started with a database and a
@@ -241,7 +240,7 @@ type glewlwyd struct {
 // a configuration, and starts the provider on a free port until the test ends.
 func startGlewlwyd(t *testing.T, bin, dir string) *glewlwyd {
 	t.Helper()
-	caFile, certFile, keyFile, pool := testCertificates(t, dir)
+	caFile, certFile, keyFile, pool := oauthtest.Certificates(t, dir)
 	db := filepath.Join(dir, "glewlwyd.db")
 	schema, err := os.ReadFile(glewlwydSchema)
 	if err != nil {
@@ -430,38 +429,6 @@ func (c *clientCredentials) token(ctx context.Context) (string, error) {
 	c.current, c.expires = out.AccessToken, time.Now().Add(time.Duration(out.ExpiresIn)*time.Second)
 	c.fetched++
 	return c.current, nil
-}
-
-// testCertificates writes a CA and a server certificate for 127.0.0.1 signed by it, in PEM, and
-// returns their files and a pool that trusts the CA.
-func testCertificates(t *testing.T, dir string) (caFile, certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "backoffice test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	caFile, certFile, keyFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	writeFile(t, caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	writeFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return caFile, certFile, keyFile, pool
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -2,17 +2,10 @@ package oauth_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"maps"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,6 +19,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/oauth"
+	"backoffice/internal/oauth/oauthtest"
 )
 
 // Dex (dexidp/dex), as docs/credentials.md describes it: its access tokens are JWTs with the
@@ -146,7 +140,7 @@ type dexTokens struct {
 func startDex(t *testing.T, bin string) *dexServer {
 	t.Helper()
 	dir := t.TempDir()
-	certFile, keyFile, pool := dexCertificates(t, dir)
+	_, certFile, keyFile, pool := oauthtest.Certificates(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -256,38 +250,4 @@ func jwtParts(t *testing.T, tok string) (header, claims map[string]any) {
 		}
 	}
 	return header, claims
-}
-
-// dexCertificates writes a certificate for 127.0.0.1 and its key, signed by a CA that the pool
-// trusts.
-func dexCertificates(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "backoffice test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return certFile, keyFile, pool
 }
