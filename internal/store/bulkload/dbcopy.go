@@ -147,7 +147,21 @@ func (b *Bulk) copyTable(src *Snapshot, table string, from, to []Column) (int64,
 	if err := w.flush(); err != nil {
 		return n, fmt.Errorf("target %s: %w", table, err)
 	}
-	return n, nil
+	return n, b.checkCopied(table, n)
+}
+
+// checkCopied reads back, in the target's transaction, how many rows table holds, and refuses
+// unless it is the n rows copied into it (the target was empty): a trigger, a rule or another
+// writer can drop or add rows behind a write that reported success.
+func (b *Bulk) checkCopied(table string, n int64) error {
+	var got int64
+	if err := b.q.QueryRow(b.ctx, "SELECT count(*) FROM "+table).Scan(&got); err != nil {
+		return fmt.Errorf("target %s: read back: %w", table, err)
+	}
+	if got != n {
+		return fmt.Errorf("target %s: %d rows copied, %d read back", table, n, got)
+	}
+	return nil
 }
 
 // asStored is v as the target engine keeps a column that is a boolean there (asBool) or not: a

@@ -261,10 +261,11 @@ func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error,
 }
 
 // Catalog lists every table of the current schema with its columns in order: the table, the
-// column, whether it is a boolean, its place in the primary key (0 when none).
+// column, whether it is a boolean, its place in the primary key (0 when none; indkey counts from
+// 0, the place from 1).
 func (*Engine) Catalog() string {
 	return `SELECT c.relname, a.attname, a.atttypid = 'boolean'::regtype,
-  COALESCE(array_position(i.indkey::int2[], a.attnum), 0)
+  COALESCE(array_position(i.indkey::int2[], a.attnum) - array_lower(i.indkey::int2[], 1) + 1, 0)
 FROM pg_class AS c
 JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 LEFT JOIN pg_index AS i ON i.indrelid = c.oid AND i.indisprimary
