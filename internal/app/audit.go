@@ -560,7 +560,7 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int, c cl
 			fmt.Fprintf(env.Stdout, " (the first %d from before the chain, unlinked)", rep.Legacy)
 		}
 		fmt.Fprintln(env.Stdout)
-	case c.limit:
+	case c.limit && p.proved > 0:
 		fmt.Fprintf(env.Stdout, "intact up to seq %d, as far as the keys given prove (--limit-to-keys): ", p.proved)
 		if p.proved < p.claimed {
 			fmt.Fprintf(env.Stdout, "%s not proved\n", seqRange(p.proved+1, p.claimed))

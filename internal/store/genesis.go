@@ -257,7 +257,7 @@ func (s *Store) AuditHeadKeys(ctx context.Context) (head AuditKeyUse, genesisKey
 			return err
 		}
 		genesisKey = g.KeyID
-		err = q.QueryRow(ctx, `SELECT seq, chain_key_id FROM audit_events WHERE chain_key_id IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+		err = q.QueryRow(ctx, `SELECT seq, chain_key_id FROM audit_events WHERE chain_key_id IS NOT NULL AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).
 			Scan(&head.Last, &head.KeyID)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
