@@ -240,6 +240,7 @@ func TestIDTokenShapeRefusedWhenTypJWTAllowed(t *testing.T) {
 		{"c_hash", "JWT", map[string]any{"c_hash": "LDktKdoQak3Pk0cnXxCltA"}, false, true},
 		{"Keycloak's ID token", "JWT", map[string]any{"typ": "ID", "azp": "backoffice", "auth_time": c.Now().Unix()}, false, true},
 		{"Keycloak's access token", "JWT", map[string]any{"typ": "Bearer", "azp": "svc", "scope": "profile email", "auth_time": c.Now().Unix()}, true, true},
+		{"Keycloak's access token with the sign-in's nonce", "JWT", map[string]any{"typ": "Bearer", "azp": "svc", "scope": "openid", "nonce": "n-0S6_WzA2Mj"}, true, true},
 		{"Okta's access token", "", map[string]any{"cid": "0oa1", "scp": []string{"backoffice"}, "auth_time": c.Now().Unix()}, true, true},
 		{"Entra ID's access token", "JWT", map[string]any{"azp": "c0ffee", "scp": "Leads.Read", "ver": "2.0"}, true, true},
 		{"typed at+jwt, with a nonce", "at+jwt", map[string]any{"nonce": "n-0S6_WzA2Mj"}, true, true},

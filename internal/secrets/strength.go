@@ -65,8 +65,12 @@ func strength(secret string) float64 {
 		// Too short to pass whatever it is: say how guessable it is too ("0000000000001234").
 		bits = min(bits, guessBits(secret))
 	}
+	// A body that decodes to text someone chose is no stronger than that text. Random bytes are
+	// printable now and then too: only text that zxcvbn's patterns mostly cover counts.
 	if text, ok := decodedText(secret); ok {
-		bits = min(bits, strength(text))
+		if _, patterned := guesses(text); patterned {
+			bits = min(bits, strength(text))
+		}
 	}
 	return bits
 }
@@ -214,9 +218,6 @@ type charSet [2]uint64
 func (c *charSet) add(b byte)            { c[b>>6] |= 1 << (b & 63) }
 func (c charSet) within(of charSet) bool { return c[0]&^of[0] == 0 && c[1]&^of[1] == 0 }
 
-// alphanumeric is the place of the alphanumerics in encodings.
-const alphanumeric = 6
-
 // encodings, narrowest first: a body is credited the first whose alphabet holds it all.
 var encodings = sync.OnceValue(func() []*encoding {
 	const digits, lowers, uppers = "0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -227,6 +228,8 @@ var encodings = sync.OnceValue(func() []*encoding {
 		{name: "base32", alphabet: lowers + "234567", bytes: true},
 		{name: "base32", alphabet: uppers + "234567", bytes: true},
 		{name: "mixed-case hex", alphabet: digits + "abcdefABCDEF"},
+		{name: "base36", alphabet: digits + lowers},
+		{name: "base36", alphabet: digits + uppers},
 		{name: "alphanumeric", alphabet: digits + lowers + uppers},
 		{name: "base64url", alphabet: digits + lowers + uppers + "-_", bytes: true},
 		{name: "base64", alphabet: digits + lowers + uppers + "+/", bytes: true},
@@ -256,34 +259,53 @@ func classify(body string) *encoding {
 	if body == "" {
 		return nil
 	}
-	var present charSet
 	for i := 0; i < len(body); i++ {
 		if body[i] >= 128 {
 			return nil
 		}
-		present.add(body[i])
 	}
+	in := present(body)
 	for _, e := range encodings() {
-		if present.within(e.mask) {
+		if in.within(e.mask) {
 			return e
 		}
 	}
 	return nil
 }
 
+// present is the set of body's ASCII characters.
+func present(body string) charSet {
+	var set charSet
+	for i := 0; i < len(body); i++ {
+		if body[i] < 128 {
+			set.add(body[i])
+		}
+	}
+	return set
+}
+
 // bodyBits is the capacity of body (base64 or base32 padding "=" aside) if it looks like random
-// draws from the narrowest alphabet that holds it. An unpadded base32 body too short to pass as
-// base32 that looks like random alphanumerics as well is credited as those: short random
-// alphanumerics may fall within base32's alphabet, and must not be refused for it.
+// draws from the narrowest alphabet that holds it. An unpadded base32 or base36 body too short to
+// pass as such is credited as the first wider alphabet it looks like random draws from that
+// credits it enough: base36 of its letters' case, then alphanumerics. Short random base36 or
+// alphanumerics may fall within a narrower alphabet (alphanumerics of one case), and must not be
+// refused for it; the price is that short base36 or base32 can be credited as alphanumerics.
 func bodyBits(body string) (float64, bool) {
 	trimmed := strings.TrimRight(body, "=")
 	enc := classify(trimmed)
 	if enc == nil || len(body)-len(trimmed) > 6 || !looksRandom(trimmed, enc) {
 		return 0, false
 	}
-	if wider := encodings()[alphanumeric]; enc.name == "base32" && len(body) == len(trimmed) &&
-		float64(len(trimmed))*enc.bits < MinCredentialBits && looksRandom(trimmed, wider) {
-		enc = wider
+	if (enc.name == "base32" || enc.name == "base36") && len(body) == len(trimmed) && float64(len(trimmed))*enc.bits < MinCredentialBits {
+		for _, wider := range encodings() {
+			if wider.name != "base36" && wider.name != "alphanumeric" {
+				continue
+			}
+			if present(trimmed).within(wider.mask) && float64(len(trimmed))*wider.bits >= MinCredentialBits && looksRandom(trimmed, wider) {
+				enc = wider
+				break
+			}
+		}
 	}
 	bits := float64(len(trimmed)) * enc.bits
 	if enc.bytes {
@@ -509,6 +531,14 @@ const maxGuessLength = 100
 // characters), without its allowance for the number of patterns; when zxcvbn's patterns cover
 // half of it or more, their guesses alone.
 func guessBits(secret string) float64 {
+	bits, _ := guesses(secret)
+	return bits
+}
+
+// guesses is zxcvbn's estimate of secret, in bits, and whether its patterns (words, keyboard
+// walks, repeats, sequences, dates) cover half of it or more, in which case only the patterns
+// count.
+func guesses(secret string) (bits float64, patterned bool) {
 	s := secret[:min(len(secret), maxGuessLength)]
 	seq := scoring.MostGuessableMatchSequence(s, matching.Omnimatch(s, nil), true)
 	covered, patterns := 0, 0.0
@@ -519,9 +549,9 @@ func guessBits(secret string) float64 {
 		}
 	}
 	if 2*covered >= len(s) {
-		return patterns
+		return patterns, true
 	}
-	return math.Log2(max(seq.Guesses, 1))
+	return math.Log2(max(seq.Guesses, 1)), false
 }
 
 // decodedText is what secret (past a prefix) decodes to as hex, base32 or base64, when that is

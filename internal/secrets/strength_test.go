@@ -95,6 +95,14 @@ func randomFormats() []format {
 			formats = append(formats, format{fmt.Sprintf("%salphanumeric %d", prefix, bits), func(r *rand.Rand) string {
 				return prefix + randomAlnum(r, n)
 			}})
+			for _, b36 := range []struct{ name, alphabet string }{
+				{"base36", "0123456789abcdefghijklmnopqrstuvwxyz"}, {"BASE36", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+			} {
+				n := int(math.Ceil(float64(bits) / math.Log2(36)))
+				formats = append(formats, format{fmt.Sprintf("%s%s %d", prefix, b36.name, bits), func(r *rand.Rand) string {
+					return prefix + randomFrom(r, b36.alphabet, n)
+				}})
+			}
 		}
 	}
 	return append(formats,
@@ -168,6 +176,8 @@ func TestRandomTokenCredit(t *testing.T) {
 		{"22 alphanumerics", "Kq3ZrT8mWb2XyPn7VcLd4H", 22 * math.Log2(62)},
 		{"24 alphanumerics that fall within base32's alphabet", "sk_live_omdx2co5hgzz7zm5fruidps2", 24 * math.Log2(62)},
 		{"an issued session token: 52 base32 characters", "bos_" + randomToken(r, lowerBase32.EncodeToString, 32), 256},
+		{"22 alphanumerics of one case (or base36): credited as alphanumerics", "k3m9x0q8w1z7r5t2y4u6p8", 22 * math.Log2(62)},
+		{"16 random bytes in base32 that decode to printable bytes", "mqudosrunbpc4xbcevsucmztl4", 128},
 		{"a UUID", "6f1c8a0e-3b7d-4e2a-9c51-0d8e7f6a5b4c", 122},
 	}
 	for _, c := range cases {
