@@ -35,6 +35,8 @@ type Ring struct {
 	chain map[string]*chainKey
 	// signing holds each master key's audit checkpoint key (see CheckpointKey).
 	signing map[string]ed25519.PrivateKey
+	// subjects holds each master key's subject tag key (see SubjectTag).
+	subjects map[string][]byte
 }
 
 // Key is one entry of a ring.
@@ -49,7 +51,7 @@ func NewRing(keys ...Key) (*Ring, error) {
 		return nil, errors.New("secrets: a key ring needs at least one key")
 	}
 	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string]*chainKey, len(keys)),
-		signing: make(map[string]ed25519.PrivateKey, len(keys))}
+		signing: make(map[string]ed25519.PrivateKey, len(keys)), subjects: make(map[string][]byte, len(keys))}
 	for _, k := range keys {
 		if len(k.Bytes) != KeySize {
 			return nil, fmt.Errorf("secrets: key %q is %d bytes, want %d", k.ID, len(k.Bytes), KeySize)
@@ -70,6 +72,9 @@ func NewRing(keys ...Key) (*Ring, error) {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		if r.signing[k.ID], err = deriveCheckpointKey(k.Bytes); err != nil {
+			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
+		}
+		if r.subjects[k.ID], err = deriveSubjectKey(k.Bytes); err != nil {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
 		r.order = append(r.order, k.ID)

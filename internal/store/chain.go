@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,8 +10,8 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 	"backoffice/internal/store/sqltx"
+	"backoffice/internal/trail"
 )
 
 // ChainSigner makes the audit chain's links: HMAC-SHA-256 under a key derived from the master
@@ -46,33 +45,7 @@ const (
 // two different events or chains encode alike. The message format is documented in
 // docs/compliance.md for verifiers outside this code.
 func chainMessage(prev []byte, e domain.AuditEvent) []byte {
-	return appendEvent(make([]byte, 0, 256+len(e.Detail)), "backoffice audit event v1", prev, e)
-}
-
-// appendEvent appends the label, prev and every stored field of e but its link, in the encoding
-// of chainMessage (ChainDigest's message shares it).
-func appendEvent(b []byte, label string, prev []byte, e domain.AuditEvent) []byte {
-	b = appendText(b, label)
-	b = appendField(b, prev)
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
-	for _, f := range []string{e.ChainKeyID, string(e.ID)} {
-		b = appendText(b, f)
-	}
-	b = binary.BigEndian.AppendUint64(b, uint64(column.Micros(e.At)))
-	for _, f := range []string{string(e.ActorUserID), e.Action, e.TargetID, e.Outcome, e.Detail} {
-		b = appendText(b, f)
-	}
-	return b
-}
-
-func appendField(b, f []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
-	return append(b, f...)
-}
-
-func appendText(b []byte, f string) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
-	return append(b, f...)
+	return trail.AppendEvent(make([]byte, 0, 256+len(e.Detail)), "backoffice audit event v1", prev, e)
 }
 
 // chainMAC is what computes links: a ChainSigner, or a ChainVerifier.

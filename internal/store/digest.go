@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/trail"
 )
 
 // ChainDigest is the digest of the trail up to and including e, given the digest up to the event
@@ -26,8 +27,8 @@ func ChainDigest(prev []byte, e domain.AuditEvent) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: audit event seq %d: hash is not hex", e.Seq)
 	}
-	b := appendEvent(make([]byte, 0, 320+len(e.Detail)), "backoffice audit digest v1", prev, e)
-	b = appendField(b, link)
+	b := trail.AppendEvent(make([]byte, 0, 320+len(e.Detail)), "backoffice audit digest v1", prev, e)
+	b = trail.AppendField(b, link)
 	sum := sha256.Sum256(b)
 	return sum[:], nil
 }

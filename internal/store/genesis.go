@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"backoffice/internal/store/sqltx"
+	"backoffice/internal/trail"
 )
 
 // Genesis is where the audit chain begins: the newest event written before the chain existed
@@ -29,9 +30,9 @@ type Genesis struct {
 
 // genesisMessage is what the genesis's seal authenticates, in the encoding of chainMessage.
 func genesisMessage(lastUnlinked int64, keyID string) []byte {
-	b := appendText(nil, "backoffice audit genesis v1")
+	b := trail.AppendText(nil, "backoffice audit genesis v1")
 	b = binary.BigEndian.AppendUint64(b, uint64(lastUnlinked))
-	return appendText(b, keyID)
+	return trail.AppendText(b, keyID)
 }
 
 // genesisVerdict is what a check of the genesis under a ring found.
