@@ -20,7 +20,7 @@ import (
 // with nothing fetched from anywhere but the service and no error on the page.
 func TestDocsPageInBrowser(t *testing.T) {
 	b := startBrowser(t)
-	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument)
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"log/slog"
@@ -18,7 +19,11 @@ import (
 )
 
 //go:embed openapi.yaml
-var OpenAPIDocument []byte
+var openAPIDocument []byte
+
+// OpenAPIDocument is the contract's machine form, as GET /openapi.yaml serves it: a copy, so that
+// nothing outside the package can change what is served.
+func OpenAPIDocument() []byte { return bytes.Clone(openAPIDocument) }
 
 // Store is everything the handlers read and write.
 type Store interface {
@@ -146,7 +151,7 @@ type Health interface {
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write(OpenAPIDocument)
+	_, _ = w.Write(openAPIDocument)
 }
 
 // router gives the mux's own answers (unknown route, wrong method) the error body.

@@ -113,7 +113,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	listeners := []listener{{ln: ln}}
 	var m *metrics.Metrics
 	if cfg.MetricsAddr != MetricsOff {
-		m = metrics.New(st.PoolStats)
+		m = metrics.New(st.PoolCollector())
 	}
 	if m != nil && cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)

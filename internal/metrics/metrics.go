@@ -5,7 +5,6 @@
 package metrics
 
 import (
-	"database/sql"
 	"net/http"
 	"strconv"
 	"sync"
@@ -49,9 +48,9 @@ var (
 	pushBuckets    = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 )
 
-// New returns the metrics of a service whose database pool's statistics pool reads (nil: no
-// pool statistics).
-func New(pool func() sql.DBStats) *Metrics {
+// New returns the metrics of a service, with pool's (the database pool's statistics, as the
+// store's PoolCollector gives them; nil: none).
+func New(pool prometheus.Collector) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -83,7 +82,7 @@ func New(pool func() sql.DBStats) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pool != nil {
-		m.reg.MustRegister(newPoolCollector(pool))
+		m.reg.MustRegister(pool)
 	}
 	return m
 }

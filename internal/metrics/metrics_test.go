@@ -29,7 +29,7 @@ func TestExposition(t *testing.T) {
 	if err := st.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m := New(st.PoolStats)
+	m := New(st.PoolCollector())
 	route := "GET /v1/crm/sam-action-logs/{entityId}"
 	m.ObserveRequest("GET", route, 200, 300*time.Microsecond)
 	m.ObserveRequest("GET", route, 200, 2*time.Millisecond)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 // Fetching the provider's documents.
@@ -88,11 +89,12 @@ type keyCache struct {
 
 	set atomic.Pointer[keySet]
 
+	// fetches lets one fetch run at a time, which the requests that need it wait for together.
+	fetches singleflight.Group
+
 	mu sync.Mutex
 	// jwksURI is the discovery document's, once one was read.
-	jwksURI string
-	// inflight is closed when the running fetch ends; nil when none runs.
-	inflight  chan struct{}
+	jwksURI   string
 	lastStart time.Time
 	lastErr   error
 }
@@ -185,24 +187,30 @@ func (s *keySet) refusedKey(kid, alg string) error {
 // fetch began less than refetchInterval ago. It returns ctx's error if ctx ends first (the fetch
 // goes on); what the fetch found is lastError's.
 func (c *keyCache) refresh(ctx context.Context) error {
-	c.mu.Lock()
-	if c.inflight == nil {
-		now := c.now()
-		if !c.lastStart.IsZero() && now.Sub(c.lastStart) < refetchInterval {
-			c.mu.Unlock()
-			return nil
+	done := c.fetches.DoChan("keys", func() (any, error) {
+		if c.due() {
+			c.fetch()
 		}
-		c.inflight, c.lastStart = make(chan struct{}), now
-		go c.fetch(c.inflight)
-	}
-	done := c.inflight
-	c.mu.Unlock()
+		return nil, nil
+	})
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// due tells whether a fetch may begin now, and if so counts it as begun.
+func (c *keyCache) due() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if !c.lastStart.IsZero() && now.Sub(c.lastStart) < refetchInterval {
+		return false
+	}
+	c.lastStart = now
+	return true
 }
 
 // lastError is what the last fetch failed with, or nil.
@@ -228,7 +236,7 @@ func (c *keyCache) untilDue(now time.Time) time.Duration {
 
 // fetch reads the discovery document (until one was read) and the key set, on its own deadline:
 // the request that asked for it may give up without cutting it short for the others.
-func (c *keyCache) fetch(done chan struct{}) {
+func (c *keyCache) fetch() {
 	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 	defer cancel()
 	c.mu.Lock()
@@ -247,7 +255,6 @@ func (c *keyCache) fetch(done chan struct{}) {
 		c.jwksURI = jwksURI
 	}
 	c.lastErr = err
-	c.inflight = nil
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Error("identity provider: keys not fetched; tokens are refused once the keys in hand are older than their trusted time",
@@ -255,7 +262,6 @@ func (c *keyCache) fetch(done chan struct{}) {
 	} else {
 		c.replace(s)
 	}
-	close(done)
 }
 
 // replace makes s the current key set, and logs what changed.

@@ -41,9 +41,9 @@ const DefaultKeysMaxAge = 2 * time.Minute
 // must not stay valid for long.
 const DefaultMaxLifetime = 24 * time.Hour
 
-// Algorithms are the signature algorithms a token may use. None is symmetric: a shared secret
+// algorithms are the signature algorithms a token may use. None is symmetric: a shared secret
 // would let whoever checks tokens also make them; "none" signs nothing.
-var Algorithms = []jose.SignatureAlgorithm{
+var algorithms = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
 	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
 }
@@ -182,7 +182,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (domain.UserRef, er
 	if ref, ok := v.verified.get(sum, now, v.keys); ok {
 		return ref, nil
 	}
-	jws, err := jose.ParseSignedCompact(token, Algorithms)
+	jws, err := jose.ParseSignedCompact(token, algorithms)
 	if err != nil {
 		return domain.UserRef{}, refuse("the token is not a JWT signed with an accepted algorithm (RS256, ES256, PS256, EdDSA and their longer forms)", err)
 	}

@@ -28,9 +28,9 @@ const (
 
 // Credential reads the credential of the kind (domain.CredentialAPIKey or
 // domain.CredentialSession) whose secret hashes to hash, with its user. A credential is found only
-// as its own kind. Whether it may be used is auth's rule; nothing here caches it, so a revocation
-// or expiry holds from the next request on, on every replica sharing the database: the read cache
-// keeps a credential only while no connection anywhere has changed what it reads since.
+// as its own kind. Whether it may be used is auth's rule. A revocation or expiry holds from the
+// next request on, on every replica sharing the database: the read cache keeps a credential only
+// while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
 	return cached(ctx, s.cache, cacheKey{read: credentialRead, a: kind, b: string(hash)},
 		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)

@@ -35,7 +35,7 @@ func ChainDigest(prev []byte, e domain.AuditEvent) ([]byte, error) {
 
 // ActionAuditAnchor is the event that fixes the trail up to an earlier event under the active
 // key: `keys rewrap` writes one, so that the links made under the key being retired stay proven
-// once it leaves the ring (see anchorDetail).
+// once it leaves the ring (see AnchorDetail).
 const ActionAuditAnchor = "audit.anchor"
 
 // AnchorDetail is an anchor's detail: the events it fixes (1 to seq) and their digest.

@@ -19,6 +19,9 @@ import (
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
 	"backoffice/internal/store/sqltx"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Store is a handle on one database.
@@ -197,8 +200,11 @@ func (s *Store) Close() error {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.classify(s.db.PingContext(ctx)) }
 
-// PoolStats are the connection pool's statistics, for the metrics.
-func (s *Store) PoolStats() sql.DBStats { return s.db.Stats() }
+// PoolCollector is client_golang's collector of the connection pool's statistics (go_sql_*,
+// labelled db_name="backoffice"), for the metrics: it reads the pool's statistics and nothing else.
+func (s *Store) PoolCollector() prometheus.Collector {
+	return collectors.NewDBStatsCollector(s.db, "backoffice")
+}
 
 // querier runs shared SQL on the pool, outside any transaction: each query a cached prepared
 // statement (stmts), its placeholders rewritten for the engine, a write holding this process's

@@ -202,8 +202,8 @@ const (
 )
 
 // rowBatch runs multi-row inserts that skip a row whose key is taken (a failed statement would
-// abort a PostgreSQL transaction); a skipped row fails the import with errSAMTaken. A full batch
-// runs as one prepared statement.
+// abort a PostgreSQL transaction); a skipped row fails the import with the batch's error (the SAM
+// logs' is ErrSAMLogTaken). A full batch runs as one prepared statement.
 type rowBatch struct {
 	b           *Bulk
 	into        string // table (columns)
