@@ -107,8 +107,5 @@ func auditListParams(r *http.Request, actor domain.Actor) (Page, domain.AuditFil
 	if err != nil {
 		return page, f, err
 	}
-	if actor.PartnerID != "" {
-		return page, f, domain.Errorf(domain.KindForbidden, "forbidden", "only staff users (no partner) may read the audit trail")
-	}
-	return page, f, require(actor, domain.PermReadAuditEvents)
+	return page, f, mayReadTrail(actor)
 }
