@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transparency-dev/formats/proof"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -335,4 +336,98 @@ func FuzzAuditTilePath(f *testing.F) {
 			checkErrorBody(t, req, response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()})
 		}
 	})
+}
+
+type eventProof struct {
+	Event domain.AuditEvent `json:"event"`
+	Proof string            `json:"proof"`
+}
+
+// An event's proof checks with x/mod's tlog and note against the log's key: the checkpoint's
+// signature, the leaf recomputed from the served event and its tag, and its inclusion.
+func TestAuditEventProof(t *testing.T) {
+	h, m := newTreeHarness(t, 1000)
+	id := m.events[700].ID
+	wantError(t, h.get("/v1/audit-events/"+id.String()+"/proof", staffKey), http.StatusConflict, "not_checkpointed")
+	m.sign(t)
+	m.add(t, 10, principalA.String()) // a newer event than the checkpoint
+	wantError(t, h.get("/v1/audit-events/"+m.events[1005].ID.String()+"/proof", staffKey), http.StatusConflict, "not_checkpointed")
+
+	r := h.get("/v1/audit-events/"+id.String()+"/proof", staffKey)
+	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("proof: %d %s", r.Status, r.Body)
+	}
+	var p eventProof
+	r.decode(t, &p)
+	var tp proof.TLogProof
+	if err := tp.Unmarshal([]byte(p.Proof)); err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(m.verifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := note.Open(tp.Checkpoint, note.VerifierList(v)); err != nil {
+		t.Fatalf("checkpoint signature: %v", err)
+	}
+	size, root := checkpointOf(t, tp.Checkpoint)
+	if tp.Index != 700 || p.Event.ID != id || size != 1000 || len(tp.Hashes) > 10 {
+		t.Fatalf("index %d, event %s, size %d, %d hashes", tp.Index, p.Event.ID, size, len(tp.Hashes))
+	}
+	hashes := make(tlog.RecordProof, len(tp.Hashes))
+	for i, x := range tp.Hashes {
+		hashes[i] = x
+	}
+	leaf := trail.Leaf(tp.ExtraData, p.Event)
+	if err := tlog.CheckRecord(hashes, size, root, int64(tp.Index), tlog.RecordHash(leaf)); err != nil {
+		t.Fatalf("inclusion: %v", err)
+	}
+	changed := p.Event
+	changed.Detail += " "
+	if tlog.CheckRecord(hashes, size, root, int64(tp.Index), tlog.RecordHash(trail.Leaf(tp.ExtraData, changed))) == nil {
+		t.Fatal("a changed event checks")
+	}
+}
+
+// The proof's refusals: a malformed id is 400, an unknown one 404, the trail's readers alone may
+// ask, and every attempt is recorded as a read of the trail.
+func TestAuditEventProofRefusals(t *testing.T) {
+	h, m := newTreeHarness(t, 10)
+	m.sign(t)
+	wantError(t, h.get("/v1/audit-events/nope/proof", staffKey), http.StatusBadRequest, "invalid_parameter")
+	wantError(t, h.get("/v1/audit-events/"+domain.NewID().String()+"/proof", staffKey), http.StatusNotFound, "not_found")
+	wantError(t, h.get("/v1/audit-events/"+m.events[3].ID.String()+"/proof", partnerAKey), http.StatusForbidden, "forbidden")
+	wantError(t, h.get("/v1/audit-events/"+m.events[3].ID.String()+"/proof", noPermKey), http.StatusForbidden, "forbidden")
+	if r := h.do(http.MethodHead, "/v1/audit-events/"+m.events[3].ID.String()+"/proof", "Api-Key "+staffKey); r.Status != http.StatusOK {
+		t.Fatalf("HEAD: %d", r.Status)
+	}
+	p := h.auditPage(t, staffKey, "action=audit_event.read&size=100")
+	var outcomes []string
+	for _, e := range p.Data {
+		if strings.HasPrefix(e.Detail, "proof ") {
+			outcomes = append(outcomes, e.Outcome)
+		}
+	}
+	if strings.Join(outcomes, ",") != "granted,denied,denied,not_found,invalid" {
+		t.Fatalf("recorded proof reads, newest first: %v", outcomes)
+	}
+}
+
+// A tree whose leaf is not its event's, or whose hashes do not prove the checkpoint, serves no
+// proof: the route reads back what it serves.
+func TestAuditEventProofRefusesATreeThatDisagrees(t *testing.T) {
+	h, m := newTreeHarness(t, 20)
+	m.sign(t)
+	m.mu.Lock()
+	m.events[5].Detail = "changed after the leaf"
+	m.mu.Unlock()
+	if r := h.get("/v1/audit-events/"+m.events[5].ID.String()+"/proof", staffKey); r.Status != http.StatusInternalServerError {
+		t.Fatalf("a changed event: %d %s", r.Status, r.Body)
+	}
+	m.mu.Lock()
+	m.hashes[tlog.StoredHashIndex(0, 8)][0] ^= 1 // leaf 9's sibling
+	m.mu.Unlock()
+	if r := h.get("/v1/audit-events/"+m.events[9].ID.String()+"/proof", staffKey); r.Status != http.StatusInternalServerError {
+		t.Fatalf("a changed hash: %d %s", r.Status, r.Body)
+	}
 }
