@@ -77,6 +77,9 @@ func OpenURL(t testing.TB, url string, opts ...store.Option) *store.Store {
 	if _, err := st.SealUnsealedAuditGenesis(context.Background(), Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil }); err != nil {
 		t.Fatalf("seal the audit genesis %s: %v", strings.Split(url, ":")[0], err)
 	}
+	if _, err := st.BuildAuditTree(context.Background()); err != nil {
+		t.Fatalf("build the audit tree %s: %v", strings.Split(url, ":")[0], err)
+	}
 	return st
 }
 
