@@ -21,8 +21,8 @@ import (
 type AuditLog interface {
 	trail.Tree
 	AuditTreeSize(ctx context.Context) (int64, error)
-	// AuditEventIndex is the leaf index of the event id; domain.ErrNotFound when there is none.
-	AuditEventIndex(ctx context.Context, id domain.ID) (int64, error)
+	// AuditEventIndex reads the event id and its leaf index; domain.ErrNotFound when there is none.
+	AuditEventIndex(ctx context.Context, id domain.ID) (domain.AuditEvent, int64, error)
 }
 
 // AuditCheckpoints gives the newest signed checkpoint of the trail (a c2sp.org/tlog-checkpoint
@@ -173,7 +173,7 @@ func handleAuditProof(st AuditStore, log AuditLog, cps AuditCheckpoints, now fun
 
 // proveEvent finds the event's leaf and proves it against the newest checkpoint.
 func proveEvent(ctx context.Context, log AuditLog, cps AuditCheckpoints, id domain.ID) (trail.EventProof, error) {
-	index, err := log.AuditEventIndex(ctx, id)
+	_, index, err := log.AuditEventIndex(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return trail.EventProof{}, domain.NotFound("audit event " + string(id))
 	}

@@ -146,15 +146,15 @@ func (m *memLog) AuditEventAt(_ context.Context, index int64) (domain.AuditEvent
 	return m.events[index], nil
 }
 
-func (m *memLog) AuditEventIndex(_ context.Context, id domain.ID) (int64, error) {
+func (m *memLog) AuditEventIndex(_ context.Context, id domain.ID) (domain.AuditEvent, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, e := range m.events {
 		if e.ID == id {
-			return int64(i), nil
+			return e, int64(i), nil
 		}
 	}
-	return 0, domain.ErrNotFound
+	return domain.AuditEvent{}, 0, domain.ErrNotFound
 }
 
 func (m *memLog) LatestAuditCheckpoint(context.Context) ([]byte, error) {

@@ -236,7 +236,9 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
-	}, CORSOrigins: cfg.CORSOrigins, Tokens: tokens}
+	}, CORSOrigins: cfg.CORSOrigins, Tokens: tokens,
+		// Tiles read the tree's hashes and leaves: the store itself, untraced.
+		AuditLog: st}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m
 		if cfg.MetricsAddr == "" {
