@@ -27,7 +27,7 @@ import (
 )
 
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
-	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey})
+	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve})
 }
 
 // auditFlags maps each flag of audit list to the HTTP list's query parameter, so that both read

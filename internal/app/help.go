@@ -136,6 +136,15 @@ var commandDocs = []commandDoc{
 	{name: "audit public-key", synopsis: "[--key-id ID] [flags]", summary: "print the public key that checks the audit checkpoints",
 		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.",
 		example: "backoffice audit public-key --demo"},
+	{name: "audit prove", synopsis: "(EVENT-ID | --target-id ID) --checkpoint FILE [--out FILE] [flags]",
+		summary: "write an audit event's proof (c2sp.org/tlog-proof@v1), or one for every event of an object",
+		details: "Writes what GET /v1/audit-events/{id}/proof answers: the event beside its proof of inclusion in the trail's\n" +
+			"Merkle tree against the signed checkpoint --checkpoint holds (as GET /v1/audit-log/checkpoint serves it).\n" +
+			"With --target-id, one JSON file {\"proofs\": [...]} with a proof for every event about that object, oldest\n" +
+			"first; it refuses when the checkpoint does not cover them all. An auditor checks the file with a program of\n" +
+			"their own (docs/compliance.md).",
+		example: "backoffice audit prove --checkpoint checkpoint.txt 00000000-0000-4000-8000-000000000901\n" +
+			"backoffice audit prove --checkpoint checkpoint.txt --target-id 00000000-0000-4000-8000-000000000401 --out subject.json"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
 		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
 			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +
