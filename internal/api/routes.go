@@ -56,6 +56,8 @@ type Deps struct {
 	// Tokens, when set, accepts the identity provider's access tokens as Bearer credentials
 	// (internal/oauth); nil accepts session tokens alone.
 	Tokens auth.Tokens
+	// Checkpoints holds the audit log's latest signed checkpoint; nil: none is served (404).
+	Checkpoints CheckpointSource
 }
 
 // Observer receives what the service measures; internal/metrics implements it with Prometheus.
@@ -118,6 +120,7 @@ func New(d Deps) http.Handler {
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
 	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", withAuth(handleDeleteDocument(d.Store, d.Now)))
 	c.route(mux, "GET /v1/audit-events", withAuth(handleListAuditEvents(d.Store, d.Now)))
+	c.route(mux, auditCheckpointRoute, withAuth(handleAuditCheckpoint(d.Checkpoints)))
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /docs", serveDocs("redoc/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /docs/redoc.standalone.js", serveDocs("redoc/redoc.standalone.js", "text/javascript; charset=utf-8"))
