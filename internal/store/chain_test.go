@@ -71,12 +71,12 @@ func wantBreak(t *testing.T, rep store.ChainReport, seq int64, reason string) {
 // checkpoints does.
 func sealAsServeDoes(t testing.TB, st *store.Store) {
 	t.Helper()
+	if _, err := st.BuildAuditTree(ctx); err != nil {
+		t.Fatalf("build the audit tree: %v", err)
+	}
 	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil })
 	if err != nil || (o.Unsealed && !o.Sealed) {
 		t.Fatalf("seal the genesis: %+v %v", o, err)
-	}
-	if _, err := st.BuildAuditTree(ctx); err != nil {
-		t.Fatalf("build the audit tree: %v", err)
 	}
 }
 
@@ -187,16 +187,18 @@ func TestAuditChainCatchesCutTail(t *testing.T) {
 		auditEvents(t, st, 0, 5)
 		recorded := verify(t, st, "").Head.Hash
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq >= 4`)
-		// The database alone cannot tell a cut from a shorter trail; a head recorded elsewhere can.
-		wantIntact(t, verify(t, st, ""), 3)
-		wantBreak(t, verify(t, st, recorded), 4, "cut off")
-		// The tree still holds the cut events: nothing is appended after the cut.
+		// The tree still holds the cut events: the walk sees the cut, and nothing is appended
+		// after it.
+		wantBreak(t, verify(t, st, ""), 4, "audit tree holds leaves past the trail's end")
 		if err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"}); !errors.Is(err, store.ErrAuditTree) {
 			t.Fatalf("append after a cut tail: %v, want ErrAuditTree", err)
 		}
-		// Cut from the tree too (tlog.StoredHashCount(3) rows remain), new events after the cut
-		// make no difference to that.
+		// Cut from the tree too (tlog.StoredHashCount(3) rows remain), the database alone cannot
+		// tell a cut from a shorter trail; a head recorded elsewhere can.
 		sqlExec(t, st, `DELETE FROM audit_tree WHERE id >= 4`)
+		wantIntact(t, verify(t, st, ""), 3)
+		wantBreak(t, verify(t, st, recorded), 4, "cut off")
+		// New events after the cut make no difference to that.
 		auditEvents(t, st, 5, 3)
 		wantIntact(t, verify(t, st, ""), 6)
 		wantBreak(t, verify(t, st, recorded), 7, "cut off")

@@ -151,6 +151,21 @@ func readEdge(ctx context.Context, q runner, n int64) (edgeHashes, error) {
 	return edge, nil
 }
 
+// readTreeEdge reads the right edge of the tree of n leaves, failing with ErrAuditTree when a row
+// of it is missing (whatever the tree holds after it).
+func readTreeEdge(ctx context.Context, q runner, n int64) (edgeHashes, error) {
+	idx := treeEdge(n)
+	hs, err := readTreeHashes(ctx, q, idx)
+	if err != nil {
+		return nil, err
+	}
+	edge := make(edgeHashes, len(idx))
+	for i, x := range idx {
+		edge[x] = hs[i]
+	}
+	return edge, nil
+}
+
 // treeReadChunk bounds the indexes one query reads (SQLite's variables, PostgreSQL's plan).
 const treeReadChunk = 256
 
@@ -605,3 +620,6 @@ func (c auditChain) buildTreeBatch(ctx context.Context, q *sqltx.Tx) (int64, err
 	}
 	return int64(len(events)), readBackTree(ctx, q, rows)
 }
+
+// The store is the audit log its readers read.
+var _ trail.Log = (*Store)(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,5 +227,82 @@ func TestAuditTreeRowDeletedFailsTheNextAppend(t *testing.T) {
 		if n, err := st.AuditTreeSize(ctx); err != nil || n != 6 {
 			t.Fatalf("tree size %d %v: a failed append wrote", n, err)
 		}
+	})
+}
+
+// rootOf is tlog's root of the tree the events make.
+func rootOf(t *testing.T, events []domain.AuditEvent) tlog.Hash {
+	t.Helper()
+	_, stored := independentTree(t, events)
+	root, err := tlog.TreeHash(int64(len(events)), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = stored[x]
+		}
+		return out, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// The walk (audit verify, the checkpoint signer's follower) checks the tree beside the chain:
+// what it verified names the tree's head, and an altered tree row or subject tag is a break at
+// the event that wrote it.
+func TestAuditTreeCheckedByTheWalk(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 6)
+		recordConcurrently(t, st, 6, 1100) // more than a page of the walk
+		want := rootOf(t, allEvents(t, st))
+		v, err := verify(t, st, "").Verified()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size, root := v.Tree(); size != 1106 || root != want {
+			t.Fatalf("verified tree %d %v, want 1106 %v", size, root, want)
+		}
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := f.Next(ctx); err != nil {
+			t.Fatal(err)
+		} else if size, root := v.Tree(); size != 1106 || root != want {
+			t.Fatalf("followed tree %d %v, want 1106 %v", size, root, want)
+		}
+		other := strings.Repeat("ab", 32)
+		for _, c := range []struct {
+			name, query string
+			seq         int64
+			says        string
+		}{
+			{"a leaf's stored hash", fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, other), tlog.StoredHashIndex(0, 3)), 4, "its leaf in the audit tree"},
+			{"a subject tag", fmt.Sprintf(`UPDATE audit_tree SET subject_tag = %s WHERE id = %d`, blob(st, other), tlog.StoredHashIndex(0, 2)), 3, "subject tag"},
+			{"an upper stored hash", fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, other), tlog.StoredHashIndex(2, 0)), 4, "is not the hash of the ones below it"},
+			{"a stored hash of a later page", fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, other), tlog.StoredHashIndex(0, 1050)), 1051, "its leaf in the audit tree"},
+			{"a leaf's row", fmt.Sprintf(`DELETE FROM audit_tree WHERE id = %d`, tlog.StoredHashIndex(0, 4)), 5, "not in the audit tree"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				backup := `CREATE TABLE tree_backup AS SELECT * FROM audit_tree`
+				sqlExec(t, st, backup)
+				defer func() {
+					sqlExec(t, st, `DELETE FROM audit_tree`)
+					sqlExec(t, st, `INSERT INTO audit_tree SELECT * FROM tree_backup`)
+					sqlExec(t, st, `DROP TABLE tree_backup`)
+				}()
+				sqlExec(t, st, c.query)
+				wantBreak(t, verify(t, st, ""), c.seq, c.says)
+				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b *store.ChainBreak
+				if _, err := f.Next(ctx); !errors.As(err, &b) || b.Seq != c.seq {
+					t.Fatalf("follower: %v, want a break at seq %d", err, c.seq)
+				}
+			})
+		}
+		wantIntact(t, verify(t, st, ""), 1106)
 	})
 }
