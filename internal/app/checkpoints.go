@@ -191,7 +191,7 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("nothing is signed: %w", err)
 	}
-	size, root := tmpTree(ctx, c.st, v) // TMP until store.Verified.Tree
+	size, root := v.Tree()
 	if size != v.Seq() {
 		return fmt.Errorf("nothing is signed: the audit log's tree holds %d events where the chain verified %d", size, v.Seq())
 	}
@@ -308,11 +308,3 @@ func (r *runningCheckpoints) stop(ctx context.Context) {
 	r.c.tick(context.WithoutCancel(ctx))
 }
 
-// TMP until store.Verified.Tree.
-func tmpTree(ctx context.Context, st auditTrail, v store.Verified) (int64, tlog.Hash) {
-	root, err := tlog.TreeHash(v.Seq(), st.AuditHashReader(ctx))
-	if err != nil {
-		return 0, root
-	}
-	return v.Seq(), root
-}
