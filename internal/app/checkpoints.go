@@ -307,4 +307,3 @@ func (r *runningCheckpoints) stop(ctx context.Context) {
 	<-r.done
 	r.c.tick(context.WithoutCancel(ctx))
 }
-
