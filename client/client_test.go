@@ -488,16 +488,18 @@ type signedTree struct {
 	signer note.Signer
 }
 
-func (s signedTree) LatestAuditCheckpoint(ctx context.Context) ([]byte, error) {
+func (s signedTree) LatestCheckpoint() ([]byte, bool) {
+	ctx := context.Background()
 	size, err := s.st.AuditTreeSize(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false
 	}
 	root, err := tlog.TreeHash(size, s.st.AuditHashReader(ctx))
 	if err != nil {
-		return nil, err
+		return nil, false
 	}
-	return note.Sign(&note.Note{Text: fmt.Sprintf("backoffice.test/audit\n%d\n%s\n", size, base64.StdEncoding.EncodeToString(root[:]))}, s.signer)
+	msg, err := note.Sign(&note.Note{Text: fmt.Sprintf("backoffice.test/audit\n%d\n%s\n", size, base64.StdEncoding.EncodeToString(root[:]))}, s.signer)
+	return msg, err == nil
 }
 
 func TestAuditProofAndTiles(t *testing.T) {
@@ -508,7 +510,7 @@ func TestAuditProofAndTiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		signer, _ := note.NewSigner(skey)
-		deps := api.Deps{Store: st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AuditCheckpoints: signedTree{st, signer}}
+		deps := api.Deps{Store: st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Checkpoints: signedTree{st, signer}}
 		svc.handler = api.New(deps)
 		c := newClient(t, svc.serve(t), http.DefaultTransport, client.WithAPIKey(app.DemoAPIKey))
 		ctx := context.Background()

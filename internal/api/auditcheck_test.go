@@ -62,15 +62,6 @@ func TestAuditCheckProgram(t *testing.T) {
 	h, m := newTreeHarness(t, 70000)
 	m.sign(t)
 	m.add(t, 300, principalB.String()) // the newest checkpoint is larger than the proof's
-	// The checkpoint route until the signed notes are served by the service itself.
-	h.deps.Extra = func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /v1/audit-log/checkpoint", func(w http.ResponseWriter, r *http.Request) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write(m.checkpoints[len(m.checkpoints)-1])
-		})
-	}
 	h.handler = api.New(h.deps)
 	tp := &tamper{}
 	srv := httptest.NewServer(tp.wrap(h.handler))

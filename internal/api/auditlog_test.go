@@ -157,18 +157,18 @@ func (m *memLog) AuditEventIndex(_ context.Context, id domain.ID) (domain.AuditE
 	return domain.AuditEvent{}, 0, domain.ErrNotFound
 }
 
-func (m *memLog) LatestAuditCheckpoint(context.Context) ([]byte, error) {
+func (m *memLog) LatestCheckpoint() ([]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.checkpoints) == 0 {
-		return nil, domain.ErrNotFound
+		return nil, false
 	}
-	return m.checkpoints[len(m.checkpoints)-1], nil
+	return m.checkpoints[len(m.checkpoints)-1], true
 }
 
 // withAuditLog serves the harness's routes with m as the trail's tree and checkpoints.
 func (h *harness) withAuditLog(m *memLog) {
-	h.deps.AuditLog, h.deps.AuditCheckpoints = m, m
+	h.deps.AuditLog, h.deps.Checkpoints = m, m
 	h.handler = api.New(h.deps)
 }
 
@@ -313,7 +313,7 @@ func FuzzAuditTilePath(f *testing.F) {
 	m := newMemLog(f)
 	m.add(f, 300, principalA.String())
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := api.New(api.Deps{Store: st, Ring: ring, Logger: log, Now: func() time.Time { return fixtureNow }, AuditLog: m, AuditCheckpoints: m})
+	h := api.New(api.Deps{Store: st, Ring: ring, Logger: log, Now: func() time.Time { return fixtureNow }, AuditLog: m, Checkpoints: m})
 	f.Fuzz(func(t *testing.T, p string) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		u := &url.URL{Path: "/v1/audit-log/tile/" + p}

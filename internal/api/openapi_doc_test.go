@@ -40,6 +40,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", "decryptLeadPrincipalField"},
 		{"DELETE", "/v1/crm/merchants/{merchantId}/documents/{documentId}", "deleteMerchantDocument"},
 		{"GET", "/v1/audit-events", "listAuditEvents"},
+		{"GET", "/v1/audit-log/checkpoint", "getAuditLogCheckpoint"},
 	}
 	for _, o := range ops {
 		item := doc.Paths.Value(o.path)

@@ -40,7 +40,7 @@ func TestTypeScriptClientCallsEveryOperation(t *testing.T) {
 	tree.add(t, 300, principalA.String())
 	tree.sign(t)
 	handler := api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: now, CORSOrigins: []string{crmOrigin},
-		AuditLog: tree, AuditCheckpoints: tree,
+		AuditLog: tree, Checkpoints: tree,
 		// /metrics is registered by the command; here a stand-in answers as the Prometheus handler does.
 		Extra: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {

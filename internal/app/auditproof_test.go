@@ -203,7 +203,7 @@ func TestAuditCheckpointsCatchCutTail(t *testing.T) {
 		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 		// A file that is gone, or altered, cannot be checked: that is not "intact".
 		wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
-		altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
+		altered := strings.Replace(readFile(t, file), "\n3\n", "\n2\n", 1)
 		os.WriteFile(file, []byte(altered), 0o600)
 		wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
 	})

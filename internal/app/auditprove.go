@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"backoffice/internal/api"
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/trail"
@@ -23,7 +24,7 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 	fs := newFlagSet("audit prove")
 	cfg.databaseFlags(fs)
 	target := fs.String("target-id", "", "prove every event about this object (uuid), into one file")
-	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against")
+	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against (default: the newest note of BACKOFFICE_AUDIT_CHECKPOINTS)")
 	out := fs.String("out", "-", "write the proof here (- is stdout)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -32,15 +33,9 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 	if (*target == "") == (len(pos) == 0) || len(pos) > 1 {
 		return usagef("give one event id, or --target-id ID")
 	}
-	if *checkpointFile == "" {
-		return usagef("--checkpoint: the signed checkpoint to prove against is required")
-	}
-	note, err := os.ReadFile(*checkpointFile)
+	note, err := proofCheckpoint(*checkpointFile, cfg.AuditCheckpoints)
 	if err != nil {
-		return usagef("--checkpoint: %v", err)
-	}
-	if _, err := trail.CheckpointOf(note); err != nil {
-		return usagef("--checkpoint: %v", err)
+		return err
 	}
 	var id domain.ID
 	var filter domain.AuditFilter
@@ -72,6 +67,39 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 			Proofs []trail.EventProof `json:"proofs"`
 		}{proofs})
 	})
+}
+
+// proofCheckpoint reads the signed checkpoint to prove against: the file --checkpoint names (the
+// note alone), or the newest note of the checkpoints file serve appends to.
+func proofCheckpoint(file, checkpoints string) ([]byte, error) {
+	var note []byte
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--checkpoint: %v", err)
+		}
+		note = b
+	case checkpoints != "":
+		f, err := checkpoint.ReadFile(checkpoints)
+		if err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+		}
+		for _, e := range f.Entries {
+			if e.Checkpoint.IsNote() {
+				note = e.Checkpoint.Note
+			}
+		}
+		if note == nil {
+			return nil, fmt.Errorf("%w: BACKOFFICE_AUDIT_CHECKPOINTS (%s) holds no signed note yet: give --checkpoint, or wait for serve's next checkpoint", ErrCannotCheck, checkpoints)
+		}
+	default:
+		return nil, usagef("--checkpoint: the signed checkpoint to prove against is required (or BACKOFFICE_AUDIT_CHECKPOINTS)")
+	}
+	if _, err := trail.CheckpointOf(note); err != nil {
+		return nil, usagef("--checkpoint: %v", err)
+	}
+	return note, nil
 }
 
 // proveOne proves the event id.

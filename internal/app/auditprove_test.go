@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -11,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	tlogproof "github.com/transparency-dev/formats/proof"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -158,4 +161,58 @@ func TestAuditProveCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Without --checkpoint, the proof is against the newest note of the checkpoints file serve
+// appends to; a file without one is refused, as is no checkpoint at all.
+func TestAuditProveFromTheCheckpointsFile(t *testing.T) {
+	c, url := auditCLI(t, "sqlite")
+	file := filepath.Join(t.TempDir(), "checkpoints")
+	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+	id := strings.Fields(strings.Split(c.mustRun("audit", "list", "--limit", "1"), "\n")[1])
+	if _, _, err := c.run("audit", "prove", "--target-id", id[len(id)-1]); err == nil {
+		t.Fatal("no checkpoints file: a proof")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := st.AuditTreeSize(ctx)
+	root, err2 := tlog.TreeHash(size, st.AuditHashReader(ctx))
+	st.Close()
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const origin = "backoffice.test/audit"
+	signed, _, err := checkpoint.Append(file, map[string]ed25519.PublicKey{"k1": pub}, func(*checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
+		return checkpoint.Sign(checkpoint.Head{Size: size, Root: root, Digest: make([]byte, 32)}, origin, "", time.Now(), "k1", key)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []domain.AuditEvent
+	for _, line := range strings.Split(strings.TrimSpace(c.mustRun("audit", "list", "--format", "json")), "\n") {
+		var e domain.AuditEvent
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	var p trail.EventProof
+	if err := json.Unmarshal([]byte(c.mustRun("audit", "prove", string(events[len(events)-1].ID))), &p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p.Proof, "\n\n"+string(signed.Note)) {
+		t.Fatalf("not proved against the file's note:\n%s", p.Proof)
+	}
+	v, err := checkpoint.Verifier(origin, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEventProof(t, p, v)
 }

@@ -620,3 +620,6 @@ func (c auditChain) buildTreeBatch(ctx context.Context, q *sqltx.Tx) (int64, err
 	}
 	return int64(len(events)), readBackTree(ctx, q, rows)
 }
+
+// The store is the audit log its readers read.
+var _ trail.Log = (*Store)(nil)

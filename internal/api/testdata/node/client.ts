@@ -165,6 +165,12 @@ async function main() {
       const h = await client.HEAD(path as any, { params: { path: params } });
       check(h.response.status === status, `HEAD ${path}`, h.response);
     }
+    const cp = await client.GET("/v1/audit-log/checkpoint", { parseAs: "text" });
+    check(cp.response.status === 200 && typeof cp.data === "string" && cp.data.includes("\n\n\u2014 "), "GET /v1/audit-log/checkpoint", cp.response);
+    const cph = await client.HEAD("/v1/audit-log/checkpoint");
+    check(cph.response.status === 200, "HEAD /v1/audit-log/checkpoint", cph.response);
+    const cpo = await client.OPTIONS("/v1/audit-log/checkpoint", { params: preflight("GET") });
+    check(cpo.response.status === 204, "OPTIONS /v1/audit-log/checkpoint", cpo.response);
     const proofPath = "/v1/audit-events/{eventId}/proof" as const;
     const p = await client.GET(proofPath, { params: { path: { eventId: auditEvent } } });
     check(p.response.status === 200 && p.data?.event.id === auditEvent && (p.data?.proof ?? "").startsWith("c2sp.org/tlog-proof@v1\n"), `GET ${proofPath}`, p.response);
