@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,4 +217,66 @@ func TestAuditProveFromTheCheckpointsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEventProof(t, p, v)
+}
+
+// The auditor's own checker (docs/examples/auditcheck, x/mod alone) accepts what this service
+// makes: the checkpoints serve signs, the proofs audit prove writes, the tiles of the store's tree
+// as serve serves them; and refuses the proof file once an event in it is changed.
+func TestAuditCheckerAcceptsTheServicesProofs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	bin := filepath.Join(t.TempDir(), "auditcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../docs/examples/auditcheck").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		signCheckpoint(t, c, file)
+		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+		var newest domain.AuditEvent
+		if err := json.Unmarshal([]byte(c.mustRun("audit", "list", "--format", "json", "--limit", "1")), &newest); err != nil {
+			t.Fatal(err)
+		}
+		proofs := filepath.Join(t.TempDir(), "subject.json")
+		c.mustRun("audit", "prove", "--target-id", newest.TargetID, "--out", proofs)
+		key := strings.TrimSpace(c.mustRun("apikey", "create", "--user", string(testStaff)))
+		signCheckpoint(t, c, file) // the service's newest checkpoint is past the proofs'
+		vkey := strings.TrimSpace(c.mustRun("audit", "public-key", "--note"))
+
+		st := testdb.OpenAsIs(t, url)
+		ring := ringOf(t, c)
+		var logs lockedBuffer
+		chk, err := newCheckpointer(file, st, ring, newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := newServing(Config{}, st, ring, newLogger(&logs, 0), nil, nil, nil, chk)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+
+		run := func(file string, online bool) (string, error) {
+			args := []string{"-key", vkey, "-proof", file}
+			if online {
+				args = append(args, "-url", srv.URL, "-credential", "Api-Key "+key)
+			}
+			out, err := exec.Command(bin, args...).CombinedOutput()
+			return string(out), err
+		}
+		for _, online := range []bool{false, true} {
+			if out, err := run(proofs, online); err != nil || !strings.HasPrefix(out, "ok: event "+string(newest.ID)) {
+				t.Fatalf("online %v: %v\n%s", online, err, out)
+			}
+		}
+		b, err := os.ReadFile(proofs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := filepath.Join(t.TempDir(), "changed.json")
+		if err := os.WriteFile(changed, []byte(strings.Replace(string(b), `"outcome": "granted"`, `"outcome": "denied"`, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(changed, false); err == nil || !strings.HasPrefix(out, "FAILED: ") {
+			t.Fatalf("a changed event: %v\n%s", err, out)
+		}
+	})
 }
