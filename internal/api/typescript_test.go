@@ -35,7 +35,9 @@ func TestTypeScriptClientCallsEveryOperation(t *testing.T) {
 	now := func() time.Time { return fixtureNow }
 	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: gw.URL, Token: "gw-token", Timeout: 2 * time.Second}),
 		Budget: 2 * time.Second, Now: now, Logger: log})
+	cp, _ := testCheckpoint(t)
 	handler := api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: now, CORSOrigins: []string{crmOrigin},
+		Checkpoints: &latestNote{note: cp.Note},
 		// /metrics is registered by the command; here a stand-in answers as the Prometheus handler does.
 		Extra: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {

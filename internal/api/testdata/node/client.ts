@@ -145,6 +145,16 @@ async function main() {
     const o = await client.OPTIONS("/v1/audit-events", { params: preflight("GET") });
     check(o.response.status === 204, "OPTIONS /v1/audit-events", o.response);
   }
+
+  // The audit log's latest checkpoint: a signed note, as text.
+  {
+    const r = await client.GET("/v1/audit-log/checkpoint", { parseAs: "text" });
+    check(r.response.status === 200 && (r.data ?? "").startsWith("test.example/audit\n3\n"), "GET /v1/audit-log/checkpoint", r.response);
+    const h = await client.HEAD("/v1/audit-log/checkpoint");
+    check(h.response.status === 200, "HEAD /v1/audit-log/checkpoint", h.response);
+    const o = await client.OPTIONS("/v1/audit-log/checkpoint", { params: preflight("GET") });
+    check(o.response.status === 204, "OPTIONS /v1/audit-log/checkpoint", o.response);
+  }
 }
 
 main().then(
