@@ -287,11 +287,12 @@ func isSigLine(l []byte) bool {
 
 // firstStart is the index of the first of lines, the end of a file cut anywhere, where a
 // checkpoint starts: a version 1 line after the first (which may be cut), or a note's text after
-// a blank line. A note's origin never starts with "{" (ValidOrigin).
+// a blank line that is whole (the first line may be the end of any line). A note's origin never
+// starts with "{" (ValidOrigin).
 func firstStart(lines [][]byte) int {
 	for i := 1; i < len(lines); i++ {
 		l := bytes.TrimSpace(lines[i])
-		blankBefore := len(bytes.TrimSpace(lines[i-1])) == 0
+		blankBefore := i >= 2 && len(bytes.TrimSpace(lines[i-1])) == 0
 		if len(l) > 0 && (l[0] == '{' || blankBefore && !isSigLine(lines[i])) {
 			return i
 		}
