@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -93,8 +95,12 @@ func TestSignedNoteChecksWithNoteAndFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := note.Open(c.Note, note.VerifierList(v)); err != nil {
+	n, err := note.Open(c.Note, note.VerifierList(v))
+	if err != nil {
 		t.Fatalf("note.Open: %v\n%s", err, c.Note)
+	}
+	if sum := sha256.Sum256([]byte(n.Text)); hex.EncodeToString(sum[:]) != c.ID() {
+		t.Fatal("the id the next checkpoint's prev names is not the SHA-256 of the note's text")
 	}
 	cp, ext, _, err := log.ParseCheckpoint(c.Note, origin, v)
 	if err != nil || cp.Size != 5 || !bytes.Equal(cp.Hash, c.Root[:]) || c.Root != headOf(t, m, 5).Root {
