@@ -280,7 +280,7 @@ func TestTailAtEveryCut(t *testing.T) {
 	last := file.Entries[len(file.Entries)-1]
 	lastStart := bytes.LastIndex(b, []byte("\n\n"+origin)) + 2 // its first byte
 	for from := 1; from < len(b); from++ {
-		entries, _, err := parse(b[from:], true)
+		entries, _, err := parse(linesOf(b[from:]), true)
 		switch {
 		case err != nil:
 			t.Fatalf("from byte %d: %v", from, err)
