@@ -29,6 +29,18 @@ func (l *latestNote) LatestCheckpoint() ([]byte, bool) {
 	return l.note, l.note != nil
 }
 
+// testCheckpoint is a checkpoint of origin test.example/audit, and the key that signed it.
+func testCheckpoint(t *testing.T) (checkpoint.Checkpoint, ed25519.PrivateKey) {
+	t.Helper()
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	head := checkpoint.Head{Size: 3, Root: tlog.RecordHash([]byte("root")), Digest: bytes.Repeat([]byte{1}, 32)}
+	c, err := checkpoint.Sign(head, "test.example/audit", "", time.Now(), "k1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, key
+}
+
 // GET /v1/audit-log/checkpoint serves the latest signed note as signed, as text, to those who may
 // read the trail: 404 with the error body before one is signed, 403 to a partner's user or a user
 // without audit_events.read, 401 without credentials; reading it records nothing.
@@ -40,12 +52,7 @@ func TestAuditLogCheckpoint(t *testing.T) {
 		const path = "/v1/audit-log/checkpoint"
 		wantError(t, h.get(path, staffKey), http.StatusNotFound, "not_found")
 
-		key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-		head := checkpoint.Head{Size: 3, Root: tlog.RecordHash([]byte("root")), Digest: bytes.Repeat([]byte{1}, 32)}
-		c, err := checkpoint.Sign(head, "test.example/audit", "", time.Now(), "k1", key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, key := testCheckpoint(t)
 		src.mu.Lock()
 		src.note = c.Note
 		src.mu.Unlock()

@@ -193,7 +193,7 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	size, root := v.Tree()
 	if size != v.Seq() {
-		return fmt.Errorf("nothing is signed: the audit log's tree holds %d events where the chain verified %d", size, v.Seq())
+		return fmt.Errorf("nothing is signed: the walk checked the audit log's tree up to %d events, and the chain up to %d", size, v.Seq())
 	}
 	head := checkpoint.Head{Size: size, Root: root, Link: v.Head(), Digest: v.Digest()}
 	keyID := c.ring.ActiveKeyID()

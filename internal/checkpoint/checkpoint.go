@@ -1,7 +1,9 @@
 // Package checkpoint holds the audit trail's signed checkpoints: statements, kept outside the
-// database, that the trail held so many events with such a digest (see docs/compliance.md). serve
-// signs them; `audit verify` checks the database, or an export, against them. The format is
-// documented for auditors who check it with their own tools.
+// database, that the trail held so many events, with such a Merkle tree root and chain digest
+// (see docs/compliance.md). They are C2SP signed notes (c2sp.org/tlog-checkpoint), which tools
+// nobody here wrote check; files of earlier releases' JSON lines still read. serve signs them;
+// `audit verify` checks the database, or an export, against them. The package takes what it
+// signs as values: it does not import the store.
 package checkpoint
 
 import (

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
@@ -170,7 +171,7 @@ func lastInFile(f *os.File) (last *Checkpoint, end []byte, err error) {
 			return nil, nil, err
 		}
 		end = b[max(0, len(b)-2):]
-		entries, _, err := parse(b, from > 0)
+		entries, _, err := parse(linesOf(b), from > 0)
 		if err != nil {
 			return nil, end, fmt.Errorf("near the end: %w", err)
 		}
@@ -196,11 +197,20 @@ func ReadFile(path string) (File, error) {
 }
 
 func read(r io.Reader, name string) (File, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return File{}, fmt.Errorf("audit checkpoints: %s: %w", name, err)
+	br := bufio.NewReader(r)
+	var readErr error
+	lines := &lineReader{next: func() ([]byte, bool) {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			readErr = err
+			return nil, false
+		}
+		return line, len(line) > 0
+	}}
+	entries, torn, err := parse(lines, false)
+	if readErr != nil {
+		return File{}, fmt.Errorf("audit checkpoints: %s: %w", name, readErr)
 	}
-	entries, torn, err := parse(b, false)
 	if err != nil {
 		return File{}, fmt.Errorf("audit checkpoints: %s %w", name, err)
 	}
@@ -210,24 +220,73 @@ func read(r io.Reader, name string) (File, error) {
 	return File{Name: name, Entries: entries, Torn: torn}, nil
 }
 
-// parse reads the checkpoints in b: version 1 lines, each on a line of its own, and notes, each
-// its text, a blank line and its signature lines, with blank lines between them. tail: b is the
-// end of a file cut anywhere, and parse starts at the first checkpoint that starts in it.
-// Entries' Line counts from b's first line.
-func parse(b []byte, tail bool) (entries []Entry, torn []int, err error) {
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	i := 0
-	if tail {
-		i = firstStart(lines)
+// lineReader hands out a file's lines one at a time, each with its newline (the last may have
+// none), with one line of lookahead; n is how many it has handed out. A file is read as it
+// streams: only its checkpoints are kept.
+type lineReader struct {
+	next func() ([]byte, bool)
+	held []byte
+	has  bool
+	n    int
+}
+
+// linesOf reads the lines of b.
+func linesOf(b []byte) *lineReader {
+	return &lineReader{next: func() ([]byte, bool) {
+		if len(b) == 0 {
+			return nil, false
+		}
+		line, rest, found := bytes.Cut(b, []byte("\n"))
+		if found {
+			line = line[:len(line)+1]
+		}
+		b = rest
+		return line, true
+	}}
+}
+
+// peek is the next line, not handed out; ok is false at the end.
+func (r *lineReader) peek() (line []byte, ok bool) {
+	if !r.has {
+		r.held, r.has = r.next()
+		if !r.has {
+			return nil, false
+		}
 	}
-	for i < len(lines) {
-		n := i + 1
-		l := string(bytes.TrimSpace(lines[i]))
+	return r.held, true
+}
+
+// read hands out the next line.
+func (r *lineReader) read() (line []byte, ok bool) {
+	line, ok = r.peek()
+	if ok {
+		r.has = false
+		r.n++
+	}
+	return line, ok
+}
+
+// parse reads the checkpoints in lines: version 1 lines, each on a line of its own, and notes,
+// each its text, a blank line and its signature lines, with blank lines between them. tail: the
+// lines are the end of a file cut anywhere, and parse starts at the first checkpoint that starts
+// in them. Entries' Line counts from the first line.
+func parse(lines *lineReader, tail bool) (entries []Entry, torn []int, err error) {
+	if tail {
+		skipToStart(lines)
+	}
+	for {
+		l, ok := lines.peek()
+		if !ok {
+			return entries, torn, nil
+		}
+		n := lines.n + 1
+		trimmed := bytes.TrimSpace(l)
 		switch {
-		case l == "":
-			i++
-		case l[0] == '{':
-			c, t, err := parseLine(lines[i])
+		case len(trimmed) == 0:
+			lines.read()
+		case trimmed[0] == '{':
+			lines.read()
+			c, t, err := parseLine(l)
 			if err != nil {
 				return nil, nil, fmt.Errorf("line %d: not a checkpoint of version 1", n)
 			}
@@ -237,12 +296,10 @@ func parse(b []byte, tail bool) (entries []Entry, torn []int, err error) {
 			if c != nil {
 				entries = append(entries, Entry{Checkpoint: *c, Line: n})
 			}
-			i++
-		case isSigLine(lines[i]):
+		case isSigLine(l):
 			return nil, nil, fmt.Errorf("line %d: signature lines with no checkpoint before them", n)
 		default:
-			var msg []byte
-			msg, i = noteAt(lines, i)
+			msg := readNote(lines)
 			c, err := parseNote(msg)
 			switch {
 			case err == nil:
@@ -254,29 +311,30 @@ func parse(b []byte, tail bool) (entries []Entry, torn []int, err error) {
 			}
 		}
 	}
-	return entries, torn, nil
 }
 
-// noteAt is the note that starts at lines[i]: its text up to a blank line and, when signature
-// lines follow it, them; next is the line after it.
-func noteAt(lines [][]byte, i int) (msg []byte, next int) {
-	j := i
-	for j < len(lines) && len(bytes.TrimSpace(lines[j])) > 0 {
-		j++
+// readNote reads the note that starts at the next line: its text up to a blank line and, when
+// signature lines follow that, the blank line and them.
+func readNote(lines *lineReader) []byte {
+	var msg []byte
+	for l, ok := lines.peek(); ok && len(bytes.TrimSpace(l)) > 0; l, ok = lines.peek() {
+		lines.read()
+		msg = append(msg, l...)
 	}
-	k := j + 1
-	for k < len(lines) && isSigLine(lines[k]) {
-		k++
+	if blank, ok := lines.read(); ok { // the blank line after the text
+		if l, ok := lines.peek(); ok && isSigLine(l) {
+			msg = append(msg, blank...)
+			for l, ok := lines.peek(); ok && isSigLine(l); l, ok = lines.peek() {
+				lines.read()
+				msg = append(msg, l...)
+			}
+		}
 	}
-	if k == j+1 { // no signature lines: the text alone
-		k = j
-	}
-	msg = bytes.Join(lines[i:min(k, len(lines))], nil)
 	// A note cut only before its last newline is whole: the next append's blank line ends it.
 	if len(msg) > 0 && msg[len(msg)-1] != '\n' {
 		msg = append(msg, '\n')
 	}
-	return msg, k
+	return msg
 }
 
 // isSigLine tells whether l is a signature line, or a cut one (even within its first rune).
@@ -285,19 +343,27 @@ func isSigLine(l []byte) bool {
 	return bytes.HasPrefix(l, []byte("—")) || len(l) > 0 && bytes.HasPrefix([]byte("—"), l)
 }
 
-// firstStart is the index of the first of lines, the end of a file cut anywhere, where a
-// checkpoint starts: a version 1 line after the first (which may be cut), or a note's text after
-// a blank line. A note's origin never starts with "{" (ValidOrigin).
-func firstStart(lines [][]byte) int {
-	for i := 1; i < len(lines); i++ {
-		l := bytes.TrimSpace(lines[i])
-		blankBefore := len(bytes.TrimSpace(lines[i-1])) == 0
-		if len(l) > 0 && (l[0] == '{' || blankBefore && !isSigLine(lines[i])) {
-			return i
+// skipToStart reads lines, the end of a file cut anywhere, up to the first where a checkpoint
+// starts: a version 1 line after the first line (which may be cut), or a note's text after a
+// blank line that is whole (not the first line, which may be the end of any line). A note's
+// origin never starts with "{" (ValidOrigin).
+func skipToStart(lines *lineReader) {
+	lines.read()
+	blankBefore := false
+	for l, ok := lines.peek(); ok; l, ok = lines.peek() {
+		trimmed := bytes.TrimSpace(l)
+		if len(trimmed) > 0 && (trimmed[0] == '{' || blankBefore && !isSigLine(l)) {
+			return
 		}
+		lines.read()
+		blankBefore = len(trimmed) == 0
 	}
-	return len(lines)
 }
+
+// parseLine reads one line of a checkpoints file: a checkpoint of version 1, nothing (a blank
+// line), or a torn line (torn: a checkpoint cut short, possibly followed on the same line by a
+// whole one, as an append after a torn line left it before appends started on a line of their
+// own). Anything else is an error.
 func parseLine(line []byte) (c *Checkpoint, torn bool, err error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {

@@ -154,12 +154,12 @@ func (c Checkpoint) noteSignedBy(pub ed25519.PublicKey) bool {
 // parseNote reads a checkpoint note as a file holds it: well formed, with at least one signature
 // line, none checked (SignedBy does). The error says what is wrong.
 func parseNote(msg []byte) (*Checkpoint, error) {
-	n, err := note.Open(msg, note.VerifierList())
+	_, err := note.Open(msg, note.VerifierList())
 	var unverified *note.UnverifiedNoteError
 	if !errors.As(err, &unverified) {
 		return nil, fmt.Errorf("not a signed note: %v", err)
 	}
-	n = unverified.Note
+	n := unverified.Note
 	for _, sig := range n.UnverifiedSigs {
 		// The shortest signature a checkpoint carries is an Ed25519 one, after its key hash: one
 		// shorter is a line cut short that happens to decode.

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +24,7 @@ const origin = "example.com/backoffice/audit"
 // memTree is a Merkle tree of records held in memory: the stored hashes tlog reads.
 type memTree struct{ hashes []tlog.Hash }
 
-func (m *memTree) add(t *testing.T, data string) {
+func (m *memTree) add(t testing.TB, data string) {
 	t.Helper()
 	n := int64(len(m.leaves()))
 	h, err := tlog.StoredHashes(n, []byte(data), m)
@@ -52,7 +54,7 @@ func (m *memTree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 }
 
 // treeOf is a tree of n records named after prefix.
-func treeOf(t *testing.T, prefix string, n int) *memTree {
+func treeOf(t testing.TB, prefix string, n int) *memTree {
 	m := &memTree{}
 	for i := range n {
 		m.add(t, fmt.Sprintf("%s %d", prefix, i))
@@ -60,7 +62,7 @@ func treeOf(t *testing.T, prefix string, n int) *memTree {
 	return m
 }
 
-func headOf(t *testing.T, m *memTree, size int64) Head {
+func headOf(t testing.TB, m *memTree, size int64) Head {
 	t.Helper()
 	root, err := tlog.TreeHash(size, m)
 	if err != nil {
@@ -93,8 +95,12 @@ func TestSignedNoteChecksWithNoteAndFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := note.Open(c.Note, note.VerifierList(v)); err != nil {
+	n, err := note.Open(c.Note, note.VerifierList(v))
+	if err != nil {
 		t.Fatalf("note.Open: %v\n%s", err, c.Note)
+	}
+	if sum := sha256.Sum256([]byte(n.Text)); hex.EncodeToString(sum[:]) != c.ID() {
+		t.Fatal("the id the next checkpoint's prev names is not the SHA-256 of the note's text")
 	}
 	cp, ext, _, err := log.ParseCheckpoint(c.Note, origin, v)
 	if err != nil || cp.Size != 5 || !bytes.Equal(cp.Hash, c.Root[:]) || c.Root != headOf(t, m, 5).Root {
@@ -255,6 +261,37 @@ func TestAppendAfterALongFile(t *testing.T) {
 	}
 }
 
+// The end of a file, cut at any byte, gives the file's last checkpoint when it holds it whole,
+// and none, never another or an error, when it does not: what Append reads first.
+func TestTailAtEveryCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c")
+	chain(t, path, "k1", "k1")
+	m := treeOf(t, "event", 9)
+	for _, size := range []int64{3, 5, 7} {
+		if _, _, err := Append(path, allKeys(), atSize(t, m, size, "k1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	file, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := file.Entries[len(file.Entries)-1]
+	lastStart := bytes.LastIndex(b, []byte("\n\n"+origin)) + 2 // its first byte
+	for from := 1; from < len(b); from++ {
+		entries, _, err := parse(linesOf(b[from:]), true)
+		switch {
+		case err != nil:
+			t.Fatalf("from byte %d: %v", from, err)
+		case len(entries) > 0 && entries[len(entries)-1].ID() != last.ID():
+			t.Fatalf("from byte %d: the last checkpoint read is of seq %d", from, entries[len(entries)-1].Seq)
+		case len(entries) == 0 && from <= lastStart-2: // the tail holds the blank line before it whole
+			t.Fatalf("from byte %d: the last checkpoint, whole in the tail, was not read", from)
+		}
+	}
+}
+
 // A newer checkpoint follows an older one only when its tree extends the older's: a root of
 // another history at the newer size is refused, naming both sizes.
 func TestConsistent(t *testing.T) {
@@ -288,5 +325,44 @@ func TestConsistent(t *testing.T) {
 	}
 	if err := Consistent(at(m, 4), at(forked, 4), m); err == nil {
 		t.Fatal("another root at the same size")
+	}
+}
+
+// BenchmarkAppendNote appends a note to a file of many: Append reads only the file's end, so its
+// cost does not grow with the file.
+func BenchmarkAppendNote(b *testing.B) {
+	m := treeOf(b, "event", 4)
+	key1 := key(1)
+	for _, notes := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("after %d notes", notes), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "c")
+			head := headOf(b, m, 4)
+			var file bytes.Buffer
+			prev := ""
+			for i := range notes {
+				head.Size = int64(i + 1)
+				c, err := Sign(head, origin, prev, time.Unix(0, 0), "k1", key1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				file.Write(append(c.Note, '\n'))
+				prev = c.ID()
+			}
+			if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			size := int64(notes)
+			b.ResetTimer()
+			for range b.N {
+				size++
+				head.Size = size
+				_, appended, err := Append(path, allKeys(), func(prev *Checkpoint) (Checkpoint, error) {
+					return Sign(head, origin, idOf(prev), time.Unix(0, 0), "k1", key1)
+				})
+				if err != nil || !appended {
+					b.Fatal(appended, err)
+				}
+			}
+		})
 	}
 }
