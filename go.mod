@@ -14,6 +14,7 @@ require (
 	github.com/ogen-go/ogen v1.24.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/transparency-dev/formats v0.1.1
 	github.com/trustelem/zxcvbn v1.0.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0

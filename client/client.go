@@ -326,6 +326,36 @@ func (c *Client) AuditEvents(ctx context.Context, f AuditFilter, size int) iter.
 	}
 }
 
+// AuditEventProof returns an audit event beside its c2sp.org/tlog-proof@v1 against the newest
+// signed checkpoint (docs/compliance.md: check it with tools of your own). An event no checkpoint
+// covers yet is an *Error with Status 409 and Code not_checkpointed: the next checkpoint will.
+// The read is itself audited.
+func (c *Client) AuditEventProof(ctx context.Context, eventID string, opts ...CallOption) (*AuditEventProof, error) {
+	var p AuditEventProof
+	if err := c.do(ctx, http.MethodGet, "/v1/audit-events/"+url.PathEscape(eventID)+"/proof", nil, newCall(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// AuditLogTile returns a tile of the audit trail's Merkle tree (c2sp.org/tlog-tiles, height 8) by
+// its path below tile/: "0/x001/067", "1/000.p/17", "entries/067.p/5". A tile the tree does not
+// hold is an *Error with Status 404. golang.org/x/mod/sumdb/tlog checks tiles
+// (tlog.TileHashReader) when they are read through its tlog.TileReader.
+func (c *Client) AuditLogTile(ctx context.Context, path string, opts ...CallOption) ([]byte, error) {
+	if path == "" || strings.Trim(path, "0123456789abcdefghijklmnopqrstuvwxyz./") != "" {
+		return nil, fmt.Errorf("backoffice: tile path %q: want digits, x, entries, . and / only", path)
+	}
+	var tile []byte
+	if err := c.do(ctx, http.MethodGet, "/v1/audit-log/tile/"+path, nil, newCall(opts), &tile); err != nil {
+		return nil, err
+	}
+	return tile, nil
+}
+
+// maxTile bounds what is read of a tile: a full tile is 8 KiB of hashes, or 256 leaves.
+const maxTile = 1 << 20
+
 // ServiceAcceptance returns a lead's service acceptance (operation 4.3).
 func (c *Client) ServiceAcceptance(ctx context.Context, leadID string, opts ...CallOption) (*ServiceAcceptance, error) {
 	var sa ServiceAcceptance
@@ -423,6 +453,17 @@ func decode(res *http.Response, out any) error {
 	defer drain(res)
 	if res.StatusCode >= 200 && res.StatusCode < 300 {
 		if out == nil || res.StatusCode == http.StatusNoContent {
+			return nil
+		}
+		if raw, ok := out.(*[]byte); ok {
+			b, err := io.ReadAll(io.LimitReader(res.Body, maxTile+1))
+			if err == nil && len(b) > maxTile {
+				err = fmt.Errorf("over %d bytes", maxTile)
+			}
+			if err != nil {
+				return fmt.Errorf("backoffice: read %d answer: %w", res.StatusCode, err)
+			}
+			*raw = b
 			return nil
 		}
 		if err := json.NewDecoder(res.Body).Decode(out); err != nil {

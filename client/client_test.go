@@ -2,15 +2,21 @@ package client_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"backoffice/client"
 	"backoffice/internal/api"
@@ -472,6 +478,73 @@ func TestAuditEvents(t *testing.T) {
 		// A partner's user may not read the trail.
 		for _, err := range newClient(t, base, http.DefaultTransport, client.WithAPIKey(partnerKey)).AuditEvents(ctx, client.AuditFilter{}, 0) {
 			wantError(t, err, http.StatusForbidden, "forbidden")
+		}
+	})
+}
+
+// signedTree signs the store's tree as it is when asked: the newest checkpoint, for the proofs.
+type signedTree struct {
+	st     *store.Store
+	signer note.Signer
+}
+
+func (s signedTree) LatestCheckpoint() ([]byte, bool) {
+	ctx := context.Background()
+	size, err := s.st.AuditTreeSize(ctx)
+	if err != nil {
+		return nil, false
+	}
+	root, err := tlog.TreeHash(size, s.st.AuditHashReader(ctx))
+	if err != nil {
+		return nil, false
+	}
+	msg, err := note.Sign(&note.Note{Text: fmt.Sprintf("backoffice.test/audit\n%d\n%s\n", size, base64.StdEncoding.EncodeToString(root[:]))}, s.signer)
+	return msg, err == nil
+}
+
+func TestAuditProofAndTiles(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		svc := newService(t, st, api.Limits{})
+		skey, _, err := note.GenerateKey(rand.Reader, "backoffice.test/audit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, _ := note.NewSigner(skey)
+		deps := api.Deps{Store: st, Ring: testdb.Ring(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Checkpoints: signedTree{st, signer}}
+		svc.handler = api.New(deps)
+		c := newClient(t, svc.serve(t), http.DefaultTransport, client.WithAPIKey(app.DemoAPIKey))
+		ctx := context.Background()
+		if _, err := c.DecryptPrincipalSSN(ctx, lead, principal); err != nil {
+			t.Fatal(err)
+		}
+		page, err := c.ListAuditEvents(ctx, client.AuditFilter{Action: "principal.decrypt"}, 1, 1)
+		if err != nil || len(page.Data) != 1 {
+			t.Fatalf("the decrypt's event: %v", err)
+		}
+		p, err := c.AuditEventProof(ctx, page.Data[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Event.ID != page.Data[0].ID || !strings.HasPrefix(p.Proof, "c2sp.org/tlog-proof@v1\nextra ") {
+			t.Fatalf("proof %+v", p)
+		}
+		size, err := st.AuditTreeSize(ctx)
+		if err != nil || size < 2 || size > 255 {
+			t.Fatalf("tree of %d: %v", size, err)
+		}
+		tile, err := c.AuditLogTile(ctx, fmt.Sprintf("0/000.p/%d", size))
+		if err != nil || len(tile) != int(size)*tlog.HashSize {
+			t.Fatalf("level 0 tile: %d bytes, %v", len(tile), err)
+		}
+		var ce *client.Error
+		if _, err := c.AuditLogTile(ctx, "0/000"); !errors.As(err, &ce) || ce.Status != http.StatusNotFound {
+			t.Fatalf("a tile past the tree: %v", err)
+		}
+		if _, err := c.AuditLogTile(ctx, "0/1"); !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Parameter != "index" {
+			t.Fatalf("a malformed tile: %v", err)
+		}
+		if _, err := c.AuditLogTile(ctx, "0/000?x"); err == nil {
+			t.Fatal("a path with a query")
 		}
 	})
 }

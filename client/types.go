@@ -48,6 +48,14 @@ type AuditEvent struct {
 	Hash        string    `json:"hash,omitempty"`
 }
 
+// AuditEventProof is an audit event beside its proof: Proof is the text of c2sp.org/tlog-proof@v1
+// (its extra line the event's subject tag, its index, the inclusion hashes, the signed
+// checkpoint).
+type AuditEventProof struct {
+	Event AuditEvent `json:"event"`
+	Proof string     `json:"proof"`
+}
+
 // AuditEventPage is one page of the audit trail.
 type AuditEventPage struct {
 	Meta PageMeta     `json:"meta"`

@@ -107,8 +107,14 @@ func auditListParams(r *http.Request, actor domain.Actor) (Page, domain.AuditFil
 	if err != nil {
 		return page, f, err
 	}
+	return page, f, mayReadAuditTrail(actor)
+}
+
+// mayReadAuditTrail says why actor may not read the audit trail: only staff users (no partner)
+// holding audit_events.read (or *) may.
+func mayReadAuditTrail(actor domain.Actor) error {
 	if actor.PartnerID != "" {
-		return page, f, domain.Errorf(domain.KindForbidden, "forbidden", "only staff users (no partner) may read the audit trail")
+		return domain.Errorf(domain.KindForbidden, "forbidden", "only staff users (no partner) may read the audit trail")
 	}
-	return page, f, require(actor, domain.PermReadAuditEvents)
+	return require(actor, domain.PermReadAuditEvents)
 }

@@ -27,7 +27,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if got, want := doc.OpenAPI, "3.0.3"; got != want {
 		t.Errorf("openapi = %q, want %q", got, want)
 	}
-	if got, want := doc.Info.Version, "1.4.0"; got != want {
+	if got, want := doc.Info.Version, "1.5.0"; got != want {
 		t.Errorf("info.version = %q, want %q", got, want)
 	}
 
@@ -40,6 +40,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/crm/leads/{leadId}/principals/{principalId}/decrypt/{field}", "decryptLeadPrincipalField"},
 		{"DELETE", "/v1/crm/merchants/{merchantId}/documents/{documentId}", "deleteMerchantDocument"},
 		{"GET", "/v1/audit-events", "listAuditEvents"},
+		{"GET", "/v1/audit-log/checkpoint", "getAuditLogCheckpoint"},
 	}
 	for _, o := range ops {
 		item := doc.Paths.Value(o.path)

@@ -61,6 +61,12 @@ type Deps struct {
 	// Tokens, when set, accepts the identity provider's access tokens as Bearer credentials
 	// (internal/oauth); nil accepts session tokens alone.
 	Tokens auth.Tokens
+	// Checkpoints holds the audit log's latest signed checkpoint; nil: none is served (404), and
+	// no proof (409 not_checkpointed).
+	Checkpoints CheckpointSource
+	// AuditLog serves the trail's tiles and its proofs; nil means Store when it can answer.
+	// Without one, those routes are not served.
+	AuditLog AuditLog
 }
 
 // Observer receives what the service measures; internal/metrics implements it with Prometheus.
@@ -99,6 +105,9 @@ func New(d Deps) http.Handler {
 	if d.Health == nil {
 		d.Health, _ = d.Store.(Health)
 	}
+	if d.AuditLog == nil {
+		d.AuditLog, _ = d.Store.(AuditLog)
+	}
 	// Every line this package logs carries the request's id (and trace id): from the context the
 	// line is logged with.
 	log := reqlog.Wrap(d.Logger)
@@ -123,6 +132,8 @@ func New(d Deps) http.Handler {
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
 	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", withAuth(handleDeleteDocument(d.Store, d.Now)))
 	c.route(mux, "GET /v1/audit-events", withAuth(handleListAuditEvents(d.Store, d.Now)))
+	c.route(mux, auditCheckpointRoute, withAuth(handleAuditCheckpoint(d.Checkpoints)))
+	auditLogRoutes(mux, withAuth, d.Store, d.AuditLog, d.Checkpoints, d.Now)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /docs", serveDocs("redoc/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /docs/redoc.standalone.js", serveDocs("redoc/redoc.standalone.js", "text/javascript; charset=utf-8"))

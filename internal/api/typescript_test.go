@@ -35,7 +35,12 @@ func TestTypeScriptClientCallsEveryOperation(t *testing.T) {
 	now := func() time.Time { return fixtureNow }
 	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: gw.URL, Token: "gw-token", Timeout: 2 * time.Second}),
 		Budget: 2 * time.Second, Now: now, Logger: log})
+	// The trail's tree: 300 events, and a checkpoint of them.
+	tree := newMemLog(t)
+	tree.add(t, 300, principalA.String())
+	tree.sign(t)
 	handler := api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: now, CORSOrigins: []string{crmOrigin},
+		AuditLog: tree, Checkpoints: tree,
 		// /metrics is registered by the command; here a stand-in answers as the Prometheus handler does.
 		Extra: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
@@ -72,7 +77,7 @@ func TestTypeScriptClientCallsEveryOperation(t *testing.T) {
 	node(t, dir, nil, "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
 	out := node(t, dir, []string{"BASE_URL=" + srv.URL, "API_KEY=" + staffKey, "ORIGIN=" + crmOrigin,
 		"LEAD=" + leadA.String(), "PRINCIPAL=" + principalA.String(), "MERCHANT=" + merchantA.String(), "DOC=" + docA1.String(),
-		"ORDER=" + orderA.String(), "BARE_ITEM=" + itemBare.String()}, "dist/client.js")
+		"ORDER=" + orderA.String(), "BARE_ITEM=" + itemBare.String(), "AUDIT_EVENT=" + tree.events[7].ID.String()}, "dist/client.js")
 
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var called []string

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"backoffice/internal/api"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
@@ -27,7 +29,7 @@ import (
 )
 
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
-	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey})
+	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve})
 }
 
 // auditFlags maps each flag of audit list to the HTTP list's query parameter, so that both read
@@ -217,7 +219,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if cfg.AuditCheckpoints != "" && !slices.Contains(files, cfg.AuditCheckpoints) {
 		files = append([]string{cfg.AuditCheckpoints}, files...)
 	}
-	more, notes, unvouched, err := checkpointExpects(files, keys, f.limit)
+	more, notes, unvouched, vouched, err := checkpointExpects(files, keys, f.limit)
 	if err != nil {
 		return reportUncheckable(env, err)
 	}
@@ -230,7 +232,57 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	if err != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
 	}
+	if rep.Break == nil && rep.Unchecked == nil {
+		if err := checkTrees(ctx, st, vouched); errors.Is(err, checkpoint.ErrInconsistent) {
+			fmt.Fprintf(env.Stdout, "BROKEN: %s\n", err)
+			return fmt.Errorf("%w: %v", errAuditChainBroken, err)
+		} else if err != nil {
+			return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
+		}
+	}
 	return reportChain(env, rep, notes, len(files), claim{unvouched: unvouched, limit: f.limit})
+}
+
+// auditTree is the audit log's Merkle tree as the store keeps it (*store.Store is one).
+type auditTree interface {
+	AuditTreeSize(ctx context.Context) (int64, error)
+	AuditHashReader(ctx context.Context) tlog.HashReader
+}
+
+// checkTrees holds the log to the trees the checkpoints checked state: in each file, each note's
+// tree extends the note's before it, and the log's tree now extends the newest
+// (checkpoint.Extends: a consistency proof over the stored hashes). A tree that does not is
+// checkpoint.ErrInconsistent, naming both sizes; a proof the store cannot make is another error.
+func checkTrees(ctx context.Context, t auditTree, vouched [][]checkpoint.Entry) error {
+	r := t.AuditHashReader(ctx)
+	size, err := t.AuditTreeSize(ctx)
+	if err != nil {
+		return err
+	}
+	root, err := tlog.TreeHash(size, r)
+	if err != nil {
+		return fmt.Errorf("the audit log's tree of size %d: %v", size, err)
+	}
+	for _, entries := range vouched {
+		var prev *checkpoint.Entry
+		for i, e := range entries {
+			if !e.IsNote() {
+				continue
+			}
+			if prev != nil {
+				if err := checkpoint.Consistent(prev.Checkpoint, e.Checkpoint, r); err != nil {
+					return fmt.Errorf("%s: %w", e.What(), err)
+				}
+			}
+			prev = &entries[i]
+		}
+		if prev != nil {
+			if err := checkpoint.Extends(size, root, prev.Checkpoint, r); err != nil {
+				return fmt.Errorf("the audit log against %s: %w", prev.What(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // headExpect reads --head: a link is 64 hex digits, and anything else is a usage error (a short
@@ -264,15 +316,16 @@ func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
 // for in each file, which nothing checked; notes say what else was left out (torn lines). A file
 // missing or not holding together is an ErrCannotCheck, and so is a file none of whose
 // checkpoints is signed under a key given, unless limit: then they are all unvouched.
-func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit bool) (expects []store.ChainExpect, notes []string, unvouched []checkpoint.Entry, err error) {
+func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit bool) (expects []store.ChainExpect, notes []string, unvouched []checkpoint.Entry, vouched [][]checkpoint.Entry, err error) {
 	for _, file := range files {
 		more, read, left, err := fileExpects(file, keys)
 		if err != nil && limit && len(read.Entries) > 0 && !signedUnderAny(read.Entries, keys) && chained(read.Entries) {
 			more, left, err = nil, read.Entries, nil
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
+		vouched = append(vouched, read.Entries[:len(read.Entries)-len(left)])
 		if len(read.Entries) == 0 {
 			notes = append(notes, file+" holds no checkpoint yet")
 		}
@@ -280,7 +333,7 @@ func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit 
 		unvouched = append(unvouched, left...)
 		expects = append(expects, more...)
 	}
-	return expects, notes, unvouched, nil
+	return expects, notes, unvouched, vouched, nil
 }
 
 // chained tells whether each of entries names the one before it.
@@ -363,7 +416,7 @@ func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
 // the digests prove every event up to each checkpoint; the links cannot be checked without the
 // master key.
 func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, expects []store.ChainExpect) error {
-	more, notes, unvouched, err := checkpointExpects(f.checkpoints, keys, f.limit)
+	more, notes, unvouched, _, err := checkpointExpects(f.checkpoints, keys, f.limit)
 	if err != nil {
 		return reportUncheckable(env, err)
 	}
@@ -598,11 +651,14 @@ func reportChain(env Env, rep store.ChainReport, notes []string, files int, c cl
 }
 
 // runAuditPublicKey prints the public key that checks the checkpoints serve signs under the
-// active master key (or --key-id's), as KEYID:BASE64: what an auditor is given.
+// active master key (or --key-id's), as KEYID:BASE64: what an auditor is given; with --note, as
+// the verifier key of golang.org/x/mod/sumdb/note, named by the log's origin
+// (BACKOFFICE_AUDIT_ORIGIN), which note.NewVerifier reads.
 func runAuditPublicKey(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("audit public-key")
 	fs.BoolVar(&cfg.Demo, "demo", false, demoFlagText)
 	keyID := fs.String("key-id", "", "the master key whose checkpoint key to print (default: the active key)")
+	asNote := fs.Bool("note", false, "print it as a signed note's verifier key (ORIGIN+HASH+BASE64), for golang.org/x/mod/sumdb/note")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -615,6 +671,14 @@ func runAuditPublicKey(ctx context.Context, env Env, cfg Config, args []string) 
 	if err != nil {
 		return usagef("--key-id: %q is not a key of the ring", id)
 	}
-	fmt.Fprintln(env.Stdout, checkpoint.FormatPublicKey(id, pub))
+	if !*asNote {
+		fmt.Fprintln(env.Stdout, checkpoint.FormatPublicKey(id, pub))
+		return nil
+	}
+	vkey, err := checkpoint.VerifierKey(cmp.Or(cfg.AuditOrigin, checkpoint.DefaultOrigin), pub)
+	if err != nil {
+		return fmt.Errorf("BACKOFFICE_AUDIT_ORIGIN: %w", err)
+	}
+	fmt.Fprintln(env.Stdout, vkey)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -203,7 +204,7 @@ func TestAuditCheckpointsCatchCutTail(t *testing.T) {
 		delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 		// A file that is gone, or altered, cannot be checked: that is not "intact".
 		wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK", "--checkpoints", file+".missing")
-		altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
+		altered := strings.Replace(readFile(t, file), "\n3\n", "\n2\n", 1)
 		os.WriteFile(file, []byte(altered), 0o600)
 		wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
 	})
@@ -471,6 +472,26 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	}
 	if out, _, err := e.run("audit", "verify"); err != nil || !strings.Contains(out, "checkpoints: 1 matched") {
 		t.Fatalf("verify with the serve's checkpoints: %v\n%s", err, out)
+	}
+
+	// A serve started on the file serves its last checkpoint, the note as signed.
+	addr := freeAddr(t)
+	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+	status, body := 0, []byte(nil)
+	for i := 0; i < 500 && status == 0; i++ {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-log/checkpoint", nil)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if err := stop(); err != nil || status != http.StatusOK || string(body) != string(entries[0].Note) {
+		t.Fatalf("GET /v1/audit-log/checkpoint: %d %q, want the file's note; serve: %v\n%s", status, body, err, stderr)
 	}
 }
 

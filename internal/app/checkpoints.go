@@ -1,13 +1,17 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
@@ -22,8 +26,9 @@ const checkpointInterval = 30 * time.Second
 // checkpointer signs checkpoints of the audit trail, off the request path. It follows the trail
 // with one walk of the chain (store.AuditFollower), from the last checkpoint in its file that is
 // signed under a key of the ring (or from the genesis), and signs only what that walk verified,
-// link by link under keys the ring holds, just before: a store.Verified is all checkpoint.Sign
-// takes. A trail that does not verify is logged as an error and never signed.
+// link by link under keys the ring holds, just before: the head it signs is the one of a
+// store.Verified that holds (Err nil), and its tree must extend the checkpoint before it
+// (checkpoint.Consistent). A trail that does not verify is logged as an error and never signed.
 type checkpointer struct {
 	st   auditTrail
 	ring *secrets.Ring
@@ -37,13 +42,17 @@ type checkpointer struct {
 	// mem is what this process committed since the walk last checked: the walk
 	// must meet each of those events as written before anything is signed (store.CommitMemory).
 	mem *store.CommitMemory
-	// signed is the newest event a checkpoint covers (the base's, then this process's); prev the
-	// id of the last checkpoint this process logged, which the next names when there is no file.
+	// signed is the newest event a checkpoint covers (the base's, then this process's).
 	signed int64
-	prev   string
 	// keys are the ring's checkpoint public keys: the file's last checkpoint must hold under one
 	// before a new one names it.
 	keys map[string]ed25519.PublicKey
+	// origin names the log in the checkpoints it signs (BACKOFFICE_AUDIT_ORIGIN); last is the
+	// newest checkpoint it signed or found in its file, the one the next must extend; latest the
+	// newest signed note, which GET /v1/audit-log/checkpoint serves.
+	origin string
+	last   *checkpoint.Checkpoint
+	latest atomic.Pointer[[]byte]
 }
 
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
@@ -53,6 +62,9 @@ type auditTrail interface {
 	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect, mem *store.CommitMemory) (*store.AuditFollower, error)
 	// CheckTrailCatalog fails while the trail's tables are not what the migrations made.
 	CheckTrailCatalog(ctx context.Context) error
+	// AuditHashReader reads the audit log's stored tree hashes: what a consistency proof between
+	// two checkpoints is made of.
+	AuditHashReader(ctx context.Context) tlog.HashReader
 }
 
 // newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
@@ -61,7 +73,7 @@ type auditTrail interface {
 // does not hold) is an error: serve does not start on it, nor on one whose last checkpoint the
 // next could not name (checkpoint.CheckPredecessor). Torn lines are logged and left out.
 func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
-	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now}
+	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now, origin: checkpoint.DefaultOrigin}
 	if path == "" {
 		c.mem = st.RememberCommits()
 		return c, nil
@@ -102,6 +114,7 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 		}
 		c.base, c.signed = &x, x.Seq
+		c.keep(vouched[len(vouched)-1].Checkpoint)
 	}
 	c.keys = keys
 	// Remembered from now on, before the first request is served: the first walk, at the first
@@ -175,28 +188,72 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	if v.Seq() <= c.signed {
 		return nil // nothing new
 	}
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("nothing is signed: %w", err)
+	}
+	size, root := v.Tree()
+	if size != v.Seq() {
+		return fmt.Errorf("nothing is signed: the walk checked the audit log's tree up to %d events, and the chain up to %d", size, v.Seq())
+	}
+	head := checkpoint.Head{Size: size, Root: root, Link: v.Head(), Digest: v.Digest()}
 	keyID := c.ring.ActiveKeyID()
 	key, err := c.ring.CheckpointKey(keyID)
 	if err != nil {
 		return err
 	}
 	at := c.now()
-	sign := func(prev string) (checkpoint.Checkpoint, error) { return checkpoint.Sign(v, prev, at, keyID, key) }
+	// A checkpoint extends the one before it: its tree must prove consistent with that one's,
+	// over the stored hashes, or nothing is signed.
+	sign := func(prev *checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
+		cp, err := checkpoint.Sign(head, c.origin, idOf(prev), at, keyID, key)
+		if err == nil && prev != nil && cp.Seq > prev.Seq {
+			err = checkpoint.Consistent(*prev, cp, c.st.AuditHashReader(ctx))
+		}
+		return cp, err
+	}
 	cp, appended := checkpoint.Checkpoint{}, true
 	if c.path != "" {
 		cp, appended, err = checkpoint.Append(c.path, c.keys, sign)
 	} else {
-		cp, err = sign(c.prev)
+		cp, err = sign(c.last)
 	}
 	if err != nil {
 		return err
 	}
 	if appended {
-		c.log.Info("audit checkpoint", slog.Int64("seq", cp.Seq), slog.String("head", cp.Head), slog.String("digest", cp.Digest),
-			slog.String("prev", cp.Prev), slog.String("at", cp.At), slog.String("key_id", cp.KeyID), slog.String("sig", cp.Sig))
+		c.log.Info("audit checkpoint", slog.Int64("seq", cp.Seq), slog.String("root", cp.Root.String()), slog.String("head", cp.Head),
+			slog.String("digest", cp.Digest), slog.String("prev", cp.Prev), slog.String("at", cp.At), slog.String("key_id", cp.KeyID),
+			slog.String("note", string(cp.Note)))
 	}
-	c.signed, c.prev = cp.Seq, cp.ID()
+	c.signed = cp.Seq
+	c.keep(cp)
 	return nil
+}
+
+// idOf is the id of prev, "" for none.
+func idOf(prev *checkpoint.Checkpoint) string {
+	if prev == nil {
+		return ""
+	}
+	return prev.ID()
+}
+
+// keep makes cp the checkpoint the next extends and, when it is a signed note, the one served.
+func (c *checkpointer) keep(cp checkpoint.Checkpoint) {
+	c.last = &cp
+	if cp.IsNote() {
+		note := cp.Note
+		c.latest.Store(&note)
+	}
+}
+
+// LatestCheckpoint is the newest signed note this checkpointer signed or found in its file.
+func (c *checkpointer) LatestCheckpoint() ([]byte, bool) {
+	note := c.latest.Load()
+	if note == nil {
+		return nil, false
+	}
+	return *note, true
 }
 
 // runningCheckpoints is the checkpointer serve runs beside the API.
@@ -218,6 +275,7 @@ func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secr
 	if err != nil {
 		return nil, err
 	}
+	c.origin = cmp.Or(cfg.AuditOrigin, checkpoint.DefaultOrigin)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &runningCheckpoints{c: c, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/store"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// AuditCheckpoints is the file serve appends signed checkpoints of the audit trail to, and
 	// audit verify reads ("": serve keeps them in its log only, and warns).
 	AuditCheckpoints string
+	// AuditOrigin names the audit log in its checkpoints (BACKOFFICE_AUDIT_ORIGIN, default
+	// checkpoint.DefaultOrigin): their origin line and their signatures' key name.
+	AuditOrigin string
 	// OAuth is the identity provider whose access tokens serve accepts (Issuer "": none).
 	OAuth OAuthConfig
 	// AllowWeakCredentials lets serve start (and keys status pass) while usable credentials are
@@ -109,6 +113,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		MemoryLimit:        defaultMemoryLimit,
 		MemoryLimitFromGo:  getenv("GOMEMLIMIT") != "",
 		AuditCheckpoints:   strings.TrimSpace(getenv("BACKOFFICE_AUDIT_CHECKPOINTS")),
+		AuditOrigin:        orDefault(strings.TrimSpace(getenv("BACKOFFICE_AUDIT_ORIGIN")), checkpoint.DefaultOrigin),
+	}
+	if err := checkpoint.ValidOrigin(c.AuditOrigin); err != nil {
+		return c, fmt.Errorf("BACKOFFICE_AUDIT_ORIGIN: %w", err)
 	}
 	var err error
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {

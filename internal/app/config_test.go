@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
@@ -178,6 +179,22 @@ func TestFormatSize(t *testing.T) {
 		got := formatSize(n)
 		if back, err := parseMemoryLimit(got); got != want || err != nil || back != n {
 			t.Errorf("formatSize(%d) = %s (reads back as %d, %v), want %s", n, got, back, err, want)
+		}
+	}
+}
+
+// The audit log's origin is the default unless BACKOFFICE_AUDIT_ORIGIN names another; one that
+// cannot name a signed note's key is refused at start, not at the first checkpoint.
+func TestAuditOriginConfig(t *testing.T) {
+	if cfg, err := loadConfig(envOf(nil)); err != nil || cfg.AuditOrigin != checkpoint.DefaultOrigin {
+		t.Fatalf("default: %q %v", cfg.AuditOrigin, err)
+	}
+	if cfg, err := loadConfig(envOf(map[string]string{"BACKOFFICE_AUDIT_ORIGIN": " pay.example.com/audit "})); err != nil || cfg.AuditOrigin != "pay.example.com/audit" {
+		t.Fatalf("set: %q %v", cfg.AuditOrigin, err)
+	}
+	for _, bad := range []string{"pay example", "pay+example"} {
+		if _, err := loadConfig(envOf(map[string]string{"BACKOFFICE_AUDIT_ORIGIN": bad})); err == nil || !strings.Contains(err.Error(), "BACKOFFICE_AUDIT_ORIGIN") {
+			t.Fatalf("%q: %v", bad, err)
 		}
 	}
 }

@@ -33,6 +33,7 @@ const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 ran
   BACKOFFICE_MASTER_KEY_FILE, BACKOFFICE_MASTER_KEYS_FILE, BACKOFFICE_GATEWAY_TOKEN_FILE
                                     the same three, read from a file
   BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
+  BACKOFFICE_AUDIT_ORIGIN           the audit log's name in its checkpoints (default backoffice.local/audit)
   BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
                                     database connections per process, and kept idle
   BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
@@ -132,10 +133,22 @@ var commandDocs = []commandDoc{
 			"error. --limit-to-keys claims only what the keys given prove: exit 0 then covers the seqs its first line\n" +
 			"names. With --export it checks an export against the checkpoints with public keys only: no master key,\n" +
 			"no database. See docs/compliance.md.",
-		example: "backoffice audit verify --demo\nbackoffice audit verify --export export.json --checkpoints checkpoints.jsonl --public-key k…:…"},
-	{name: "audit public-key", synopsis: "[--key-id ID] [flags]", summary: "print the public key that checks the audit checkpoints",
-		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.",
-		example: "backoffice audit public-key --demo"},
+		example: "backoffice audit verify --demo\nbackoffice audit verify --export export.json --checkpoints checkpoints --public-key k…:…"},
+	{name: "audit public-key", synopsis: "[--key-id ID] [--note] [flags]", summary: "print the public key that checks the audit checkpoints",
+		details: "Prints KEYID:BASE64, the Ed25519 public key derived from the active master key (or --key-id's): give it to auditors.\n" +
+			"With --note, the verifier key of golang.org/x/mod/sumdb/note (ORIGIN+HASH+BASE64, named by\n" +
+			"BACKOFFICE_AUDIT_ORIGIN), which checks the checkpoints, signed notes, with note.Open.",
+		example: "backoffice audit public-key --demo\nbackoffice audit public-key --demo --note"},
+	{name: "audit prove", synopsis: "(EVENT-ID | --target-id ID) [--checkpoint FILE] [--out FILE] [flags]",
+		summary: "write an audit event's proof (c2sp.org/tlog-proof@v1), or one for every event of an object",
+		details: "Writes what GET /v1/audit-events/{id}/proof answers: the event beside its proof of inclusion in the trail's\n" +
+			"Merkle tree against the signed checkpoint --checkpoint holds (as GET /v1/audit-log/checkpoint serves it),\n" +
+			"by default the newest note of BACKOFFICE_AUDIT_CHECKPOINTS.\n" +
+			"With --target-id, one JSON file {\"proofs\": [...]} with a proof for every event about that object, oldest\n" +
+			"first; it refuses when the checkpoint does not cover them all. An auditor checks the file with a program of\n" +
+			"their own (docs/compliance.md).",
+		example: "backoffice audit prove --checkpoint checkpoint.txt 00000000-0000-4000-8000-000000000901\n" +
+			"backoffice audit prove --checkpoint checkpoint.txt --target-id 00000000-0000-4000-8000-000000000401 --out subject.json"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
 		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
 			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +

@@ -344,6 +344,12 @@ func openUnsealed(ctx context.Context, cfg Config, ring *secrets.Ring, check fun
 	}
 	if ring != nil {
 		st.SetChainSigner(ring)
+		// The audit tree is built for events written before it (an upgraded database, an
+		// import), before anything is appended onto it.
+		if _, err := st.BuildAuditTree(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	return st, nil
 }

@@ -130,7 +130,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		closeAll(listeners)
 		return err
 	}
-	handler, pushes := newServing(cfg, st, ring, log, m, tp, tokens)
+	handler, pushes := newServing(cfg, st, ring, log, m, tp, tokens, cp.c)
 	listeners[0].handler = handler
 	defer runSettler(ctx, pushes)() // stopped before the store closes
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
@@ -213,13 +213,14 @@ func applyMemoryLimit(cfg Config, log *slog.Logger) {
 // listener unless it has one of its own. tp, when not nil, traces it: a span per request, per
 // store call and per gateway attempt.
 func newHandler(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider) http.Handler {
-	h, _ := newServing(cfg, st, ring, log, m, tp, nil)
+	h, _ := newServing(cfg, st, ring, log, m, tp, nil, nil)
 	return h
 }
 
 // newServing is newHandler, with the push service it wired: serve waits for its pushes to settle
-// before closing the store. tokens, when not nil, accepts the identity provider's access tokens.
-func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider, tokens auth.Tokens) (http.Handler, *push.Service) {
+// before closing the store. tokens, when not nil, accepts the identity provider's access tokens;
+// checkpoints, when not nil, holds the latest checkpoint GET /v1/audit-log/checkpoint serves.
+func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logger, m *metrics.Metrics, tp trace.TracerProvider, tokens auth.Tokens, checkpoints *checkpointer) (http.Handler, *push.Service) {
 	var gw push.Gateway
 	if cfg.GatewayURL != "" {
 		gw = gateway.New(gateway.Config{BaseURL: cfg.GatewayURL, Token: string(cfg.GatewayToken),
@@ -236,7 +237,12 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst,
 		FailureRate: cfg.AuthFailureLimit / 60, FailureBurst: cfg.AuthFailureBurst,
 		ClientAddrHeader: cfg.TrustedProxyHeader,
-	}, CORSOrigins: cfg.CORSOrigins, Tokens: tokens}
+	}, CORSOrigins: cfg.CORSOrigins, Tokens: tokens,
+		// Tiles and proofs read the tree's hashes and leaves: the store itself, untraced.
+		AuditLog: st}
+	if checkpoints != nil {
+		deps.Checkpoints = checkpoints
+	}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m
 		if cfg.MetricsAddr == "" {

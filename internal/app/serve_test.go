@@ -108,7 +108,7 @@ func TestServeWaitsForPushesPastTheGrace(t *testing.T) {
 	defer st.Close()
 	cfg := Config{GatewayURL: gw.URL, GatewayTimeout: time.Minute}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	handler, pushes := newServing(cfg, st, nil, log, nil, nil, nil)
+	handler, pushes := newServing(cfg, st, nil, log, nil, nil, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

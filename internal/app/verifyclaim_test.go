@@ -49,7 +49,7 @@ func TestOfflineVerifyWithTheOldKeyAlone(t *testing.T) {
 
 	c.mustRun("export", export)
 	wantVerify(t, auditor, nil, "intact: 6 events", both...)
-	out := wantVerify(t, auditor, ErrCannotCheck, "CANNOT CHECK: checkpoints signed under a key not given (k2) were not checked: "+file+" lines 2-3 (seq 5-6)", old...)
+	out := wantVerify(t, auditor, ErrCannotCheck, "CANNOT CHECK: checkpoints signed under a key not given (k2) were not checked: "+file+" lines 10-19 (seq 5-6)", old...)
 	wantLines(t, out, "proved: seq 1-3, by the digests of the checkpoints checked (links not checked: no master key)", "not proved: seq 4-6")
 	out = wantVerify(t, auditor, nil, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4-6 not proved", limited...)
 	wantLines(t, out, "not proved: seq 4-6")
@@ -125,15 +125,15 @@ func TestVerifyWithAForgedCheckpointLine(t *testing.T) {
 	c.mustRun("export", a.export)
 	forgeCheckpoint(t, a.file, 50)
 	const first = "CANNOT CHECK: checkpoints signed under a key not given (kX) were not checked: "
-	out := wantVerify(t, c, ErrCannotCheck, first+a.file+" line 2 (seq 50)", "--checkpoints", a.file)
+	out := wantVerify(t, c, ErrCannotCheck, first+a.file+" line 10 (seq 50)", "--checkpoints", a.file)
 	wantLines(t, out, "proved: seq 1-3, by the links and anchors the ring checks, and the checkpoints checked", "not proved: seq 4-50, which checkpoints not checked claim the trail held")
 	out = wantVerify(t, c, nil, "intact up to seq 3, as far as the keys given prove (--limit-to-keys): seq 4-50 not proved", "--checkpoints", a.file, "--limit-to-keys")
 	wantLines(t, out, "not proved: seq 4-50, which checkpoints not checked claim the trail held")
 	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = a.file
-	wantVerify(t, c, ErrCannotCheck, first+a.file+" line 2 (seq 50)")
+	wantVerify(t, c, ErrCannotCheck, first+a.file+" line 10 (seq 50)")
 	delete(c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
 
-	out = wantVerify(t, a.auditor, ErrCannotCheck, first+a.file+" line 2 (seq 50)", a.args...)
+	out = wantVerify(t, a.auditor, ErrCannotCheck, first+a.file+" line 10 (seq 50)", a.args...)
 	wantLines(t, out, "proved: seq 1-3, by the digests of the checkpoints checked (links not checked: no master key)", "not proved: seq 4-50, which checkpoints not checked claim the trail held")
 
 	// A torn last line, as a full disk leaves it, stays a note.
@@ -142,7 +142,7 @@ func TestVerifyWithAForgedCheckpointLine(t *testing.T) {
 	if err := os.WriteFile(torn, []byte(readFile(t, torn)+`{"v":1,"seq":9,"head":"`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantVerify(t, c, nil, torn+" line 2 is torn", "--checkpoints", torn)
+	wantVerify(t, c, nil, torn+" line 10 is torn", "--checkpoints", torn)
 }
 
 // With the ring, after a rotation whose old key left the ring before serve signed under the new

@@ -38,10 +38,18 @@ func chain(t *testing.T, path string, signers ...string) {
 }
 
 // atSeq signs a checkpoint at seq under key id.
-func atSeq(seq int64, id string) func(prev string) (Checkpoint, error) {
-	return func(prev string) (Checkpoint, error) {
-		return signed(Checkpoint{Seq: seq, Digest: strings.Repeat("ab", 32), Prev: prev, At: "2026-11-25T12:00:00Z", KeyID: id}), nil
+func atSeq(seq int64, id string) func(prev *Checkpoint) (Checkpoint, error) {
+	return func(prev *Checkpoint) (Checkpoint, error) {
+		return signed(Checkpoint{Seq: seq, Digest: strings.Repeat("ab", 32), Prev: idOf(prev), At: "2026-11-25T12:00:00Z", KeyID: id}), nil
 	}
+}
+
+// idOf is the id of prev, "" for none.
+func idOf(prev *Checkpoint) string {
+	if prev == nil {
+		return ""
+	}
+	return prev.ID()
 }
 
 func lastSeq(t *testing.T, path string) int64 {

@@ -112,25 +112,51 @@ func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []Ch
 	for i, a := range anchors {
 		anchored[i] = a.Covers
 	}
-	return NewChainWalk(ver, &g, anchored, expects), nil
+	w := NewChainWalk(ver, &g, anchored, expects)
+	w.tree = newTreeCheck(ver, 0, edgeHashes{})
+	return w, nil
 }
 
-// walkChain checks the whole trail in q from its genesis, against the anchors and expects.
+// walkPage is how many events a walk of the whole trail reads at a time, before it checks the
+// audit tree rows they added.
+const walkPage = 1000
+
+// walkChain checks the whole trail in q from its genesis, against the anchors and expects: by seq
+// a page at a time, each page's tree rows after it, then the rows without a seq (breaks all), and
+// that the tree holds nothing past the trail.
 func walkChain(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect) (ChainReport, error) {
 	w, err := startWalk(ctx, q, ver, expects)
 	if err != nil {
 		return ChainReport{}, err
 	}
-	if err := eachAuditRow(ctx, q, w.stepRow); err != nil {
+	// A row numbered below 1 comes first in seq order, where no page after the last seq walked
+	// meets it: it breaks the walk at seq 1.
+	if err := auditRowsAfter(ctx, q, `WHERE seq < 1 ORDER BY seq`, nil, w.stepRow); err != nil {
+		return ChainReport{}, err
+	}
+	for w.rep.Break == nil {
+		read := 0
+		err := auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{w.rep.Events, walkPage}, func(r auditRow) bool {
+			read++
+			return w.stepRow(r)
+		})
+		if err != nil {
+			return ChainReport{}, err
+		}
+		if err := w.checkTree(ctx, q); err != nil {
+			return ChainReport{}, err
+		}
+		if read < walkPage {
+			break
+		}
+	}
+	if err := auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, w.stepRow); err != nil {
+		return ChainReport{}, err
+	}
+	if err := w.finishTree(ctx, q); err != nil {
 		return ChainReport{}, err
 	}
 	return w.Finish(), nil
-}
-
-// eachAuditRow reads the whole trail in sequence order (rows without a seq last), as walks read
-// it, in q, until fn returns false.
-func eachAuditRow(ctx context.Context, q *sqltx.Tx, fn func(auditRow) bool) error {
-	return auditRowsAfter(ctx, q, `ORDER BY seq`, nil, fn)
 }
 
 // auditRowsAfter reads the rows that tail (a WHERE, an ORDER BY, a LIMIT) selects, as walks read

@@ -108,6 +108,11 @@ func (testSigner) ChainMAC(_ string, message []byte) ([]byte, error) {
 	m.Write(message)
 	return m.Sum(nil), nil
 }
+func (testSigner) SubjectTag(_, subject string) ([]byte, error) {
+	m := hmac.New(sha256.New, []byte("test subject key"))
+	m.Write([]byte(subject))
+	return m.Sum(nil), nil
+}
 
 // Audit commits touch no table a cached read reads, so they leave the cache generation, and the
 // cache, as they were: the events of decrypts do not empty it. A change to a cached table moves

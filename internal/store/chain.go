@@ -20,6 +20,9 @@ import (
 type ChainSigner interface {
 	ActiveKeyID() string
 	ChainMAC(keyID string, message []byte) ([]byte, error)
+	// SubjectTag is the keyed tag of subject under the key keyID (the audit tree's leaves hold
+	// their event's target's, see trail.Leaf).
+	SubjectTag(keyID, subject string) ([]byte, error)
 }
 
 // ErrNoChainSigner means an audit event was to be written by a store given no ChainSigner: an
@@ -135,10 +138,19 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 			return chainTip{}, ErrStale
 		}
 	}
+	edge, err := readEdge(ctx, q, seq)
+	if err != nil {
+		return chainTip{}, err
+	}
 	args, tip, written, err := c.link(chainTip{seq: seq, hash: prev}, events)
 	if err != nil {
 		return chainTip{}, err
 	}
+	tree, err := c.grow(chainTip{seq: seq, hash: prev, edge: edge}, written)
+	if err != nil {
+		return chainTip{}, err
+	}
+	tip.edge = tree.edge
 	switch {
 	case c.expect != nil:
 		c.expect(written)
@@ -157,10 +169,35 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	} else {
 		err = insertAuditRows(ctx, q, args)
 	}
+	if err == nil {
+		err = insertTree(ctx, q, c.arrays, c.typed, tree.rows)
+	}
 	if err != nil || c.unread {
 		return tip, err
 	}
-	return tip, readBack(ctx, q, c.deferrable, written)
+	if err := readBack(ctx, q, c.deferrable, written); err != nil {
+		return chainTip{}, err
+	}
+	return tip, readBackTree(ctx, q, tree.rows)
+}
+
+// grown is what a group adds to the audit tree: its rows, and the tree's right edge after it.
+type grown struct {
+	rows treeRows
+	edge edgeHashes
+}
+
+// grow computes the tree rows of written (numbered and linked after tip) from tip's right edge.
+func (c auditChain) grow(tip chainTip, written []domain.AuditEvent) (grown, error) {
+	tags, err := subjectTags(c.signer, written)
+	if err != nil {
+		return grown{}, err
+	}
+	rows, edge, err := growTree(tip.seq, tip.edge, tags, written)
+	if err != nil {
+		return grown{}, err
+	}
+	return grown{rows: rows, edge: edge}, nil
 }
 
 // chainTip is the chain's head: the newest event's sequence number and link (0 and nil on an
@@ -168,6 +205,8 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 type chainTip struct {
 	seq  int64
 	hash []byte
+	// edge is the audit tree's right edge at seq (treeEdge), nil when not known.
+	edge edgeHashes
 }
 
 // link numbers and links events after tip, under the active key, giving each event without an id
@@ -228,17 +267,19 @@ func insertAuditArrays(ctx context.Context, q *sqltx.Tx, typed func([]any) []any
 	return nil
 }
 
-// chainAppendAfter is migration 0019's audit_chain_append_read: the group's rows as arrays,
-// appended in one statement, in a transaction of its own, if the chain's head is still the one
-// given, and read back in that transaction, every column compared with the rows given: it answers
-// how many read back as given, and fails (ZC002, nothing committed, the rows it read back in its
-// detail) when any did not.
-var chainAppendAfter = `SELECT audit_chain_append_read(?::bigint, ?::bytea, ?::` +
-	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
+// chainAppendAfter is migration 0020's audit_chain_append_tree: the group's rows as arrays and
+// the tree rows they add, appended in one statement, in a transaction of its own, if the chain's
+// head is still the one given and the tree's right edge still holds the hashes given, and read
+// back in that transaction, every column compared with the rows given: it answers how many events
+// read back as given, and fails (ZC002, nothing committed, the events it read back in its detail)
+// when any event or tree row did not.
+var chainAppendAfter = `SELECT audit_chain_append_tree(?::bigint, ?::bytea, ?::` +
+	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `, ?::bigint[], ?::bytea[], ?::bytea[], ?::bigint[], ?::bytea[])`
 
-// chainAppendUnread is migration 0018's audit_chain_append, which reads nothing back: only the
-// benchmark of what the read-back costs runs it (Store.withoutReadBack).
-var chainAppendUnread = strings.Replace(chainAppendAfter, "audit_chain_append_read(", "audit_chain_append(", 1)
+// chainAppendUnread is migration 0018's audit_chain_append, which reads nothing back and writes
+// no tree: only the benchmark of what the read-back costs runs it (Store.withoutReadBack).
+var chainAppendUnread = `SELECT audit_chain_append(?::bigint, ?::bytea, ?::` +
+	strings.ReplaceAll(auditArrayTypes, ", ", ", ?::") + `)`
 
 // chainAppendAt puts an append on the condition that the read cache's generation is still the
 // one given (the last argument), read in the same statement: one row when it is and the group was
@@ -262,10 +303,18 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
+	if tip.edge == nil {
+		return chainTip{}, errChainMoved // the tree's edge is read under the chain's lock
+	}
 	args, next, written, err := c.link(tip, events)
 	if err != nil {
 		return chainTip{}, err
 	}
+	tree, err := c.grow(tip, written)
+	if err != nil {
+		return chainTip{}, err
+	}
+	next.edge = tree.edge
 	arrays, err := auditArrays(args)
 	if err != nil {
 		return chainTip{}, err
@@ -273,6 +322,8 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
 	if c.unread {
 		text = chainAppendUnread
+	} else {
+		args = append(args, tree.rows.functionArgs(tip.edge)...)
 	}
 	if at != nil {
 		text, args = text+chainAppendAt, append(args, *at)
@@ -305,6 +356,8 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return next, nil
 	case c.moved(err):
 		return chainTip{}, errChainMoved
+	case edgeMissing(err):
+		return chainTip{}, &treeError{what: err.Error()}
 	case c.busy(err):
 		return chainTip{}, fmt.Errorf("store: audit chain head: %w: %w", ErrWriteWait, err)
 	}
@@ -375,7 +428,8 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	for _, text := range append([]string{chainHead, auditReadBack}, auditInsertRows...) {
+	texts := append([]string{chainHead, auditReadBack, treeReadBack}, auditInsertRows...)
+	for _, text := range append(texts, treeInsertRows...) {
 		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -70,6 +71,9 @@ func wantBreak(t *testing.T, rep store.ChainReport, seq int64, reason string) {
 // checkpoints does.
 func sealAsServeDoes(t testing.TB, st *store.Store) {
 	t.Helper()
+	if _, err := st.BuildAuditTree(ctx); err != nil {
+		t.Fatalf("build the audit tree: %v", err)
+	}
 	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil })
 	if err != nil || (o.Unsealed && !o.Sealed) {
 		t.Fatalf("seal the genesis: %+v %v", o, err)
@@ -183,7 +187,15 @@ func TestAuditChainCatchesCutTail(t *testing.T) {
 		auditEvents(t, st, 0, 5)
 		recorded := verify(t, st, "").Head.Hash
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq >= 4`)
-		// The database alone cannot tell a cut from a shorter trail; a head recorded elsewhere can.
+		// The tree still holds the cut events: the walk sees the cut, and nothing is appended
+		// after it.
+		wantBreak(t, verify(t, st, ""), 4, "audit tree holds leaves past the trail's end")
+		if err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"}); !errors.Is(err, store.ErrAuditTree) {
+			t.Fatalf("append after a cut tail: %v, want ErrAuditTree", err)
+		}
+		// Cut from the tree too (tlog.StoredHashCount(3) rows remain), the database alone cannot
+		// tell a cut from a shorter trail; a head recorded elsewhere can.
+		sqlExec(t, st, `DELETE FROM audit_tree WHERE id >= 4`)
 		wantIntact(t, verify(t, st, ""), 3)
 		wantBreak(t, verify(t, st, recorded), 4, "cut off")
 		// New events after the cut make no difference to that.
@@ -270,7 +282,11 @@ func TestAuditChainCatchesStrippedLinks(t *testing.T) {
 		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
 			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 6)`, id(9300), staffUser))
 		wantBreak(t, verify(t, st, ""), 1, "no link")
-		// A service writing on top of it does not make it whole.
+		// A service writing on top of it (its tree made anew) does not make it whole.
+		sqlExec(t, st, `DELETE FROM audit_tree`)
+		if _, err := st.BuildAuditTree(ctx); err != nil {
+			t.Fatal(err)
+		}
 		auditEvents(t, st, 10, 2)
 		wantBreak(t, verify(t, st, ""), 1, "no link")
 		// Nor does moving the genesis, or removing it: it is sealed, and always there.

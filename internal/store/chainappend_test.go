@@ -29,7 +29,7 @@ func TestAuditWriterFollowsAHeadMovedByAnotherReplica(t *testing.T) {
 	}
 }
 
-// The writer's group is one statement (audit_chain_append_read), waiting here for the chain's lock that
+// The writer's group is one statement (audit_chain_append_tree), waiting here for the chain's lock that
 // another transaction holds. Its connection ends before any answer, and nothing of the group was
 // written: the group is appended again in a transaction on a fresh connection, once, after the
 // chain's real head, and so is the next.
@@ -87,7 +87,7 @@ func TestAuditWriterRetriesAGroupWhoseConnectionWasLost(t *testing.T) {
 	}
 }
 
-// waitingAppend is the server process of the audit writer's audit_chain_append_read, once it waits
+// waitingAppend is the server process of the audit writer's audit_chain_append_tree, once it waits
 // for the chain's lock.
 func waitingAppend(t *testing.T, admin *sql.DB) int {
 	t.Helper()
@@ -95,7 +95,7 @@ func waitingAppend(t *testing.T, admin *sql.DB) int {
 	for time.Now().Before(deadline) {
 		var pid int
 		err := admin.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT audit_chain_append_read(%'`).Scan(&pid)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT audit_chain_append_tree(%'`).Scan(&pid)
 		if err == nil {
 			return pid
 		}
@@ -104,7 +104,7 @@ func waitingAppend(t *testing.T, admin *sql.DB) int {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("no audit_chain_append_read waits for the chain's lock: the writer's group is not one statement")
+	t.Fatal("no audit_chain_append_tree waits for the chain's lock: the writer's group is not one statement")
 	return 0
 }
 

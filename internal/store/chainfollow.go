@@ -73,6 +73,15 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 			return err
 		}
 		f.w = resumeChainWalk(ver, g, *base, row.e)
+		if found {
+			// The tree up to the checkpoint is taken as the database holds it: its edge is what
+			// the walk's check of the events after it grows from.
+			edge, err := readTreeEdge(ctx, q, base.Seq)
+			if err != nil {
+				return err
+			}
+			f.w.tree = newTreeCheck(ver, base.Seq, edge)
+		}
 		if !found || row.e.Hash != hexHash(base.Link) {
 			f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
 				Reason: fmt.Sprintf("the trail no longer holds the event %s covers (seq %d with link %s): its tail was cut off or rewritten", base.What, base.Seq, orNone(hexHash(base.Link)))}
@@ -218,10 +227,14 @@ func (f *AuditFollower) walkOn(ctx context.Context) error {
 		walked := f.w.rep.Events
 		read := 0
 		err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
-			return auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
+			err := auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
 				read++
 				return f.w.stepRow(r) && f.rememberRow(r)
 			})
+			if err != nil {
+				return err
+			}
+			return f.w.checkTree(ctx, q)
 		})
 		if err != nil {
 			return fmt.Errorf("store: follow audit chain: %w", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // ChainVerifier checks the audit chain's links and its genesis's seal: the MAC under each key of
@@ -103,6 +104,9 @@ type Verified struct {
 	genesisKnown bool
 	// onTrust: the genesis is taken on trust (see ChainReport.onTrust).
 	onTrust bool
+	// treeSize and treeRoot are the audit tree the walk checked (Tree).
+	treeSize int64
+	treeRoot tlog.Hash
 }
 
 // Seq is the newest event proven; Head its link (hex, "" for an unlinked event); Digest the
@@ -209,6 +213,8 @@ type ChainWalk struct {
 	// covered is the newest event a digest under a key of the ring (an anchor, a checkpoint)
 	// fixed: every event up to it is as that digest says.
 	covered int64
+	// tree checks the audit tree beside the events (nil: a walk of an export, which has none).
+	tree *treeCheck
 }
 
 // genesisState is the genesis as a walk judged it.
@@ -333,6 +339,9 @@ func (w *ChainWalk) Step(e domain.AuditEvent) bool {
 		if linked && bytes.Equal(x.Link, link) {
 			w.found[i] = true
 		}
+	}
+	if w.tree != nil {
+		w.tree.pending = append(w.tree.pending, e)
 	}
 	return true
 }
@@ -514,6 +523,14 @@ func (w *ChainWalk) Finish() ChainReport {
 		return rep
 	}
 	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && !w.begun}
+	if w.tree != nil && len(w.tree.pending) == 0 && w.tree.n == end {
+		size, root, err := w.tree.head()
+		if err != nil {
+			rep.Break = &ChainBreak{Seq: end, Reason: err.Error()}
+			return rep
+		}
+		v.treeSize, v.treeRoot = size, root
+	}
 	switch {
 	case rep.Unchecked == nil:
 		rep.verified = v

@@ -161,6 +161,17 @@ func (c auditChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
 	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = NULL, mac = NULL WHERE id = 1`, last); err != nil {
 		return fmt.Errorf("store: import: audit chain genesis: %w", err)
 	}
+	// The file's events get their leaves in the audit tree, for the walk to check and the
+	// events appended after them to grow from.
+	for {
+		n, err := c.buildTreeBatch(ctx, q)
+		if err != nil {
+			return fmt.Errorf("store: import: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
 	rep, err := walkChain(ctx, q, ver, nil)
 	if err != nil {
 		return fmt.Errorf("store: import: %w", err)

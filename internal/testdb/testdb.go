@@ -73,6 +73,10 @@ func OpenURL(t testing.TB, url string, opts ...store.Option) *store.Store {
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate %s: %v", strings.Split(url, ":")[0], err)
 	}
+	// and, as a store opened with the ring does, build the audit tree of events written before it,
+	if _, err := st.BuildAuditTree(context.Background()); err != nil {
+		t.Fatalf("build the audit tree %s: %v", strings.Split(url, ":")[0], err)
+	}
 	// and, as serve does at start, seal where the audit chain begins.
 	if _, err := st.SealUnsealedAuditGenesis(context.Background(), Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil }); err != nil {
 		t.Fatalf("seal the audit genesis %s: %v", strings.Split(url, ":")[0], err)

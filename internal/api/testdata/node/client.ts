@@ -21,6 +21,7 @@ const merchant = env("MERCHANT");
 const doc = env("DOC");
 const order = env("ORDER");
 const bareItem = env("BARE_ITEM");
+const auditEvent = env("AUDIT_EVENT");
 
 const client = createClient<paths>({ baseUrl: env("BASE_URL"), headers: { Authorization: `Api-Key ${env("API_KEY")}` } });
 
@@ -144,6 +145,37 @@ async function main() {
     check(h.response.status === 200, "HEAD /v1/audit-events", h.response);
     const o = await client.OPTIONS("/v1/audit-events", { params: preflight("GET") });
     check(o.response.status === 204, "OPTIONS /v1/audit-events", o.response);
+  }
+
+  // The trail's tiles (a tree of 300 events: one full level 0 tile, a partial one of 44) and
+  // an event's proof.
+  {
+    const tileCalls: [string, Record<string, string>, number][] = [
+      ["/v1/audit-log/tile/{level}/{p1}", { level: "0", p1: "000" }, 200],
+      ["/v1/audit-log/tile/{level}/{p1}/{p2}", { level: "entries", p1: "001.p", p2: "44" }, 200],
+      ["/v1/audit-log/tile/{level}/{p1}/{p2}/{p3}", { level: "0", p1: "x001", p2: "x000", p3: "000" }, 404],
+      ["/v1/audit-log/tile/{level}/{p1}/{p2}/{p3}/{p4}", { level: "1", p1: "x001", p2: "x000", p3: "000.p", p4: "1" }, 404],
+    ];
+    for (const [path, params, status] of tileCalls) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const g = await client.GET(path as any, { params: { path: params }, parseAs: "arrayBuffer" });
+      const size = g.data instanceof ArrayBuffer ? g.data.byteLength : -1;
+      check(g.response.status === status && (status !== 200 || size > 0), `GET ${path}`, g.response);
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const h = await client.HEAD(path as any, { params: { path: params } });
+      check(h.response.status === status, `HEAD ${path}`, h.response);
+    }
+    const cp = await client.GET("/v1/audit-log/checkpoint", { parseAs: "text" });
+    check(cp.response.status === 200 && typeof cp.data === "string" && cp.data.includes("\n\n\u2014 "), "GET /v1/audit-log/checkpoint", cp.response);
+    const cph = await client.HEAD("/v1/audit-log/checkpoint");
+    check(cph.response.status === 200, "HEAD /v1/audit-log/checkpoint", cph.response);
+    const cpo = await client.OPTIONS("/v1/audit-log/checkpoint", { params: preflight("GET") });
+    check(cpo.response.status === 204, "OPTIONS /v1/audit-log/checkpoint", cpo.response);
+    const proofPath = "/v1/audit-events/{eventId}/proof" as const;
+    const p = await client.GET(proofPath, { params: { path: { eventId: auditEvent } } });
+    check(p.response.status === 200 && p.data?.event.id === auditEvent && (p.data?.proof ?? "").startsWith("c2sp.org/tlog-proof@v1\n"), `GET ${proofPath}`, p.response);
+    const h = await client.HEAD(proofPath, { params: { path: { eventId: auditEvent } } });
+    check(h.response.status === 200, `HEAD ${proofPath}`, h.response);
   }
 }
 

@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+
+	"backoffice/internal/api"
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/domain"
+	"backoffice/internal/store"
+	"backoffice/internal/trail"
+)
+
+// runAuditProve writes an event's proof (the answer of GET /v1/audit-events/{id}/proof), or with
+// --target-id one file of the proofs of every event about that object, against a signed
+// checkpoint. It reads the database as audit list does, and is not itself recorded.
+func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) error {
+	fs := newFlagSet("audit prove")
+	cfg.databaseFlags(fs)
+	target := fs.String("target-id", "", "prove every event about this object (uuid), into one file")
+	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against (default: the newest note of BACKOFFICE_AUDIT_CHECKPOINTS)")
+	out := fs.String("out", "-", "write the proof here (- is stdout)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if (*target == "") == (len(pos) == 0) || len(pos) > 1 {
+		return usagef("give one event id, or --target-id ID")
+	}
+	note, err := proofCheckpoint(*checkpointFile, cfg.AuditCheckpoints)
+	if err != nil {
+		return err
+	}
+	var id domain.ID
+	var filter domain.AuditFilter
+	if *target != "" {
+		if filter, err = api.ParseAuditFilter(url.Values{"targetId": {*target}}); err != nil {
+			return auditFlagError(err)
+		}
+	} else if id, err = domain.ParseID(pos[0]); err != nil {
+		return usagef("event id %q: must be a uuid", pos[0])
+	}
+	st, err := openStore(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if *target == "" {
+		p, err := proveOne(ctx, st, id, note)
+		if err != nil {
+			return err
+		}
+		return writeOutput(*out, env.Stdout, func(w io.Writer) error { return writeProofJSON(w, p) })
+	}
+	proofs, err := proveTarget(ctx, st, filter, note)
+	if err != nil {
+		return err
+	}
+	return writeOutput(*out, env.Stdout, func(w io.Writer) error {
+		return writeProofJSON(w, struct {
+			Proofs []trail.EventProof `json:"proofs"`
+		}{proofs})
+	})
+}
+
+// proofCheckpoint reads the signed checkpoint to prove against: the file --checkpoint names (the
+// note alone), or the newest note of the checkpoints file serve appends to.
+func proofCheckpoint(file, checkpoints string) ([]byte, error) {
+	var note []byte
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--checkpoint: %v", err)
+		}
+		note = b
+	case checkpoints != "":
+		f, err := checkpoint.ReadFile(checkpoints)
+		if err != nil {
+			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+		}
+		for _, e := range f.Entries {
+			if e.Checkpoint.IsNote() {
+				note = e.Checkpoint.Note
+			}
+		}
+		if note == nil {
+			return nil, fmt.Errorf("%w: BACKOFFICE_AUDIT_CHECKPOINTS (%s) holds no signed note yet: give --checkpoint, or wait for serve's next checkpoint", ErrCannotCheck, checkpoints)
+		}
+	default:
+		return nil, usagef("--checkpoint: the signed checkpoint to prove against is required (or BACKOFFICE_AUDIT_CHECKPOINTS)")
+	}
+	if _, err := trail.CheckpointOf(note); err != nil {
+		return nil, usagef("--checkpoint: %v", err)
+	}
+	return note, nil
+}
+
+// proveOne proves the event id.
+func proveOne(ctx context.Context, st *store.Store, id domain.ID, note []byte) (trail.EventProof, error) {
+	_, index, err := st.AuditEventIndex(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return trail.EventProof{}, fmt.Errorf("audit event %s: not in the trail's tree", id)
+	}
+	if err != nil {
+		return trail.EventProof{}, err
+	}
+	return trail.Prove(ctx, st, index, note)
+}
+
+// proveTarget proves every event the filter matches, in seq order. Every one must be covered by
+// the checkpoint: a file that left some out would read as the object's whole history.
+func proveTarget(ctx context.Context, st *store.Store, f domain.AuditFilter, note []byte) ([]trail.EventProof, error) {
+	var events []domain.AuditEvent
+	err := listAudit(ctx, st, f, 0, func(page []domain.AuditEvent) error {
+		events = append(events, page...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("no audit event is about %s", f.TargetID)
+	}
+	slices.Reverse(events) // newest first: the oldest first in the file
+	proofs := make([]trail.EventProof, 0, len(events))
+	for _, e := range events {
+		if e.Seq == 0 {
+			return nil, fmt.Errorf("audit event %s has no seq: it is no leaf of the tree", e.ID)
+		}
+		p, err := trail.Prove(ctx, st, trail.Index(e.Seq), note)
+		if err != nil {
+			return nil, fmt.Errorf("audit event %s (seq %d): %w", e.ID, e.Seq, err)
+		}
+		if p.Event.ID != e.ID {
+			return nil, fmt.Errorf("audit event %s (seq %d): the tree's leaf is event %s", e.ID, e.Seq, p.Event.ID)
+		}
+		proofs = append(proofs, p)
+	}
+	return proofs, nil
+}
+
+func writeProofJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

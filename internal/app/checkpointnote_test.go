@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/secrets"
+	"backoffice/internal/testdb"
+)
+
+// ringOf is the master key ring c runs with.
+func ringOf(t *testing.T, c *cli) *secrets.Ring {
+	t.Helper()
+	ring, err := masterRing(Config{MasterKeys: secret(c.vars["BACKOFFICE_MASTER_KEYS"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
+}
+
+// The verifier key `audit public-key --note` prints is one note.NewVerifier reads, and it checks
+// the checkpoint serve signed, with x/mod's note.Open and formats' log.ParseCheckpoint, which read
+// back the size and the root of the store's tree; the checkpointer holds that note for GET
+// /v1/audit-log/checkpoint, from its tick and, on a start, from its file. Under another origin the
+// key is named by it.
+func TestPublicKeyNoteVerifiesServesCheckpoint(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		cp := signCheckpoint(t, c, file)
+		vkey := strings.TrimSpace(c.mustRun("audit", "public-key", "--note"))
+		v, err := note.NewVerifier(vkey)
+		if err != nil || v.Name() != checkpoint.DefaultOrigin {
+			t.Fatalf("note.NewVerifier(%q): %v", vkey, err)
+		}
+		if _, err := note.Open(cp.Note, note.VerifierList(v)); err != nil {
+			t.Fatalf("note.Open: %v\n%s", err, cp.Note)
+		}
+		lc, _, _, err := log.ParseCheckpoint(cp.Note, checkpoint.DefaultOrigin, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := testdb.OpenAsIs(t, url)
+		root, err := tlog.TreeHash(int64(lc.Size), st.AuditHashReader(context.Background()))
+		if err != nil || lc.Size != 3 || base64.StdEncoding.EncodeToString(lc.Hash) != base64.StdEncoding.EncodeToString(root[:]) {
+			t.Fatalf("size %d root %x, the store's %x: %v", lc.Size, lc.Hash, root, err)
+		}
+		var logs lockedBuffer
+		started, err := newCheckpointer(file, st, ringOf(t, c), newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if served, ok := started.LatestCheckpoint(); !ok || string(served) != string(cp.Note) {
+			t.Fatalf("a checkpointer started on the file serves %q", served)
+		}
+		c.vars["BACKOFFICE_AUDIT_ORIGIN"] = "pay.example.com/audit"
+		other := strings.TrimSpace(c.mustRun("audit", "public-key", "--note"))
+		if !strings.HasPrefix(other, "pay.example.com/audit+") || other[strings.LastIndex(other, "+"):] != vkey[strings.LastIndex(vkey, "+"):] {
+			t.Fatalf("under another origin: %q (was %q)", other, vkey)
+		}
+	})
+}
+
+// A checkpoints file an earlier release wrote (version 1 lines) keeps verifying: serve appends
+// its notes after it, the first naming the last line, and audit verify checks both; a line
+// altered since is still caught.
+func TestVersion1FileCarriesOn(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		ctx := context.Background()
+		st := testdb.OpenAsIs(t, url)
+		ring := ringOf(t, c)
+		rep, err := st.VerifyAuditChain(ctx, ring, nil)
+		if err != nil || rep.Break != nil {
+			t.Fatalf("verify: %v %v", rep.Break, err)
+		}
+		keyID := ring.ActiveKeyID()
+		key, err := ring.CheckpointKey(keyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := checkpoint.Checkpoint{V: 1, Seq: rep.Head.Seq, Head: rep.Head.Hash, Digest: hex.EncodeToString(rep.Digest),
+			At: "2026-11-25T12:00:00Z", KeyID: keyID}
+		old.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(key, old.Message()))
+		line, _ := json.Marshal(old)
+		if err := os.WriteFile(file, append(line, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantVerify(t, c, nil, "checkpoints: 1 matched", "--checkpoints", file)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		cp := signCheckpoint(t, c, file)
+		read, err := checkpoint.ReadFile(file)
+		if err != nil || len(read.Entries) != 2 || read.Entries[0].IsNote() || !cp.IsNote() || cp.Seq != 4 || cp.Prev != read.Entries[0].ID() {
+			t.Fatalf("a note after the line: %+v %v", read.Entries, err)
+		}
+		if !strings.HasPrefix(readFile(t, file), string(line)+"\n\n"+checkpoint.DefaultOrigin+"\n4\n") {
+			t.Fatalf("the file:\n%s", readFile(t, file))
+		}
+		wantVerify(t, c, nil, "checkpoints: 2 matched", "--checkpoints", file)
+		altered := strings.Replace(readFile(t, file), `"seq":3`, `"seq":2`, 1)
+		os.WriteFile(file, []byte(altered), 0o600)
+		wantVerify(t, c, ErrCannotCheck, "does not hold", "--checkpoints", file)
+	})
+}
+
+// A checkpoint whose tree the log does not extend (a note of another history at the same size,
+// signed under the ring's key: the trail rewritten under the checkpoint) is refused wherever a
+// newer one is accepted: serve signs nothing after it and says why, naming both sizes, and audit
+// verify calls the log broken.
+func TestInconsistentCheckpointRefused(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		cp := signCheckpoint(t, c, file)
+		ring := ringOf(t, c)
+		key, err := ring.CheckpointKey(ring.ActiveKeyID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest, _ := hex.DecodeString(cp.Digest)
+		forged, err := checkpoint.Sign(checkpoint.Head{Size: cp.Seq, Root: tlog.RecordHash([]byte("another history")), Link: cp.Head, Digest: digest},
+			checkpoint.DefaultOrigin, cp.Prev, time.Now(), ring.ActiveKeyID(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(file, append(forged.Note, '\n'), 0o600)
+		wantVerify(t, c, errAuditChainBroken, "does not extend the checkpoint of size 3", "--checkpoints", file)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		var logs lockedBuffer
+		serving, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ring, newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		serving.tick(context.Background())
+		if read, _ := checkpoint.ReadFile(file); len(read.Entries) != 1 {
+			t.Fatalf("signed after an inconsistent checkpoint: %d checkpoints", len(read.Entries))
+		}
+		if s := logs.String(); !strings.Contains(s, `"level":"ERROR","msg":"audit checkpoint not signed"`) ||
+			!strings.Contains(s, "the checkpoint of size 4") || !strings.Contains(s, "does not extend the checkpoint of size 3") {
+			t.Fatalf("no error naming both sizes:\n%s", s)
+		}
+	})
+}

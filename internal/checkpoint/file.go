@@ -1,0 +1,401 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// File is a checkpoints file as read.
+type File struct {
+	Name    string
+	Entries []Entry
+	// Torn are the lines where a checkpoint a write left unfinished starts (a full disk, a crash
+	// while appending): they are left out, and the checkpoints around them are checked as if they
+	// were not there.
+	Torn []int
+}
+
+// Append appends, at the end of the file at path (made if missing, mode 0600), the checkpoint
+// sign makes given the file's last checkpoint (its predecessor, nil when there is none), and
+// syncs it to disk before it returns. A note is written after a blank line, and followed by one;
+// a version 1 line (only tests still make them) on a line of its own. It holds an exclusive lock
+// on the file (flock) from reading the predecessor to the sync, so that processes appending to
+// one file each name the checkpoint truly before theirs. A torn checkpoint at the end is left
+// where it is, and the new one starts after it.
+//
+// A checkpoint that names its predecessor vouches for it, so Append refuses (ErrUnverifiable)
+// unless the predecessor's signature holds under one of keys: a checkpoint appended by hand, or
+// one signed under a key that is not given, is never vouched for unchecked. When the predecessor
+// already covers the seq sign made, or a later one (another process appending to the file got
+// there first), nothing is written: Append returns the predecessor, and appended false.
+func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Checkpoint) (Checkpoint, error)) (c Checkpoint, appended bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %w", err)
+	}
+	defer f.Close()
+	unlock, err := lockFile(f)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: lock: %w", path, err)
+	}
+	defer unlock()
+	prev, end, err := lastInFile(f)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	if prev != nil {
+		if err := CheckPredecessor(*prev, keys); err != nil {
+			return Checkpoint{}, false, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if c, err = sign(prev); err != nil {
+		return Checkpoint{}, false, err
+	}
+	if prev != nil && c.Seq <= prev.Seq {
+		return *prev, false, nil
+	}
+	b, err := framed(c, end)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	if _, err = f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	return c, true, nil
+}
+
+// framed is c as appended to a file whose last bytes are end: a note between blank lines, a
+// version 1 line on a line of its own.
+func framed(c Checkpoint, end []byte) ([]byte, error) {
+	var b []byte
+	if !c.IsNote() {
+		line, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		if len(end) > 0 && !bytes.HasSuffix(end, []byte("\n")) {
+			b = append(b, '\n')
+		}
+		return append(append(b, line...), '\n'), nil
+	}
+	switch {
+	case len(end) == 0 || bytes.HasSuffix(end, []byte("\n\n")):
+	case bytes.HasSuffix(end, []byte("\n")):
+		b = append(b, '\n')
+	default:
+		b = append(b, '\n', '\n')
+	}
+	return append(append(b, c.Note...), '\n'), nil
+}
+
+// CheckPredecessor says why a new checkpoint may not name p, a file's last checkpoint (an
+// ErrUnverifiable): its key is not among keys, or its signature does not hold under it. Append
+// holds every append to it; serve holds a file to it before it starts.
+func CheckPredecessor(p Checkpoint, keys map[string]ed25519.PublicKey) error {
+	what := fmt.Sprintf("the last checkpoint in the file (seq %d, signed at %s)", p.Seq, p.At)
+	pub, ok := keys[p.KeyID]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s names key %s, which the ring does not hold: a new checkpoint would vouch for it unchecked; add the key back to the ring, or find out where it came from and move the file aside (keep it)", ErrUnverifiable, what, p.KeyID)
+	case !p.SignedBy(pub):
+		return fmt.Errorf("%w: the signature of %s does not hold under key %s: forged or altered; find out why, then move the file aside (keep it)", ErrUnverifiable, what, p.KeyID)
+	}
+	return nil
+}
+
+// ErrInconsistent marks a tree that does not extend the one a checkpoint states: the log was
+// rewritten, or a checkpoint forged.
+var ErrInconsistent = errors.New("audit log not consistent with its checkpoint")
+
+// Consistent says why next, a checkpoint newer than prev, may not follow it: the tree next
+// states does not extend the one prev states (ErrInconsistent), or r cannot prove it. A version 1
+// predecessor states no tree (the chain's digest anchors it): nothing to prove.
+func Consistent(prev, next Checkpoint, r tlog.HashReader) error {
+	if !prev.IsNote() || !next.IsNote() {
+		return nil
+	}
+	if err := Extends(next.Seq, next.Root, prev, r); err != nil {
+		return fmt.Errorf("audit checkpoints: the checkpoint of size %d: %w", next.Seq, err)
+	}
+	return nil
+}
+
+// Extends says why the tree of size n and root h does not extend the one prev (a note) states:
+// tlog.ProveTree over r, the store's stored hashes, checked with tlog.CheckTree against both
+// roots. A proof that does not check is ErrInconsistent, naming both sizes; one r cannot make is
+// another error.
+func Extends(n int64, h tlog.Hash, prev Checkpoint, r tlog.HashReader) error {
+	if n == prev.Seq && h == prev.Root {
+		return nil
+	}
+	if n < prev.Seq {
+		return fmt.Errorf("%w: a tree of size %d cannot follow the checkpoint of size %d (signed at %s)", ErrInconsistent, n, prev.Seq, prev.At)
+	}
+	p, err := tlog.ProveTree(n, prev.Seq, r)
+	if err != nil {
+		return fmt.Errorf("cannot prove the tree of size %d consistent with the checkpoint of size %d: %v", n, prev.Seq, err)
+	}
+	if err := tlog.CheckTree(p, n, h, prev.Seq, prev.Root); err != nil {
+		return fmt.Errorf("%w: the tree of size %d does not extend the checkpoint of size %d (signed at %s): %v", ErrInconsistent, n, prev.Seq, prev.At, err)
+	}
+	return nil
+}
+
+// tailChunk is how much of a file's end Append reads first to find the last checkpoint.
+const tailChunk = 16 << 10
+
+// lastInFile reads f's last checkpoint (nil when it has none) and the file's last bytes (what a
+// new checkpoint's framing depends on). It reads the end of the file, more of it while the
+// checkpoints there are torn ones.
+func lastInFile(f *os.File) (last *Checkpoint, end []byte, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := st.Size()
+	for chunk := int64(tailChunk); ; chunk *= 2 {
+		from := max(0, size-chunk)
+		b := make([]byte, size-from)
+		if _, err := f.ReadAt(b, from); err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		end = b[max(0, len(b)-2):]
+		entries, _, err := parse(linesOf(b), from > 0)
+		if err != nil {
+			return nil, end, fmt.Errorf("near the end: %w", err)
+		}
+		if len(entries) > 0 {
+			c := entries[len(entries)-1].Checkpoint
+			return &c, end, nil
+		}
+		if from == 0 {
+			return nil, end, nil
+		}
+	}
+}
+
+// ReadFile reads a checkpoints file. A checkpoint a write left unfinished (torn) is listed and
+// left out; anything else that is not a checkpoint is an error naming its line.
+func ReadFile(path string) (File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return File{}, fmt.Errorf("audit checkpoints: %w", err)
+	}
+	defer f.Close()
+	return read(f, path)
+}
+
+func read(r io.Reader, name string) (File, error) {
+	br := bufio.NewReader(r)
+	var readErr error
+	lines := &lineReader{next: func() ([]byte, bool) {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			readErr = err
+			return nil, false
+		}
+		return line, len(line) > 0
+	}}
+	entries, torn, err := parse(lines, false)
+	if readErr != nil {
+		return File{}, fmt.Errorf("audit checkpoints: %s: %w", name, readErr)
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("audit checkpoints: %s %w", name, err)
+	}
+	for i := range entries {
+		entries[i].File = name
+	}
+	return File{Name: name, Entries: entries, Torn: torn}, nil
+}
+
+// lineReader hands out a file's lines one at a time, each with its newline (the last may have
+// none), with one line of lookahead; n is how many it has handed out. A file is read as it
+// streams: only its checkpoints are kept.
+type lineReader struct {
+	next func() ([]byte, bool)
+	held []byte
+	has  bool
+	n    int
+}
+
+// linesOf reads the lines of b.
+func linesOf(b []byte) *lineReader {
+	return &lineReader{next: func() ([]byte, bool) {
+		if len(b) == 0 {
+			return nil, false
+		}
+		line, rest, found := bytes.Cut(b, []byte("\n"))
+		if found {
+			line = line[:len(line)+1]
+		}
+		b = rest
+		return line, true
+	}}
+}
+
+// peek is the next line, not handed out; ok is false at the end.
+func (r *lineReader) peek() (line []byte, ok bool) {
+	if !r.has {
+		r.held, r.has = r.next()
+		if !r.has {
+			return nil, false
+		}
+	}
+	return r.held, true
+}
+
+// read hands out the next line.
+func (r *lineReader) read() (line []byte, ok bool) {
+	line, ok = r.peek()
+	if ok {
+		r.has = false
+		r.n++
+	}
+	return line, ok
+}
+
+// parse reads the checkpoints in lines: version 1 lines, each on a line of its own, and notes,
+// each its text, a blank line and its signature lines, with blank lines between them. tail: the
+// lines are the end of a file cut anywhere, and parse starts at the first checkpoint that starts
+// in them. Entries' Line counts from the first line.
+func parse(lines *lineReader, tail bool) (entries []Entry, torn []int, err error) {
+	if tail {
+		skipToStart(lines)
+	}
+	for {
+		l, ok := lines.peek()
+		if !ok {
+			return entries, torn, nil
+		}
+		n := lines.n + 1
+		trimmed := bytes.TrimSpace(l)
+		switch {
+		case len(trimmed) == 0:
+			lines.read()
+		case trimmed[0] == '{':
+			lines.read()
+			c, t, err := parseLine(l)
+			if err != nil {
+				return nil, nil, fmt.Errorf("line %d: not a checkpoint of version 1", n)
+			}
+			if t {
+				torn = append(torn, n)
+			}
+			if c != nil {
+				entries = append(entries, Entry{Checkpoint: *c, Line: n})
+			}
+		case isSigLine(l):
+			return nil, nil, fmt.Errorf("line %d: signature lines with no checkpoint before them", n)
+		default:
+			msg := readNote(lines)
+			c, err := parseNote(msg)
+			switch {
+			case err == nil:
+				entries = append(entries, Entry{Checkpoint: *c, Line: n})
+			case tornNote(msg):
+				torn = append(torn, n)
+			default:
+				return nil, nil, fmt.Errorf("line %d: not a checkpoint: %v", n, err)
+			}
+		}
+	}
+}
+
+// readNote reads the note that starts at the next line: its text up to a blank line and, when
+// signature lines follow that, the blank line and them.
+func readNote(lines *lineReader) []byte {
+	var msg []byte
+	for l, ok := lines.peek(); ok && len(bytes.TrimSpace(l)) > 0; l, ok = lines.peek() {
+		lines.read()
+		msg = append(msg, l...)
+	}
+	if blank, ok := lines.read(); ok { // the blank line after the text
+		if l, ok := lines.peek(); ok && isSigLine(l) {
+			msg = append(msg, blank...)
+			for l, ok := lines.peek(); ok && isSigLine(l); l, ok = lines.peek() {
+				lines.read()
+				msg = append(msg, l...)
+			}
+		}
+	}
+	// A note cut only before its last newline is whole: the next append's blank line ends it.
+	if len(msg) > 0 && msg[len(msg)-1] != '\n' {
+		msg = append(msg, '\n')
+	}
+	return msg
+}
+
+// isSigLine tells whether l is a signature line, or a cut one (even within its first rune).
+func isSigLine(l []byte) bool {
+	l = bytes.TrimSuffix(l, []byte("\n"))
+	return bytes.HasPrefix(l, []byte("—")) || len(l) > 0 && bytes.HasPrefix([]byte("—"), l)
+}
+
+// skipToStart reads lines, the end of a file cut anywhere, up to the first where a checkpoint
+// starts: a version 1 line after the first line (which may be cut), or a note's text after a
+// blank line that is whole (not the first line, which may be the end of any line). A note's
+// origin never starts with "{" (ValidOrigin).
+func skipToStart(lines *lineReader) {
+	lines.read()
+	blankBefore := false
+	for l, ok := lines.peek(); ok; l, ok = lines.peek() {
+		trimmed := bytes.TrimSpace(l)
+		if len(trimmed) > 0 && (trimmed[0] == '{' || blankBefore && !isSigLine(l)) {
+			return
+		}
+		lines.read()
+		blankBefore = len(trimmed) == 0
+	}
+}
+
+// parseLine reads one line of a checkpoints file: a checkpoint of version 1, nothing (a blank
+// line), or a torn line (torn: a checkpoint cut short, possibly followed on the same line by a
+// whole one, as an append after a torn line left it before appends started on a line of their
+// own). Anything else is an error.
+func parseLine(line []byte) (c *Checkpoint, torn bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false, nil
+	}
+	if c, err := decode(line); err == nil {
+		return c, false, nil
+	} else if !errors.Is(err, io.ErrUnexpectedEOF) {
+		// A torn prefix with a whole checkpoint appended onto it.
+		if i := bytes.LastIndex(line, []byte(`{"v":`)); i > 0 {
+			if _, perr := decode(line[:i]); errors.Is(perr, io.ErrUnexpectedEOF) {
+				if c, err := decode(line[i:]); err == nil {
+					return c, true, nil
+				}
+			}
+		}
+		return nil, false, err
+	}
+	return nil, true, nil
+}
+
+// decode reads one checkpoint of version 1 that fills b; io.ErrUnexpectedEOF when b is one cut
+// short.
+func decode(b []byte) (*Checkpoint, error) {
+	var c Checkpoint
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	if dec.More() || c.V != 1 {
+		return nil, errors.New("not a checkpoint of version 1")
+	}
+	return &c, nil
+}
