@@ -86,6 +86,8 @@ type auditChain struct {
 	notLanded func(error) (string, bool)
 	// unread: read nothing back (Store.withoutReadBack).
 	unread bool
+	// trail checks the trail's catalog in the append's own transaction (trailguard.go).
+	trail trailGuard
 	// expect, when set, is told each group's events, numbered and linked, before they are sent
 	// (the audit writer's memory of its commits, CommitMemory). Without it, memories are: told
 	// before the rows are sent, and once the transaction has ended whether it committed.
@@ -98,7 +100,7 @@ func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
 		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
-		unread: s.withoutReadBack, memories: s.memories.active()}
+		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active()}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -156,6 +158,9 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 		err = insertAuditArrays(ctx, q, c.typed, args)
 	} else {
 		err = insertAuditRows(ctx, q, args)
+	}
+	if err == nil {
+		err = c.trail.check(ctx, q)
 	}
 	if err != nil || c.unread {
 		return tip, err
@@ -270,7 +275,7 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if err != nil {
 		return chainTip{}, err
 	}
-	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
+	text, args := c.trail.guarded(chainAppendAfter, "audit_chain_append_read"), append([]any{tip.seq, tip.hash}, arrays...)
 	if c.unread {
 		text = chainAppendUnread
 	}
@@ -298,6 +303,8 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, ErrStale // the generation moved: the function did not run
 	case err == nil && c.unread:
 		return next, nil
+	case err == nil && !landed.Valid:
+		return chainTip{}, c.trail.refused(ctx, q) // the function was not called
 	case err == nil:
 		if landed.Int64 != int64(len(written)) {
 			return chainTip{}, &notLandedError{what: fmt.Sprintf("seq %d-%d: %d of %d events read back as written", written[0].Seq, written[len(written)-1].Seq, landed.Int64, len(written))}
@@ -375,7 +382,8 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	for _, text := range append([]string{chainHead, auditReadBack}, auditInsertRows...) {
+	catalog, _ := s.engine.TrailCatalog()
+	for _, text := range append([]string{chainHead, auditReadBack, catalog}, auditInsertRows...) {
 		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}

@@ -35,6 +35,9 @@ type Store struct {
 	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
 	// costs sets it (export_test.go).
 	withoutReadBack bool
+	// withoutTrailGuard: audit appends check nothing of the trail's catalog (trailguard.go). Only
+	// the benchmark of what the check costs sets it.
+	withoutTrailGuard bool
 	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
 	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner).

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // The audit trail's catalog: the tables the trail relies on (every table whose name begins with
@@ -55,10 +56,15 @@ func (s *Store) CheckTrailCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	findings := compareTrailCatalog(strings.Split(strings.TrimSuffix(string(expected), "\n"), "\n"), got)
+	findings := compareTrailCatalog(catalogLines(expected), got)
 	if len(findings) == 0 {
 		return nil
 	}
+	return s.holdTrail(findings)
+}
+
+// holdTrail holds the trail on findings, unless it is held already, and returns the held error.
+func (s *Store) holdTrail(findings []string) error {
 	s.trailHeld.CompareAndSwap(nil, &TrailCatalogError{Findings: findings})
 	return s.trailHeld.Load()
 }
@@ -79,6 +85,11 @@ func (s *Store) trailCatalog(ctx context.Context, query string) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("store: the audit trail's catalog: %w", err)
 	}
+	return catalogRows(rows)
+}
+
+// catalogRows reads the rows of the catalog query as trailCatalog gives them, and closes them.
+func catalogRows(rows *sqltx.Rows) ([]string, error) {
 	defer rows.Close()
 	var lines []string
 	for rows.Next() {
