@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"backoffice/internal/checkpoint"
+	"backoffice/internal/dataset"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -440,4 +441,54 @@ func TestServeHoldsATrailWithAnotherCatalog(t *testing.T) {
 	if read, err := checkpoint.ReadFile(file); err != nil || len(read.Entries) != 0 {
 		t.Errorf("checkpoints signed over the held trail: %+v, %v", read.Entries, err)
 	}
+}
+
+// Every command other than serve that writes to the store refuses a trail whose tables are not
+// what the migrations made, naming what it found, and writes nothing; audit verify answers that it
+// cannot check (exit 3), naming it, never intact. serve serves with the trail held
+// (TestServeHoldsATrailWithAnotherCatalog); keys rewrap refuses (TestRewrapRefusesATrailHeldForItsCatalog).
+func TestCommandsRefuseATrailHeldForItsCatalog(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, _ string) {
+		stmts := []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`}
+		if engine == "postgres" {
+			stmts = []string{`CREATE FUNCTION zz_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+				`CREATE TRIGGER zz BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz_drop()`}
+		}
+		keys := listRow(t, c.mustRun("apikey", "list", "--user", string(testStaff)), "-")
+		file := filepath.Join(t.TempDir(), "dataset.json")
+		f, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dataset.Write(f, testDataset(1)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		sqlOn(t, url, stmts...)
+		db := testdb.SQL(t, url)
+		count := func(table string) int64 { return column[int64](t, db, `SELECT count(*) FROM `+table)[0] }
+		events, apiKeys, sessions := count("audit_events"), count("api_keys"), count("sessions")
+		const found = "found: trigger zz on audit_events"
+		for _, args := range [][]string{
+			{"apikey", "create", "--user", string(testStaff)},
+			{"apikey", "revoke", keys[0]},
+			{"session", "create", "--user", string(testStaff), "--ttl", "1h"},
+			{"user", "grant", string(testStaff), "principals.decrypt"},
+			{"user", "disable", string(testStaff)},
+			{"import", file},
+		} {
+			_, _, err := c.run(args...)
+			if !errors.Is(err, errTrailHeld) || !strings.Contains(err.Error(), found) || !strings.Contains(err.Error(), "nothing was written") {
+				t.Errorf("backoffice %s: %v; want it refused, naming %q", strings.Join(args, " "), err, found)
+			}
+		}
+		if e, k, s := count("audit_events"), count("api_keys"), count("sessions"); e != events || k != apiKeys || s != sessions {
+			t.Errorf("after the refusals: %d events, %d API keys, %d sessions; before: %d, %d, %d", e, k, s, events, apiKeys, sessions)
+		}
+		out, _, err := c.run("audit", "verify")
+		if !errors.Is(err, ErrCannotCheck) || Report(io.Discard, err) != 3 || !strings.HasPrefix(out, "CANNOT CHECK: ") ||
+			!strings.Contains(out, found) || strings.Contains(out, "intact") {
+			t.Errorf("audit verify: %v\n%s", err, out)
+		}
+	})
 }
