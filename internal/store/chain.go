@@ -275,7 +275,7 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if err != nil {
 		return chainTip{}, err
 	}
-	text, args := c.trail.guarded(chainAppendAfter, "audit_chain_append_read"), append([]any{tip.seq, tip.hash}, arrays...)
+	text, args := c.trail.guarded(chainAppendAfter), append([]any{tip.seq, tip.hash}, arrays...)
 	if c.unread {
 		text = chainAppendUnread
 	}
@@ -382,8 +382,7 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Store) prepareAudit(ctx context.Context) error {
-	catalog, _ := s.engine.TrailCatalog()
-	for _, text := range append([]string{chainHead, auditReadBack, catalog}, auditInsertRows...) {
+	for _, text := range append([]string{chainHead, auditReadBack}, auditInsertRows...) {
 		if _, err := s.stmts.Get(ctx, s.sql(text)); err != nil {
 			return fmt.Errorf("store: audit event: %w", s.classify(err))
 		}

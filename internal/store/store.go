@@ -54,6 +54,9 @@ type Store struct {
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
 	// do not make; while set, the chain links no event.
 	trailHeld atomic.Pointer[TrailCatalogError]
+	// trailClean is what the append's own check of the trail's catalog last found clean: SQLite's
+	// schema version, PostgreSQL's writer's function row (trailguard.go).
+	trailClean atomic.Pointer[string]
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and

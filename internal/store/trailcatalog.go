@@ -52,13 +52,18 @@ func (s *Store) CheckTrailCatalog(ctx context.Context) error {
 		return held
 	}
 	query, expected := s.engine.TrailCatalog()
+	g := s.trailGuard()
+	before, err := g.fingerprint(ctx, s.q())
+	if err != nil {
+		return err
+	}
 	got, err := s.trailCatalog(ctx, query)
 	if err != nil {
 		return err
 	}
 	findings := compareTrailCatalog(catalogLines(expected), got)
 	if len(findings) == 0 {
-		return nil
+		return g.remember(ctx, s.q(), before) // what each append compares (trailguard.go)
 	}
 	return s.holdTrail(findings)
 }

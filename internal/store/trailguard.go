@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"backoffice/internal/store/sqltx"
 )
@@ -17,32 +19,33 @@ import (
 // view renamed into audit_events' place whose INSTEAD OF trigger keeps decrypts where only the
 // writing transaction sees them, or (PostgreSQL) an audit_chain_append_read replaced by one that
 // writes nothing and answers as if it had. So each append checks, in its own transaction, what
-// its read-back cannot see, and a difference holds the trail (as CheckTrailCatalog's does) and
-// fails the group, nothing of it committed: its callers are answered 503, no SSN.
+// its read-back cannot see; a difference holds the trail (as CheckTrailCatalog's does) and fails
+// the group, nothing of it committed: its callers are answered 503, no SSN.
 //
-//   - SQLite: the whole catalog, compared with the migrations' (the lines CheckTrailCatalog
-//     compares). The append holds the write lock from its BEGIN, so no other connection changes
-//     the schema between the check and the commit. It reads a few rows of sqlite_schema in this
-//     process, no round trip.
-//   - PostgreSQL, the one-statement append (appendAfter): the statement itself calls the writer's
-//     function only when audit_events, as the statement names it, is a table and the function it
-//     calls is the migrations' (its definition hashed as the catalog's line for it is); otherwise
-//     it calls nothing and answers NULL, and the group is appended in a transaction instead, which
-//     finds what differs. No round trip more. Naming audit_events in the statement takes its lock
-//     before the statement's snapshot, so a rename waits for the append to commit.
+//   - SQLite: the schema version (PRAGMA schema_version, which every change of the schema moves).
+//     When it is not the one the last clean check saw, the whole catalog is compared with the
+//     migrations' in the same transaction. The append holds the write lock from its BEGIN, so no
+//     other connection changes the schema between the check and the commit.
+//   - PostgreSQL, the one-statement append (appendAfter): the statement calls the writer's function
+//     only when audit_events, as the statement names it, is a table and the function it calls is
+//     the row the last clean check saw (its oid and the transaction that wrote it: a replaced
+//     function, or one of the same name earlier on the search path, is another); otherwise it
+//     calls nothing and answers NULL, and the whole catalog is read to name what differs (and, when
+//     nothing does, to remember the row as clean). No round trip more. Naming audit_events in the
+//     statement takes its lock before the statement's snapshot, so a rename waits for the append.
 //   - PostgreSQL, an append in a transaction (appendLocked): after the insert, one statement reads
 //     whether audit_events, as the insert named it, is a table (the insert's lock keeps the
-//     relation it wrote to in place until the commit).
+//     relation it wrote to in place until the commit); it inserts itself, through no function.
 //
 // A trigger, a rule or a policy that drops, alters or hides a row the read-back catches (it reads
-// through them), and on PostgreSQL they are left to it and to CheckTrailCatalog: reading them in
-// every append would cost each group most of a millisecond of the server's planning. Where the
-// cheap check fails, the whole catalog is read in the same transaction to name what differs.
+// through them); on PostgreSQL they are left to it and to CheckTrailCatalog, as reading them, or
+// the definitions of functions, in every append would cost each group a good part of a
+// millisecond of the server's planning (BenchmarkTrailGuard measures what the check costs).
 
 // errTrailGuard means the one-statement append found the trail's table or the writer's function
-// not as the migrations made them, and called nothing: the group is appended in a transaction,
-// which reads what differs (trailGuard.check).
-var errTrailGuard = errors.New("store: the audit trail's table or the writer's function is not what the migrations made")
+// not as the last clean check saw them, and called nothing, while the whole catalog found nothing
+// to name: the group is appended in a transaction instead, which checks the table again.
+var errTrailGuard = errors.New("store: the audit trail's table or the writer's function is not as last checked")
 
 // trailGuard is what an append checks of the trail's catalog in its own transaction.
 type trailGuard struct {
@@ -52,6 +55,8 @@ type trailGuard struct {
 	// query and expected are the engine's catalog query and the lines its migrations make.
 	query    string
 	expected []string
+	// clean is what the last clean check saw (Store.trailClean).
+	clean *atomic.Pointer[string]
 	// hold holds the trail on the findings (as CheckTrailCatalog does) and returns the held error.
 	hold func(findings []string) error
 }
@@ -64,7 +69,7 @@ func (s *Store) trailGuard() trailGuard {
 		lines, _ = expectedLines.LoadOrStore(s.engine.Name(), catalogLines(expected))
 	}
 	return trailGuard{engine: s.engine.Name(), off: s.withoutTrailGuard, query: query,
-		expected: lines.([]string), hold: s.holdTrail}
+		expected: lines.([]string), clean: &s.trailClean, hold: s.holdTrail}
 }
 
 // expectedLines are the lines of each engine's expected catalog, split once.
@@ -84,36 +89,68 @@ func (g trailGuard) check(ctx context.Context, q *sqltx.Tx) error {
 	if g.off {
 		return nil
 	}
-	if g.engine == "postgres" {
+	var version string
+	switch g.engine {
+	case "postgres":
 		var table sql.NullBool
 		if err := q.QueryRow(ctx, pgTableGuard).Scan(&table); err != nil {
 			return fmt.Errorf("store: the audit trail's table: %w", err)
 		}
+		if table.Bool && g.clean.Load() == nil {
+			return g.checkAndRemember(ctx, q) // once: what the one-statement append compares
+		}
 		if table.Bool {
 			return nil
 		}
+	default:
+		v, err := g.fingerprint(ctx, q)
+		if err != nil || g.cleanIs(v) {
+			return err
+		}
+		version = v
 	}
-	st, err := q.Cached(ctx, g.query)
+	rows, err := q.Query(ctx, g.query)
 	if err != nil {
 		return fmt.Errorf("store: the audit trail's catalog: %w", err)
 	}
-	defer st.Close()
-	rows, err := st.QueryContext(ctx)
-	if err != nil {
-		return fmt.Errorf("store: the audit trail's catalog: %w", q.Classify(err))
-	}
-	if err := g.compare(q.ClassifiedRows(rows)); err != nil || g.engine != "postgres" {
+	if err := g.compare(rows); err != nil {
 		return err
 	}
-	// The table check saw what the whole catalog does not: it changed in between. Nothing to
-	// name, nothing written: refuse this group, hold nothing.
-	return &TrailCatalogError{Findings: []string{"audit_events was not a table when this group was appended"}}
+	if g.engine == "postgres" {
+		// The table check saw what the whole catalog does not: it changed in between. Nothing to
+		// name, nothing written: refuse this group, hold nothing.
+		return &TrailCatalogError{Findings: []string{"audit_events was not a table when this group was appended"}}
+	}
+	g.clean.Store(&version)
+	return nil
 }
 
-// refused is the one-statement append's check that failed (it called nothing): the whole catalog,
-// read on the pool, names what differs and holds the trail; when it finds nothing (changed back
-// since), errTrailGuard, and the group is appended in a transaction, which checks again.
+// cleanIs: the last clean check saw v.
+func (g trailGuard) cleanIs(v string) bool {
+	c := g.clean.Load()
+	return c != nil && *c == v
+}
+
+// refused follows the one-statement append's check that failed (it called nothing): the whole
+// catalog, read on the pool, names what differs and holds the trail. When it finds nothing, the
+// writer's function row is remembered as clean (checkAndRemember), and the group is appended in a
+// transaction (errTrailGuard).
 func (g trailGuard) refused(ctx context.Context, r runner) error {
+	if err := g.checkAndRemember(ctx, r); err != nil {
+		return err
+	}
+	return errTrailGuard
+}
+
+// checkAndRemember compares the whole catalog, read with r, with the migrations', holding the
+// trail on what differs; when nothing does, it remembers as clean what the append's check compares
+// (fingerprint), read before and after the catalog: the same both times, nothing changed it in
+// between.
+func (g trailGuard) checkAndRemember(ctx context.Context, r runner) error {
+	before, err := g.fingerprint(ctx, r)
+	if err != nil {
+		return err
+	}
 	rows, err := r.Query(ctx, g.query)
 	if err != nil {
 		return fmt.Errorf("store: the audit trail's catalog: %w", err)
@@ -121,7 +158,38 @@ func (g trailGuard) refused(ctx context.Context, r runner) error {
 	if err := g.compare(rows); err != nil {
 		return err
 	}
-	return errTrailGuard
+	return g.remember(ctx, r, before)
+}
+
+// remember remembers before, what the append's check compares as read before a whole catalog was
+// found clean, when it still reads so.
+func (g trailGuard) remember(ctx context.Context, r runner, before string) error {
+	after, err := g.fingerprint(ctx, r)
+	if err != nil {
+		return err
+	}
+	if before == after && before != "" {
+		g.clean.Store(&before)
+	}
+	return nil
+}
+
+// fingerprint is what the append's check compares with the last clean check's: SQLite's schema
+// version, PostgreSQL's writer's function row ("" when there is none).
+func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
+	if g.engine != "postgres" {
+		var v int64
+		if err := r.QueryRow(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+			return "", fmt.Errorf("store: the audit trail's catalog: the schema version: %w", err)
+		}
+		return strconv.FormatInt(v, 10), nil
+	}
+	var row sql.NullString
+	err := r.QueryRow(ctx, `SELECT p.oid::text || ':' || p.xmin::text FROM pg_proc p WHERE p.oid = '`+g.signature(appendFunction)+`'::regprocedure`).Scan(&row)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store: the audit trail's function %s: %w", appendFunction, err)
+	}
+	return row.String, nil
 }
 
 // compare reads the catalog's rows and holds the trail on what differs from the migrations'.
@@ -136,39 +204,41 @@ func (g trailGuard) compare(rows *sqltx.Rows) error {
 	return nil
 }
 
-// guardedCalls holds the one-statement append's text with its check, by the text without it.
-var guardedCalls sync.Map
+// appendFunction is the writer's function, which the one-statement append calls.
+const appendFunction = "audit_chain_append_read"
 
-// guarded is text, a statement that calls the writer's function fn ("SELECT fn(…)…"), made to call it
-// only when audit_events is a table and fn's definition is the one the migrations make, and to
-// answer NULL otherwise. A function the migrations do not make is never called.
-func (g trailGuard) guarded(text, fn string) string {
+// guarded is text, a statement "SELECT audit_chain_append_read(…)…", made to call the function
+// only when audit_events is a table and the function is the row the last clean check saw, and to
+// answer NULL otherwise.
+func (g trailGuard) guarded(text string) string {
 	if g.off {
 		return text
 	}
-	if t, ok := guardedCalls.Load(text); ok {
-		return t.(string)
+	clean := "none"
+	if c := g.clean.Load(); c != nil && isRow(*c) {
+		clean = *c
 	}
 	call := strings.TrimPrefix(text, "SELECT ")
 	end := strings.Index(call, ")") + 1 // the call's arguments are placeholders: no parenthesis inside
-	sig, def := g.function(fn)
 	guard := `(SELECT c.relkind = 'r' FROM pg_class c WHERE c.oid = 'audit_events'::regclass
 	    AND NOT EXISTS (SELECT FROM audit_events WHERE false))
-	  AND (SELECT encode(sha256(convert_to(concat_ws(E'\n', l.lanname, p.provolatile::text, p.prosecdef::text,
-	         coalesce(p.proconfig::text, ''), pg_get_function_result(p.oid), p.prosrc), 'UTF8')), 'hex')
-	       FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = '` + sig + `'::regprocedure) = '` + def + `'`
-	t := "SELECT CASE WHEN " + guard + " THEN " + call[:end] + " END" + call[end:]
-	guardedCalls.Store(text, t)
-	return t
+	  AND (SELECT p.oid::text || ':' || p.xmin::text FROM pg_proc p WHERE p.oid = '` + g.signature(appendFunction) + `'::regprocedure) = '` + clean + `'`
+	return "SELECT CASE WHEN " + guard + " THEN " + call[:end] + " END" + call[end:]
 }
 
-// function is fn's signature as regprocedure reads it (its argument types) and the hash of its
-// definition, from the catalog the migrations make; for a function it lacks, a definition no
-// function's hash is, so that the guard is never true.
-func (g trailGuard) function(fn string) (signature, def string) {
+// signatures holds each function's signature as regprocedure reads it, by name.
+var signatures sync.Map
+
+// signature is fn's signature as regprocedure reads it (its argument types), from the catalog the
+// migrations make; for a function it lacks, one no function has.
+func (g trailGuard) signature(fn string) string {
+	if s, ok := signatures.Load(fn); ok {
+		return s.(string)
+	}
+	sig := "audit_no_such_function(bigint, bytea, text)"
 	for _, line := range g.expected {
 		o := parseCatalogLine(line)
-		if o.kind != "function" || !strings.HasPrefix(o.name, fn+"(") || !isHex(o.def) {
+		if o.kind != "function" || !strings.HasPrefix(o.name, fn+"(") {
 			continue
 		}
 		args := strings.TrimSuffix(strings.TrimPrefix(o.name, fn+"("), ")")
@@ -177,17 +247,18 @@ func (g trailGuard) function(fn string) (signature, def string) {
 			_, typ, _ := strings.Cut(a, " ") // "prev_seq bigint": the name, then the type
 			types = append(types, typ)
 		}
-		return fn + "(" + strings.Join(types, ", ") + ")", o.def
+		sig = fn + "(" + strings.Join(types, ", ") + ")"
+		break
 	}
-	return "pg_catalog.now()", "none"
+	signatures.Store(fn, sig)
+	return sig
 }
 
-// isHex: only hexadecimal digits (a hash from the golden file, put into a statement's text).
-func isHex(s string) bool {
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
+// isRow: "OID:XID", digits around one colon (put into a statement's text).
+func isRow(s string) bool {
+	oid, xid, ok := strings.Cut(s, ":")
+	digits := func(s string) bool {
+		return s != "" && strings.Trim(s, "0123456789") == ""
 	}
-	return s != ""
+	return ok && digits(oid) && digits(xid)
 }
