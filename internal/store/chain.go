@@ -159,9 +159,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	} else {
 		err = insertAuditRows(ctx, q, args)
 	}
-	if err == nil {
-		err = c.trail.check(ctx, q)
-	}
+	err = c.trail.check(ctx, q, err)
 	if err != nil || c.unread {
 		return tip, err
 	}

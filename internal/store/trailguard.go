@@ -83,12 +83,23 @@ func catalogLines(expected []byte) []string {
 // pgTableGuard is true when audit_events, as a statement of this session names it, is a table.
 const pgTableGuard = `SELECT relkind = 'r' FROM pg_class WHERE oid = 'audit_events'::regclass`
 
-// check checks the trail's catalog in q, the transaction of an append, after its insert: nil, or
-// the held trail's error naming what differs.
-func (g trailGuard) check(ctx context.Context, q *sqltx.Tx) error {
-	if g.off {
-		return nil
+// check checks the trail's catalog in q, the transaction of an append, after its insert, which
+// failed with inserted (nil when it did not): the held trail's error naming what differs, else
+// inserted. A failed insert is checked after on SQLite (a view in the table's place may refuse
+// the insert: the difference is what to name), not on PostgreSQL, whose failed statement ended
+// the transaction's use.
+func (g trailGuard) check(ctx context.Context, q *sqltx.Tx, inserted error) error {
+	if g.off || inserted != nil && g.engine == "postgres" {
+		return inserted
 	}
+	if err := g.checkAfter(ctx, q); err != nil {
+		return err
+	}
+	return inserted
+}
+
+// checkAfter is check, after an insert.
+func (g trailGuard) checkAfter(ctx context.Context, q *sqltx.Tx) error {
 	var version string
 	switch g.engine {
 	case "postgres":
