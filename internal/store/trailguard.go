@@ -24,7 +24,8 @@ import (
 //
 //   - SQLite: the schema version (PRAGMA schema_version, which every change of the schema moves).
 //     When it is not the one the last clean check saw, the whole catalog is compared with the
-//     migrations' in the same transaction. The append holds the write lock from its BEGIN, so no
+//     migrations' in the same transaction, after the insert whether or not it failed (a view in
+//     the table's place may refuse it). The append holds the write lock from its BEGIN, so no
 //     other connection changes the schema between the check and the commit.
 //   - PostgreSQL, the one-statement append (appendAfter): the statement calls the writer's function
 //     only when audit_events, as the statement names it, is a table and the function it calls is
@@ -33,14 +34,18 @@ import (
 //     calls nothing and answers NULL, and the whole catalog is read to name what differs (and, when
 //     nothing does, to remember the row as clean). No round trip more. Naming audit_events in the
 //     statement takes its lock before the statement's snapshot, so a rename waits for the append.
+//     What the statement cannot see is a change committed between its snapshot and the function's
+//     run; the next group sees it, and the signer's memory of this process's commits
+//     (CommitMemory) keeps anything from being signed over it.
 //   - PostgreSQL, an append in a transaction (appendLocked): after the insert, one statement reads
 //     whether audit_events, as the insert named it, is a table (the insert's lock keeps the
 //     relation it wrote to in place until the commit); it inserts itself, through no function.
+//     The first such append of a store that no clean check has primed compares the whole catalog.
 //
 // A trigger, a rule or a policy that drops, alters or hides a row the read-back catches (it reads
-// through them); on PostgreSQL they are left to it and to CheckTrailCatalog, as reading them, or
-// the definitions of functions, in every append would cost each group a good part of a
-// millisecond of the server's planning (BenchmarkTrailGuard measures what the check costs).
+// through them); on PostgreSQL they are left to it and to CheckTrailCatalog: planning a read of
+// them, or of the functions' definitions, in every append's statement would cost each group many
+// times what the check above does (BenchmarkTrailGuard measures what it costs).
 
 // errTrailGuard means the one-statement append found the trail's table or the writer's function
 // not as the last clean check saw them, and called nothing, while the whole catalog found nothing
