@@ -33,7 +33,8 @@ import (
 // INSTEAD OF trigger; on PostgreSQL also a rule, and a policy with row-level security forced), and
 // every function of the trail (PostgreSQL) a search path of the attacker's. Each is made by
 // direct SQL on a copy of a prepared database under a running service whose start found nothing:
-// its next checkpoint must sign nothing and name it, a decrypt must answer 503 unavailable (naming
+// a decrypt then answers an SSN only with its event in the trail's real table (the append's own
+// check), its next checkpoint must sign nothing and name it, a decrypt must answer 503 unavailable (naming
 // nothing), /readyz 503 not_ready, and serve started again must name it in its error line. The
 // false-refusal side: the database as migrated, with an index added, and after ANALYZE, must pass.
 
@@ -195,9 +196,27 @@ func runTrailAttack(t *testing.T, engine, url string, a trailAttack) []string {
 		t.Fatal(err)
 	}
 	attacker := testdb.SQL(t, url)
+	granted := func(table string) int64 {
+		return column[int64](t, attacker, `SELECT count(*) FROM `+table+` WHERE action = 'principal.decrypt' AND outcome = 'granted'`)[0]
+	}
+	before, real := granted("audit_events"), "audit_events"
+	if a.target == "audit_events" && strings.HasPrefix(a.kind, "a view in its place") {
+		real = "zz_table" // where the attack renames the trail's table
+	}
 	for _, stmt := range a.stmts {
 		if _, err := attacker.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %s: %v", a.key(), stmt, err)
+		}
+	}
+	if !a.legit {
+		// A decrypt before any check but the append's own: an SSN only with its event in the
+		// trail's real table.
+		status, _, err := get(t, srv, decryptPath(testPrincipal(0)), "Api-Key "+testStaffKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if served, landed := status == http.StatusOK, granted(real)-before; served && landed != 1 || !served && landed != 0 {
+			t.Errorf("%s: a decrypt under the change answered %d, and %d granted events landed", a.key(), status, landed)
 		}
 	}
 	// The check before the next checkpoint finds it; from then on the trail is held.
