@@ -251,7 +251,7 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 	head := column[int64](t, testdb.SQL(t, dbURL), `SELECT max(seq) FROM audit_events`)[0]
 	t.Logf("served %d SSNs, %d refused; %d granted events; verify: %v; signed seq %d of %d", served, refused, granted, rep.Break, cp.signed, head)
 	if a.held {
-		heldTrail(t, st, a, served, refused, granted, rep, cpLogs.String())
+		heldTrail(t, st, a, served, refused, granted, rep, logs.String(), cpLogs.String())
 		if status, body, err := get(t, srv, "/readyz", ""); err != nil || status != http.StatusServiceUnavailable {
 			t.Errorf("/readyz over the held trail: %d %s %v", status, body, err)
 		}
@@ -298,8 +298,8 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 
 // heldTrail checks a trail the append's own catalog check held under the attack a: no SSN
 // without its event, every decrypt under the attack refused, the trail whole, the finding named
-// in the store's held error and in the signer's log line.
-func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused int, granted int64, rep store.ChainReport, cpLogs string) {
+// in the store's held error, in the refused decrypt's log line and in the signer's.
+func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused int, granted int64, rep store.ChainReport, logs, cpLogs string) {
 	t.Helper()
 	if int64(served) != granted {
 		t.Errorf("%d SSNs served, %d granted decrypt events in the trail", served, granted)
@@ -313,6 +313,11 @@ func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused in
 	held := st.TrailCatalogHeld()
 	if held == nil || !strings.Contains(held.Error(), a.found) {
 		t.Errorf("the trail held for %v, want %q", held, a.found)
+	}
+	if !strings.Contains(logs, `"level":"ERROR","msg":"request failed"`) ||
+		!strings.Contains(logs, `"status":503,"code":"unavailable","cause":"the audit trail's tables are not what the migrations made: `) ||
+		!strings.Contains(logs, a.found) {
+		t.Errorf("no refused decrypt's log line names %q:\n%s", a.found, logs)
 	}
 	if !strings.Contains(cpLogs, "audit checkpoint not signed") || !strings.Contains(cpLogs, a.found) {
 		t.Errorf("the signer's log does not name %q:\n%s", a.found, cpLogs)

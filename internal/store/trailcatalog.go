@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,10 +37,12 @@ func (e *TrailCatalogError) Error() string {
 	return "the audit trail's tables are not what the migrations made: " + strings.Join(e.Findings, "; ")
 }
 
-// Unwrap is the error the API answers with: 503 unavailable.
+// Unwrap is the error the API answers with: 503 unavailable, its detail naming nothing found, its
+// cause (for the log's line of each refused request) the findings.
 func (e *TrailCatalogError) Unwrap() error {
 	return &domain.Error{Kind: domain.KindUnavailable, Code: "unavailable",
-		Detail: "the audit trail cannot record events now, so no request that records one is served; an operator must act (the service's log says why)"}
+		Detail: "the audit trail cannot record events now, so no request that records one is served; an operator must act (the service's log says why)",
+		Err:    errors.New(e.Error())}
 }
 
 // CheckTrailCatalog compares the audit trail's catalog with what the migrations make and returns
