@@ -66,8 +66,9 @@ func resolveActor(ctx context.Context, st *store.Store, flagValue string) (domai
 	return id, nil
 }
 
-// openStoreAs opens the store for a command that writes audit events, and resolves its --actor
-// there; the store is closed again if the actor is refused.
+// openStoreAs opens the store for a command that writes audit events, checks that the trail's
+// tables are what the migrations made (refuseHeldTrail), and resolves its --actor there; the
+// store is closed again if either is refused.
 func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Store, domain.ID, error) {
 	ring, err := masterRing(cfg)
 	if err != nil {
@@ -75,6 +76,10 @@ func openStoreAs(ctx context.Context, cfg Config, actorFlag string) (*store.Stor
 	}
 	st, err := openStore(ctx, cfg, ring)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := refuseHeldTrail(ctx, st, "this command"); err != nil {
+		st.Close()
 		return nil, "", err
 	}
 	actor, err := resolveActor(ctx, st, actorFlag)

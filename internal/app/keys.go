@@ -346,6 +346,9 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 		return err
 	}
 	st, actor, err := openStoreAs(ctx, cfg, *actorID)
+	if errors.Is(err, errTrailHeld) {
+		return fmt.Errorf("%w: %w", ErrCannotCheck, err) // as verifyBeforeAnchor refuses it
+	}
 	if err != nil {
 		return err
 	}

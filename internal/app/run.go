@@ -208,11 +208,19 @@ func openStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Stor
 	return openMigrated(ctx, cfg, ring, store.MustExist())
 }
 
-// createStore is openStore for the commands that make a database when there is none and append
-// to the audit trail under the ring's active key: serve and import (see openContinuing).
+// createStore is openStore for the command that makes a database when there is none and appends
+// to the audit trail under the ring's active key, import (see openContinuing), on a trail whose
+// tables are what the migrations made (refuseHeldTrail).
 func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.Store, error) {
 	st, _, err := openContinuing(ctx, cfg, ring, "import")
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseHeldTrail(ctx, st, "import"); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // openContinuing is openSealed for serve and import, which seal SSNs or link audit events under

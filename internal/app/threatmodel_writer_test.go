@@ -21,18 +21,22 @@ import (
 
 // The database attacker against the audit writer (docs/compliance.md, "Attacks on the writer"):
 // something in the database that drops, deletes, alters or hides a decrypt's event while the
-// decrypt is served. Each attack is set up under a running service, three decrypts go through the
-// real router, the attack is taken away, one more decrypt is served, and then the checkpoint
-// signer ticks and the trail is counted and verified.
+// decrypt is served. Each attack is set up under a running service whose start found the trail's
+// tables as the migrations made them, three decrypts go through the real router, the attack is
+// taken away, one more decrypt is asked for, and then the checkpoint signer ticks and the trail is
+// counted and verified.
 //
-// An attack the writer's read-back catches (caught) answers those decrypts 503, no SSN, and logs
-// which event did not land: the SSNs served equal the granted events in the trail, which verifies
-// and is signed. One that fools the read-back too (a view in the table's place that shows the
-// rows to the transaction that wrote them only, a row deleted after its decrypt answered) is not
-// signed over: the signer's memory of this process's commits names the seq (audit verify on the
-// database alone finds the trail whole: the next append linked over the gap). Only the catalog
-// check (the trail's tables and functions are what the migrations made) keeps those SSNs from
-// being served.
+// An attack the append's own check of the trail's catalog finds (held: trailguard.go; on SQLite
+// every change of the trail's catalog, on PostgreSQL a view in the table's place and a replaced
+// writer's function) answers those decrypts 503, no SSN, and holds the trail: the decrypt after
+// the attack is taken away is refused too, nothing more is signed, and the log names what was
+// found. One the writer's read-back catches (caught: PostgreSQL's triggers, rules and policies)
+// answers them 503 and logs which event did not land; the trail is not held, and the decrypt
+// after is served and signed. Either way the SSNs served equal the granted events in the trail.
+//
+// What no write path can stop is a row deleted after its decrypt was answered: the signer's
+// memory of this process's commits (CommitMemory) names its seq and signs nothing over it (audit
+// verify on the database alone finds the trail whole: the next append linked over the gap).
 
 // writerAttack is one attack: setup and teardown statements, and after, run after each decrypt
 // answered 200 while the attack is on.
@@ -40,8 +44,11 @@ type writerAttack struct {
 	name            string
 	setup, teardown []string
 	after           []string
-	// caught: the read-back catches it (no SSN without its event); otherwise the signer does.
-	caught bool
+	// caught: the read-back catches it (no SSN without its event); held: the append's check of
+	// the trail's catalog does, and holds the trail; otherwise the signer does.
+	caught, held bool
+	// found is what the held trail names.
+	found string
 	// restricted: the service connects as a role that is not a superuser, for whom row level
 	// security holds (PostgreSQL).
 	restricted bool
@@ -61,26 +68,26 @@ func writerAttacks(engine string) []writerAttack {
 		after: []string{`DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)`}}
 	if engine == "sqlite" {
 		return []writerAttack{
-			{name: "BEFORE INSERT trigger, RAISE(IGNORE)", caught: true,
+			{name: "BEFORE INSERT trigger, RAISE(IGNORE)", held: true, found: "found: trigger zz on audit_events",
 				setup:    []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events WHEN ` + decryptOnly + ` BEGIN SELECT RAISE(IGNORE); END`},
 				teardown: []string{`DROP TRIGGER zz`}},
-			{name: "AFTER INSERT trigger deletes it", caught: true,
+			{name: "AFTER INSERT trigger deletes it", held: true, found: "found: trigger zz on audit_events",
 				setup:    []string{`CREATE TRIGGER zz AFTER INSERT ON audit_events WHEN ` + decryptOnly + ` BEGIN DELETE FROM audit_events WHERE seq = NEW.seq; END`},
 				teardown: []string{`DROP TRIGGER zz`}},
-			{name: "AFTER INSERT trigger makes it denied", caught: true,
+			{name: "AFTER INSERT trigger makes it denied", held: true, found: "found: trigger zz on audit_events",
 				setup:    []string{`CREATE TRIGGER zz AFTER INSERT ON audit_events WHEN ` + decryptOnly + ` BEGIN UPDATE audit_events SET outcome = 'denied' WHERE seq = NEW.seq; END`},
 				teardown: []string{`DROP TRIGGER zz`}},
-			{name: "AFTER INSERT trigger renumbers it", caught: true,
+			{name: "AFTER INSERT trigger renumbers it", held: true, found: "found: trigger zz on audit_events",
 				setup:    []string{`CREATE TRIGGER zz AFTER INSERT ON audit_events WHEN ` + decryptOnly + ` BEGIN UPDATE audit_events SET seq = seq + 1000000 WHERE seq = NEW.seq; END`},
 				teardown: []string{`DROP TRIGGER zz`, `DELETE FROM audit_events WHERE seq > 1000000`}},
-			{name: "view in its place, INSTEAD OF INSERT drops it", caught: true,
+			{name: "view in its place, INSTEAD OF INSERT drops it", held: true, found: "audit_events is a view, not a table",
 				setup: []string{
 					`ALTER TABLE audit_events RENAME TO audit_events_real`,
 					`CREATE VIEW audit_events AS SELECT * FROM audit_events_real`,
 					`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events WHEN NOT ` + decryptOnly + ` BEGIN
 						INSERT INTO audit_events_real (` + auditColumnList + `) VALUES (NEW.id, NEW.at, NEW.actor_user_id, NEW.action, NEW.target_id, NEW.outcome, NEW.detail, NEW.seq, NEW.chain_key_id, NEW.hash); END`},
 				teardown: []string{`DROP VIEW audit_events`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
-			{name: "view in its place shows each decrypt until the next",
+			{name: "view in its place shows each decrypt until the next", held: true, found: "audit_events is a view, not a table",
 				setup: []string{
 					`ALTER TABLE audit_events RENAME TO audit_events_real`,
 					`CREATE TABLE audit_side AS SELECT * FROM audit_events_real WHERE 0`,
@@ -127,7 +134,7 @@ func writerAttacks(engine string) []writerAttack {
 		rls("row level security hides new decrypts from the service", `action <> 'principal.decrypt' OR seq < 2`, "", 0), // seq 1: the decrypt before the attack
 		rls("row level security hides every decrypt, the chain's head too", `action <> 'principal.decrypt'`,
 			"duplicate key value violates unique constraint", http.StatusInternalServerError),
-		{name: "view in its place, INSTEAD OF INSERT drops it", caught: true,
+		{name: "view in its place, INSTEAD OF INSERT drops it", held: true, found: "audit_events is a view, not a table",
 			setup: []string{
 				`ALTER TABLE audit_events RENAME TO audit_events_real`,
 				`CREATE VIEW audit_events AS SELECT * FROM audit_events_real`,
@@ -135,7 +142,7 @@ func writerAttacks(engine string) []writerAttack {
 					IF NOT ` + decryptOnly + ` THEN INSERT INTO audit_events_real SELECT NEW.*; END IF; RETURN NEW; END $$`,
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
-		{name: "view in its place shows a decrypt to its own transaction only",
+		{name: "view in its place shows a decrypt to its own transaction only", held: true, found: "audit_events is a view, not a table",
 			setup: []string{
 				`ALTER TABLE audit_events RENAME TO audit_events_real`,
 				`CREATE TABLE audit_side AS SELECT *, NULL::xid8 AS xid FROM audit_events_real WHERE false`,
@@ -146,7 +153,8 @@ func writerAttacks(engine string) []writerAttack {
 					ELSE INSERT INTO audit_events_real SELECT NEW.*; END IF; RETURN NEW; END $$`,
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `DROP TABLE audit_side`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
-		{name: "the writer's append function replaced by one that writes nothing",
+		{name: "the writer's append function replaced by one that writes nothing", held: true,
+			found: "changed: function audit_chain_append_read(",
 			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
 				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
 				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
@@ -230,8 +238,8 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 		}
 	}
 	sqlOn(t, dbURL, a.teardown...)
-	if decrypt(0) != http.StatusOK {
-		t.Fatalf("a decrypt after the attack was taken away: not served\n%s", logs.String())
+	if after := decrypt(0); a.held != (after != http.StatusOK) {
+		t.Fatalf("a decrypt after the attack was taken away: %d (held: %v)\n%s", after, a.held, logs.String())
 	}
 	cp.tick(ctx)
 
@@ -242,6 +250,16 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 	}
 	head := column[int64](t, testdb.SQL(t, dbURL), `SELECT max(seq) FROM audit_events`)[0]
 	t.Logf("served %d SSNs, %d refused; %d granted events; verify: %v; signed seq %d of %d", served, refused, granted, rep.Break, cp.signed, head)
+	if a.held {
+		heldTrail(t, st, a, served, refused, granted, rep, logs.String(), cpLogs.String())
+		if status, body, err := get(t, srv, "/readyz", ""); err != nil || status != http.StatusServiceUnavailable {
+			t.Errorf("/readyz over the held trail: %d %s %v", status, body, err)
+		}
+		if cp.signed != 1 {
+			t.Errorf("the signer signed seq %d over the held trail, want the baseline's 1", cp.signed)
+		}
+		return
+	}
 	if a.caught {
 		if int64(served) != granted {
 			t.Errorf("%d SSNs served, %d granted decrypt events in the trail", served, granted)
@@ -275,6 +293,34 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 	m := notSignedSeqRe.FindStringSubmatch(cpLogs.String())
 	if m == nil || m[1] != fmt.Sprint(head) {
 		t.Errorf("the signer's error does not name seq %d:\n%s", head, cpLogs.String())
+	}
+}
+
+// heldTrail checks a trail the append's own catalog check held under the attack a: no SSN
+// without its event, every decrypt under the attack refused, the trail whole, the finding named
+// in the store's held error, in the refused decrypt's log line and in the signer's.
+func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused int, granted int64, rep store.ChainReport, logs, cpLogs string) {
+	t.Helper()
+	if int64(served) != granted {
+		t.Errorf("%d SSNs served, %d granted decrypt events in the trail", served, granted)
+	}
+	if refused != 3 {
+		t.Errorf("%d of the 3 decrypts under the attack refused, want all", refused)
+	}
+	if rep.Break != nil || rep.Unchecked != nil {
+		t.Errorf("the trail does not verify: %v %v", rep.Break, rep.Unchecked)
+	}
+	held := st.TrailCatalogHeld()
+	if held == nil || !strings.Contains(held.Error(), a.found) {
+		t.Errorf("the trail held for %v, want %q", held, a.found)
+	}
+	if !strings.Contains(logs, `"level":"ERROR","msg":"request failed"`) ||
+		!strings.Contains(logs, `"status":503,"code":"unavailable","cause":"the audit trail's tables are not what the migrations made: `) ||
+		!strings.Contains(logs, a.found) {
+		t.Errorf("no refused decrypt's log line names %q:\n%s", a.found, logs)
+	}
+	if !strings.Contains(cpLogs, "audit checkpoint not signed") || !strings.Contains(cpLogs, a.found) {
+		t.Errorf("the signer's log does not name %q:\n%s", a.found, cpLogs)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"backoffice/internal/checkpoint"
+	"backoffice/internal/dataset"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -32,7 +33,8 @@ import (
 // INSTEAD OF trigger; on PostgreSQL also a rule, and a policy with row-level security forced), and
 // every function of the trail (PostgreSQL) a search path of the attacker's. Each is made by
 // direct SQL on a copy of a prepared database under a running service whose start found nothing:
-// its next checkpoint must sign nothing and name it, a decrypt must answer 503 unavailable (naming
+// a decrypt then answers an SSN only with its event in the trail's real table (the append's own
+// check), its next checkpoint must sign nothing and name it, a decrypt must answer 503 unavailable (naming
 // nothing), /readyz 503 not_ready, and serve started again must name it in its error line. The
 // false-refusal side: the database as migrated, with an index added, and after ANALYZE, must pass.
 
@@ -194,9 +196,27 @@ func runTrailAttack(t *testing.T, engine, url string, a trailAttack) []string {
 		t.Fatal(err)
 	}
 	attacker := testdb.SQL(t, url)
+	granted := func(table string) int64 {
+		return column[int64](t, attacker, `SELECT count(*) FROM `+table+` WHERE action = 'principal.decrypt' AND outcome = 'granted'`)[0]
+	}
+	before, real := granted("audit_events"), "audit_events"
+	if a.target == "audit_events" && strings.HasPrefix(a.kind, "a view in its place") {
+		real = "zz_table" // where the attack renames the trail's table
+	}
 	for _, stmt := range a.stmts {
 		if _, err := attacker.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %s: %v", a.key(), stmt, err)
+		}
+	}
+	if !a.legit {
+		// A decrypt before any check but the append's own: an SSN only with its event in the
+		// trail's real table.
+		status, _, err := get(t, srv, decryptPath(testPrincipal(0)), "Api-Key "+testStaffKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if served, landed := status == http.StatusOK, granted(real)-before; served && landed != 1 || !served && landed != 0 {
+			t.Errorf("%s: a decrypt under the change answered %d, and %d granted events landed", a.key(), status, landed)
 		}
 	}
 	// The check before the next checkpoint finds it; from then on the trail is held.
@@ -440,4 +460,54 @@ func TestServeHoldsATrailWithAnotherCatalog(t *testing.T) {
 	if read, err := checkpoint.ReadFile(file); err != nil || len(read.Entries) != 0 {
 		t.Errorf("checkpoints signed over the held trail: %+v, %v", read.Entries, err)
 	}
+}
+
+// Every command other than serve that writes to the store refuses a trail whose tables are not
+// what the migrations made, naming what it found, and writes nothing; audit verify answers that it
+// cannot check (exit 3), naming it, never intact. serve serves with the trail held
+// (TestServeHoldsATrailWithAnotherCatalog); keys rewrap refuses (TestRewrapRefusesATrailHeldForItsCatalog).
+func TestCommandsRefuseATrailHeldForItsCatalog(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, _ string) {
+		stmts := []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`}
+		if engine == "postgres" {
+			stmts = []string{`CREATE FUNCTION zz_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+				`CREATE TRIGGER zz BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz_drop()`}
+		}
+		keys := listRow(t, c.mustRun("apikey", "list", "--user", string(testStaff)), "-")
+		file := filepath.Join(t.TempDir(), "dataset.json")
+		f, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dataset.Write(f, testDataset(1)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		sqlOn(t, url, stmts...)
+		db := testdb.SQL(t, url)
+		count := func(table string) int64 { return column[int64](t, db, `SELECT count(*) FROM `+table)[0] }
+		events, apiKeys, sessions := count("audit_events"), count("api_keys"), count("sessions")
+		const found = "found: trigger zz on audit_events"
+		for _, args := range [][]string{
+			{"apikey", "create", "--user", string(testStaff)},
+			{"apikey", "revoke", keys[0]},
+			{"session", "create", "--user", string(testStaff), "--ttl", "1h"},
+			{"user", "grant", string(testStaff), "principals.decrypt"},
+			{"user", "disable", string(testStaff)},
+			{"import", file},
+		} {
+			_, _, err := c.run(args...)
+			if !errors.Is(err, errTrailHeld) || !strings.Contains(err.Error(), found) || !strings.Contains(err.Error(), "nothing was written") {
+				t.Errorf("backoffice %s: %v; want it refused, naming %q", strings.Join(args, " "), err, found)
+			}
+		}
+		if e, k, s := count("audit_events"), count("api_keys"), count("sessions"); e != events || k != apiKeys || s != sessions {
+			t.Errorf("after the refusals: %d events, %d API keys, %d sessions; before: %d, %d, %d", e, k, s, events, apiKeys, sessions)
+		}
+		out, _, err := c.run("audit", "verify")
+		if !errors.Is(err, ErrCannotCheck) || Report(io.Discard, err) != 3 || !strings.HasPrefix(out, "CANNOT CHECK: ") ||
+			!strings.Contains(out, found) || strings.Contains(out, "intact") {
+			t.Errorf("audit verify: %v\n%s", err, out)
+		}
+	})
 }

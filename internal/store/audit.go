@@ -248,7 +248,7 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) err
 	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read
 	// under the lock. Should the lost statement have committed after all, the same event ids
 	// make the second insert fail rather than write the group twice.
-	if errors.Is(err, errChainMoved) || s.lostConnection(ctx, err) {
+	if errors.Is(err, errChainMoved) || errors.Is(err, errTrailGuard) || s.lostConnection(ctx, err) {
 		settle(false)
 		err = s.tx(ctx, func(q *sqltx.Tx) error {
 			var err error

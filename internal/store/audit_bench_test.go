@@ -91,3 +91,29 @@ func recordAudits(b *testing.B, st *store.Store, callers int) {
 		b.ReportMetric(float64((processCPU()-began).Microseconds())/float64(b.N), "cpu-µs/event")
 	}
 }
+
+// BenchmarkTrailGuard is what the append's own check of the trail's catalog costs
+// (trailguard.go): as BenchmarkAuditReadBack, with and without it, on the same database, the two
+// alternating round by round within one run.
+//
+//	go test ./internal/store -run '^$' -bench TrailGuard -benchtime 2s
+func BenchmarkTrailGuard(b *testing.B) {
+	const rounds = 5
+	for _, engine := range []string{"sqlite", "postgres"} {
+		url := testdb.URL(b, engine)
+		with, without := testdb.OpenURL(b, url), testdb.OpenURL(b, url)
+		store.WithoutTrailGuard(without)
+		for _, callers := range []int{16, 1} {
+			for round := range rounds {
+				for _, c := range []struct {
+					name string
+					st   *store.Store
+				}{{"without", without}, {"with", with}} {
+					b.Run(fmt.Sprintf("%s/callers=%d/%s/round=%d", engine, callers, c.name, round), func(b *testing.B) {
+						recordAudits(b, c.st, callers)
+					})
+				}
+			}
+		}
+	}
+}

@@ -89,6 +89,8 @@ type auditChain struct {
 	notLanded func(error) (string, bool)
 	// unread: read nothing back (Store.withoutReadBack).
 	unread bool
+	// trail checks the trail's catalog in the append's own transaction (trailguard.go).
+	trail trailGuard
 	// expect, when set, is told each group's events, numbered and linked, before they are sent
 	// (the audit writer's memory of its commits, CommitMemory). Without it, memories are: told
 	// before the rows are sent, and once the transaction has ended whether it committed.
@@ -101,7 +103,7 @@ func (s *Store) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
 		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
-		unread: s.withoutReadBack, memories: s.memories.active()}
+		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active()}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -169,6 +171,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	} else {
 		err = insertAuditRows(ctx, q, args)
 	}
+	err = c.trail.check(ctx, q, err)
 	if err == nil {
 		err = insertTree(ctx, q, c.arrays, c.typed, tree.rows)
 	}
@@ -319,7 +322,7 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 	if err != nil {
 		return chainTip{}, err
 	}
-	text, args := chainAppendAfter, append([]any{tip.seq, tip.hash}, arrays...)
+	text, args := c.trail.guarded(chainAppendAfter), append([]any{tip.seq, tip.hash}, arrays...)
 	if c.unread {
 		text = chainAppendUnread
 	} else {
@@ -349,6 +352,8 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		return chainTip{}, ErrStale // the generation moved: the function did not run
 	case err == nil && c.unread:
 		return next, nil
+	case err == nil && !landed.Valid:
+		return chainTip{}, c.trail.refused(ctx, q) // the function was not called
 	case err == nil:
 		if landed.Int64 != int64(len(written)) {
 			return chainTip{}, &notLandedError{what: fmt.Sprintf("seq %d-%d: %d of %d events read back as written", written[0].Seq, written[len(written)-1].Seq, landed.Int64, len(written))}

@@ -95,7 +95,7 @@ func waitingAppend(t *testing.T, admin *sql.DB) int {
 	for time.Now().Before(deadline) {
 		var pid int
 		err := admin.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT audit_chain_append_tree(%'`).Scan(&pid)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT CASE WHEN %THEN audit_chain_append_tree(%'`).Scan(&pid)
 		if err == nil {
 			return pid
 		}

@@ -38,6 +38,9 @@ type Store struct {
 	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
 	// costs sets it (export_test.go).
 	withoutReadBack bool
+	// withoutTrailGuard: audit appends check nothing of the trail's catalog (trailguard.go). Only
+	// the benchmark of what the check costs sets it.
+	withoutTrailGuard bool
 	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
 	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner).
@@ -54,6 +57,9 @@ type Store struct {
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
 	// do not make; while set, the chain links no event.
 	trailHeld atomic.Pointer[TrailCatalogError]
+	// trailClean is what the append's own check of the trail's catalog last found clean: SQLite's
+	// schema version, PostgreSQL's writer's function row (trailguard.go).
+	trailClean atomic.Pointer[string]
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // The audit trail's catalog: the tables the trail relies on (every table whose name begins with
@@ -35,10 +37,12 @@ func (e *TrailCatalogError) Error() string {
 	return "the audit trail's tables are not what the migrations made: " + strings.Join(e.Findings, "; ")
 }
 
-// Unwrap is the error the API answers with: 503 unavailable.
+// Unwrap is the error the API answers with: 503 unavailable, its detail naming nothing found, its
+// cause (for the log's line of each refused request) the findings.
 func (e *TrailCatalogError) Unwrap() error {
 	return &domain.Error{Kind: domain.KindUnavailable, Code: "unavailable",
-		Detail: "the audit trail cannot record events now, so no request that records one is served; an operator must act (the service's log says why)"}
+		Detail: "the audit trail cannot record events now, so no request that records one is served; an operator must act (the service's log says why)",
+		Err:    errors.New(e.Error())}
 }
 
 // CheckTrailCatalog compares the audit trail's catalog with what the migrations make and returns
@@ -51,14 +55,24 @@ func (s *Store) CheckTrailCatalog(ctx context.Context) error {
 		return held
 	}
 	query, expected := s.engine.TrailCatalog()
+	g := s.trailGuard()
+	before, err := g.fingerprint(ctx, s.q())
+	if err != nil {
+		return err
+	}
 	got, err := s.trailCatalog(ctx, query)
 	if err != nil {
 		return err
 	}
-	findings := compareTrailCatalog(strings.Split(strings.TrimSuffix(string(expected), "\n"), "\n"), got)
+	findings := compareTrailCatalog(catalogLines(expected), got)
 	if len(findings) == 0 {
-		return nil
+		return g.remember(ctx, s.q(), before) // what each append compares (trailguard.go)
 	}
+	return s.holdTrail(findings)
+}
+
+// holdTrail holds the trail on findings, unless it is held already, and returns the held error.
+func (s *Store) holdTrail(findings []string) error {
 	s.trailHeld.CompareAndSwap(nil, &TrailCatalogError{Findings: findings})
 	return s.trailHeld.Load()
 }
@@ -79,6 +93,11 @@ func (s *Store) trailCatalog(ctx context.Context, query string) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("store: the audit trail's catalog: %w", err)
 	}
+	return catalogRows(rows)
+}
+
+// catalogRows reads the rows of the catalog query as trailCatalog gives them, and closes them.
+func catalogRows(rows *sqltx.Rows) ([]string, error) {
 	defer rows.Close()
 	var lines []string
 	for rows.Next() {

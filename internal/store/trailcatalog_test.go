@@ -113,3 +113,94 @@ func TestTrailCatalogHoldsTheTrail(t *testing.T) {
 		})
 	}
 }
+
+// Every append checks the trail's catalog in its own transaction (trailguard.go): a change made
+// while the store runs, after a clean check, is met by the next append, which holds the trail and
+// writes nothing; a change an operator makes that leaves the catalog as the migrations made it (an
+// index; on PostgreSQL the writer's function altered without changing what it does) moves what
+// the check compares, and the appends go on.
+func TestTheAppendChecksTheTrailCatalog(t *testing.T) {
+	record := func(t *testing.T, st *store.Store) error {
+		t.Helper()
+		return st.RecordAudit(ctx, domain.AuditEvent{ActorUserID: testdb.FixtureID(1), Action: "principal.decrypt",
+			TargetID: "p", Outcome: domain.OutcomeGranted, Detail: "field ssn"})
+	}
+	exec := func(t *testing.T, st *store.Store, stmts ...string) {
+		t.Helper()
+		for _, stmt := range stmts {
+			if _, err := testdb.SQLOf(t, st).ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	for _, engine := range []string{"sqlite", "postgres"} {
+		legit := [][]string{{`CREATE INDEX zz_index ON audit_events(action, seq)`}}
+		attacks := map[string][]string{
+			"a view in the table's place": {`ALTER TABLE audit_events RENAME TO zz_table`,
+				`CREATE VIEW audit_events AS SELECT * FROM zz_table`},
+		}
+		found := map[string]string{"a view in the table's place": "audit_events is a view, not a table"}
+		if engine == "postgres" {
+			legit = append(legit, []string{`ALTER FUNCTION audit_chain_append_read COST 101`})
+			attacks["the writer's function replaced"] = []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
+				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
+				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
+				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`}
+			found["the writer's function replaced"] = "changed: function audit_chain_append_read("
+		} else {
+			attacks["a trigger"] = []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`}
+			found["a trigger"] = "found: trigger zz on audit_events"
+		}
+		t.Run(engine+"/an operator's changes", func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			if err := st.CheckTrailCatalog(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, stmts := range legit {
+				for range 2 { // the second append meets what the first remembered
+					if err := record(t, st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				exec(t, st, stmts...)
+			}
+			for range 2 {
+				if err := record(t, st); err != nil {
+					t.Fatalf("an append after %v: %v", legit, err)
+				}
+			}
+			if n, err := store.Count(ctx, st, "audit_events"); err != nil || n != 2*len(legit)+2 {
+				t.Errorf("%d events, %v; want %d", n, err, 2*len(legit)+2)
+			}
+		})
+		for name, stmts := range attacks {
+			t.Run(engine+"/"+name, func(t *testing.T) {
+				st := testdb.Open(t, engine)
+				if err := st.CheckTrailCatalog(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for range 2 { // the second in one statement on PostgreSQL
+					if err := record(t, st); err != nil {
+						t.Fatal(err)
+					}
+				}
+				exec(t, st, stmts...)
+				err := record(t, st)
+				var held *store.TrailCatalogError
+				if !errors.As(err, &held) || !strings.Contains(held.Error(), found[name]) {
+					t.Fatalf("an append after the change = %v, want the trail held naming %q", err, found[name])
+				}
+				if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindUnavailable {
+					t.Errorf("the append's error answers %v, want unavailable", err)
+				}
+				if held := st.TrailCatalogHeld(); held == nil || !strings.Contains(held.Error(), found[name]) {
+					t.Errorf("TrailCatalogHeld = %v", held)
+				}
+				table := map[bool]string{true: "zz_table", false: "audit_events"}[strings.Contains(name, "view")]
+				if n, err := store.Count(ctx, st, table); err != nil || n != 2 {
+					t.Errorf("%s holds %d events, %v; want the 2 from before the change", table, n, err)
+				}
+			})
+		}
+	}
+}
