@@ -154,23 +154,30 @@ func writerAttacks(engine string) []writerAttack {
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `DROP TABLE audit_side`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
 		{name: "the writer's append function replaced by one that writes nothing", held: true,
-			found: "changed: function audit_chain_append_read(",
-			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
+			found: "changed: function audit_chain_append_tree(",
+			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_tree(prev_seq BIGINT, prev_hash BYTEA,
 				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
-				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
+				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[],
+				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`},
-			teardown: []string{`DROP FUNCTION audit_chain_append_read`, appendReadMigration()}},
+			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendFunctionMigration()}},
 		deleteAfter,
 	}
 }
 
-// appendReadMigration is the migration that makes audit_chain_append_read, to put it back.
-func appendReadMigration() string {
-	b, err := os.ReadFile("../store/postgres/migrations/0019_audit_chain_append_read.sql")
+// appendFunctionMigration is the part of the migration that makes the writer's function,
+// audit_chain_append_tree, to put it back.
+func appendFunctionMigration() string {
+	b, err := os.ReadFile("../store/postgres/migrations/0020_audit_tree.sql")
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	s := string(b)
+	at := strings.Index(s, "CREATE FUNCTION audit_chain_append_tree(")
+	if at < 0 {
+		panic("migration 0020 makes no audit_chain_append_tree")
+	}
+	return s[at:]
 }
 
 func TestDecryptsUnderAttacksOnTheWriter(t *testing.T) {

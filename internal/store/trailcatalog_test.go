@@ -141,12 +141,13 @@ func TestTheAppendChecksTheTrailCatalog(t *testing.T) {
 		}
 		found := map[string]string{"a view in the table's place": "audit_events is a view, not a table"}
 		if engine == "postgres" {
-			legit = append(legit, []string{`ALTER FUNCTION audit_chain_append_read COST 101`})
-			attacks["the writer's function replaced"] = []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
+			legit = append(legit, []string{`ALTER FUNCTION audit_chain_append_tree COST 101`})
+			attacks["the writer's function replaced"] = []string{`CREATE OR REPLACE FUNCTION audit_chain_append_tree(prev_seq BIGINT, prev_hash BYTEA,
 				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
-				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
+				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[],
+				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`}
-			found["the writer's function replaced"] = "changed: function audit_chain_append_read("
+			found["the writer's function replaced"] = "changed: function audit_chain_append_tree("
 		} else {
 			attacks["a trigger"] = []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`}
 			found["a trigger"] = "found: trigger zz on audit_events"

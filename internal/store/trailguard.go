@@ -17,7 +17,7 @@ import (
 // start and before each checkpoint; between two checks, something made in the database that
 // fools the read-back as well as the write would have decrypts served without their events: a
 // view renamed into audit_events' place whose INSTEAD OF trigger keeps decrypts where only the
-// writing transaction sees them, or (PostgreSQL) an audit_chain_append_read replaced by one that
+// writing transaction sees them, or (PostgreSQL) the writer's function (audit_chain_append_tree) replaced by one that
 // writes nothing and answers as if it had. So each append checks, in its own transaction, what
 // its read-back cannot see; a difference holds the trail (as CheckTrailCatalog's does) and fails
 // the group, nothing of it committed: its callers are answered 503, no SSN.
