@@ -114,8 +114,8 @@ func TestVersion1FileCarriesOn(t *testing.T) {
 
 // A checkpoint whose tree the log does not extend (a note of another history at the same size,
 // signed under the ring's key: the trail rewritten under the checkpoint) is refused wherever a
-// newer one is accepted: serve signs nothing after it and says why, naming both sizes, and audit
-// verify calls the log broken.
+// newer one is accepted: serve, whose walk starts from it, finds the store's tree does not extend
+// it, signs nothing after it and says why, naming both sizes; audit verify calls the log broken.
 func TestInconsistentCheckpointRefused(t *testing.T) {
 	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
 		cp := signCheckpoint(t, c, file)
@@ -143,8 +143,45 @@ func TestInconsistentCheckpointRefused(t *testing.T) {
 			t.Fatalf("signed after an inconsistent checkpoint: %d checkpoints", len(read.Entries))
 		}
 		if s := logs.String(); !strings.Contains(s, `"level":"ERROR","msg":"audit checkpoint not signed"`) ||
-			!strings.Contains(s, "the checkpoint of size 4") || !strings.Contains(s, "does not extend the checkpoint of size 3") {
+			!strings.Contains(s, "the tree of size 4 does not extend the checkpoint of size 3") {
 			t.Fatalf("no error naming both sizes:\n%s", s)
+		}
+	})
+}
+
+// serve's start reads only the end of the checkpoints file: a file damaged further back than
+// that end (here, lines that are no checkpoint before its last two) starts serve, which carries
+// on from the last checkpoint, while audit verify, which reads the whole file, says it cannot
+// check it. A last checkpoint whose signature does not hold still refuses the start.
+func TestCheckpointerStartsFromTheFileEnd(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		signCheckpoint(t, c, file)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		last := signCheckpoint(t, c, file)
+		damage := strings.Repeat("not a checkpoint\n", 4<<10) // farther back than the end serve reads
+		os.WriteFile(file, []byte(damage+"\n"+readFile(t, file)), 0o600)
+		wantVerify(t, c, ErrCannotCheck, "not a checkpoint", "--checkpoints", file)
+
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		var logs lockedBuffer
+		serving, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ringOf(t, c), newLogger(&logs, 0))
+		if err != nil {
+			t.Fatalf("serve did not start on a file whose end holds: %v", err)
+		}
+		if err := serving.sign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tail, err := checkpoint.ReadLast(file)
+		if err != nil || tail.Last == nil || tail.Last.Prev != last.ID() || tail.Last.Seq <= last.Seq {
+			t.Fatalf("the checkpoint serve signed does not follow the file's last: %+v, %v", tail.Last, err)
+		}
+
+		forged := []byte(readFile(t, file))
+		i := len(forged) - 20 // within the last signature line's base64
+		forged[i] = map[bool]byte{true: 'B', false: 'A'}[forged[i] == 'A']
+		os.WriteFile(file, forged, 0o600)
+		if _, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ringOf(t, c), newLogger(&logs, 0)); err == nil || !strings.Contains(err.Error(), "does not hold") {
+			t.Fatalf("serve started on a file whose last checkpoint's signature does not hold: %v", err)
 		}
 	})
 }

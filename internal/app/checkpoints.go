@@ -65,13 +65,17 @@ type auditTrail interface {
 	// AuditHashReader reads the audit log's stored tree hashes: what a consistency proof between
 	// two checkpoints is made of.
 	AuditHashReader(ctx context.Context) tlog.HashReader
+	// AuditTreeSize is how many leaves the audit log's tree holds.
+	AuditTreeSize(ctx context.Context) (int64, error)
 }
 
-// newCheckpointer carries on from the last checkpoint in the file at path that is signed under a
-// key of the ring, if any. A file that does not hold together (a line that is neither a
-// checkpoint nor a torn one, a checkpoint that does not name the one before it, a signature that
-// does not hold) is an error: serve does not start on it, nor on one whose last checkpoint the
-// next could not name (checkpoint.CheckPredecessor). Torn lines are logged and left out.
+// newCheckpointer carries on from the last checkpoint in the file at path, which must be signed
+// under a key of the ring: serve does not start on a file whose last checkpoint the next could
+// not name (checkpoint.CheckPredecessor), nor on one whose end is not checkpoints. It reads only
+// the file's end (checkpoint.ReadLast), so start-up does not grow with the file: that last
+// checkpoint names the one before it, and so vouches for the file, which `audit verify` reads
+// whole. Torn checkpoints near the end are logged and left out. The tree the last checkpoint
+// states is checked against the store's at the first walk (startWalk).
 func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.Logger) (*checkpointer, error) {
 	c := &checkpointer{st: st, ring: ring, path: path, log: log, now: time.Now, origin: checkpoint.DefaultOrigin}
 	if path == "" {
@@ -84,37 +88,30 @@ func newCheckpointer(path string, st auditTrail, ring *secrets.Ring, log *slog.L
 		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 	}
 	f.Close()
-	file, err := checkpoint.ReadFile(path)
+	tail, err := checkpoint.ReadLast(path)
 	if err != nil {
-		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
+		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
 	}
-	for _, line := range file.Torn {
+	if tail.Torn > 0 {
 		log.Warn("audit checkpoints: a torn line (a write cut short by a full disk or a crash) is left out; the checkpoints around it still check, and the next starts on a line of its own",
-			slog.String("file", path), slog.Int("line", line))
+			slog.String("file", path), slog.Int("torn_near_the_end", tail.Torn))
 	}
 	keys, err := ringPublicKeys(ring)
 	if err != nil {
 		return nil, err
 	}
 	// The first checkpoint this process signs names the file's last: refuse now, not at the first
-	// tick, what Append would refuse then. A last checkpoint that holds under the ring vouches for
-	// the whole file, so Vouched below refuses only a file that does not hold together.
-	if n := len(file.Entries); n > 0 {
-		if err := checkpoint.CheckPredecessor(file.Entries[n-1].Checkpoint, keys); err != nil {
+	// tick, what Append would refuse then.
+	if last := tail.Last; last != nil {
+		if err := checkpoint.CheckPredecessor(last.Checkpoint, keys); err != nil {
 			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 		}
-	}
-	vouched, _, err := checkpoint.Vouched(file.Entries, keys)
-	if err != nil {
-		return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w: find out why, then move the file aside (keep it) and start again", err)
-	}
-	if len(vouched) > 0 {
-		x, err := expectOf(vouched[len(vouched)-1])
+		x, err := expectOf(*last)
 		if err != nil {
 			return nil, fmt.Errorf("BACKOFFICE_AUDIT_CHECKPOINTS: %w", err)
 		}
 		c.base, c.signed = &x, x.Seq
-		c.keep(vouched[len(vouched)-1].Checkpoint)
+		c.keep(last.Checkpoint)
 	}
 	c.keys = keys
 	// Remembered from now on, before the first request is served: the first walk, at the first
@@ -175,11 +172,9 @@ func (c *checkpointer) sign(ctx context.Context) error {
 		return fmt.Errorf("nothing is signed: %w", err)
 	}
 	if c.follow == nil {
-		f, err := c.st.FollowAuditChain(ctx, c.ring, c.base, c.mem)
-		if err != nil {
+		if err := c.startWalk(ctx); err != nil {
 			return err
 		}
-		c.follow = f
 	}
 	v, err := c.follow.Next(ctx)
 	if err != nil {
@@ -228,6 +223,42 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	c.signed = cp.Seq
 	c.keep(cp)
 	return nil
+}
+
+// startWalk checks that the store's tree extends the one the checkpoint the walk starts from
+// states, then starts the walk there. The walk takes the tree up to that checkpoint as the
+// database holds it; the consistency proof (O(log n) stored hashes) is what ties those hashes
+// to the signed root. A tree that does not extend it is never signed over (ErrInconsistent,
+// logged at every tick); one the store cannot prove now is tried again at the next tick.
+func (c *checkpointer) startWalk(ctx context.Context) error {
+	if c.last != nil && c.last.IsNote() {
+		if err := c.extendsLast(ctx); err != nil {
+			return fmt.Errorf("nothing is signed: %w", err)
+		}
+	}
+	f, err := c.st.FollowAuditChain(ctx, c.ring, c.base, c.mem)
+	if err != nil {
+		return err
+	}
+	c.follow = f
+	return nil
+}
+
+// extendsLast says why the store's tree, at its size now, does not extend c.last.
+func (c *checkpointer) extendsLast(ctx context.Context) error {
+	n, err := c.st.AuditTreeSize(ctx)
+	if err != nil {
+		return err
+	}
+	r := c.st.AuditHashReader(ctx)
+	if n < c.last.Seq {
+		return checkpoint.Extends(n, tlog.Hash{}, *c.last, r)
+	}
+	root, err := tlog.TreeHash(n, r)
+	if err != nil {
+		return fmt.Errorf("cannot read the audit log's tree of size %d: %w", n, err)
+	}
+	return checkpoint.Extends(n, root, *c.last, r)
 }
 
 // idOf is the id of prev, "" for none.

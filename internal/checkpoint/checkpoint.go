@@ -88,6 +88,9 @@ type Entry struct {
 
 // What names the entry in a report.
 func (e Entry) What() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("the checkpoint of %s (the last in %s)", e.At, e.File)
+	}
 	return fmt.Sprintf("the checkpoint of %s (%s line %d)", e.At, e.File, e.Line)
 }
 

@@ -47,7 +47,7 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Chec
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: lock: %w", path, err)
 	}
 	defer unlock()
-	prev, end, err := lastInFile(f)
+	prev, end, _, err := lastInFile(f)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
 	}
@@ -155,34 +155,67 @@ func Extends(n int64, h tlog.Hash, prev Checkpoint, r tlog.HashReader) error {
 // tailChunk is how much of a file's end Append reads first to find the last checkpoint.
 const tailChunk = 16 << 10
 
-// lastInFile reads f's last checkpoint (nil when it has none) and the file's last bytes (what a
-// new checkpoint's framing depends on). It reads the end of the file, more of it while the
-// checkpoints there are torn ones.
-func lastInFile(f *os.File) (last *Checkpoint, end []byte, err error) {
+// lastInFile reads f's last checkpoint (nil when it has none), the file's last bytes (what a
+// new checkpoint's framing depends on) and how many torn checkpoints it met on the way. It reads
+// the end of the file, more of it while the checkpoints there are torn ones: what it reads does
+// not grow with the file.
+func lastInFile(f *os.File) (last *Checkpoint, end []byte, torn int, err error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	size := st.Size()
 	for chunk := int64(tailChunk); ; chunk *= 2 {
 		from := max(0, size-chunk)
 		b := make([]byte, size-from)
 		if _, err := f.ReadAt(b, from); err != nil && !errors.Is(err, io.EOF) {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		end = b[max(0, len(b)-2):]
-		entries, _, err := parse(linesOf(b), from > 0)
+		entries, t, err := parse(linesOf(b), from > 0)
 		if err != nil {
-			return nil, end, fmt.Errorf("near the end: %w", err)
+			return nil, end, 0, fmt.Errorf("near the end: %w", err)
 		}
 		if len(entries) > 0 {
 			c := entries[len(entries)-1].Checkpoint
-			return &c, end, nil
+			return &c, end, len(t), nil
 		}
 		if from == 0 {
-			return nil, end, nil
+			return nil, end, len(t), nil
 		}
 	}
+}
+
+// Tail is the end of a checkpoints file, as ReadLast reads it.
+type Tail struct {
+	// Last is the file's newest checkpoint (nil when it holds none); its Line is 0, as the lines
+	// before it are not counted.
+	Last *Entry
+	// Torn counts the torn checkpoints read near the end.
+	Torn int
+}
+
+// ReadLast reads the newest checkpoint of the file at path, from the file's end only: what it
+// reads does not grow with the file's history, and the checkpoints before it are not checked
+// (ReadFile and Vouched check a whole file). A missing file holds none.
+func ReadLast(path string) (Tail, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Tail{}, nil
+	}
+	if err != nil {
+		return Tail{}, fmt.Errorf("audit checkpoints: %w", err)
+	}
+	defer f.Close()
+	last, _, torn, err := lastInFile(f)
+	if err != nil {
+		return Tail{}, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	t := Tail{Torn: torn}
+	if last != nil {
+		t.Last = &Entry{Checkpoint: *last, File: path}
+	}
+	return t, nil
 }
 
 // ReadFile reads a checkpoints file. A checkpoint a write left unfinished (torn) is listed and

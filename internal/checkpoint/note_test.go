@@ -261,6 +261,40 @@ func TestAppendAfterALongFile(t *testing.T) {
 	}
 }
 
+// ReadLast reads a long file's last checkpoint from its end, counts a torn one after it, and
+// reads a missing file as holding none; what it reads is the file's end only, so damage further
+// back (which ReadFile refuses) does not stop it.
+func TestReadLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c")
+	if tail, err := ReadLast(path); err != nil || tail.Last != nil || tail.Torn != 0 {
+		t.Fatalf("a missing file: %+v, %v", tail, err)
+	}
+	chain(t, path, "k1")
+	m := treeOf(t, "event", 80)
+	for size := int64(2); size <= 80; size++ {
+		if _, _, err := Append(path, allKeys(), atSize(t, m, size, "k1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	file, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := file.Entries[len(file.Entries)-1]
+	cut := b[bytes.LastIndex(b, []byte("\n\n"+origin))+2:]
+	damaged := append([]byte("not a checkpoint\n"), b...)
+	damaged = append(damaged, cut[:len(cut)/2]...) // a torn note after the last
+	os.WriteFile(path, damaged, 0o600)
+	if _, err := ReadFile(path); err == nil {
+		t.Fatal("ReadFile read a file with a line that is no checkpoint")
+	}
+	tail, err := ReadLast(path)
+	if err != nil || tail.Last == nil || tail.Last.ID() != last.ID() || tail.Torn != 1 || !strings.Contains(tail.Last.What(), "the last in "+path) {
+		t.Fatalf("ReadLast: %+v, %v; want the checkpoint of size %d and one torn", tail, err, last.Seq)
+	}
+}
+
 // The end of a file, cut at any byte, gives the file's last checkpoint when it holds it whole,
 // and none, never another or an error, when it does not: what Append reads first.
 func TestTailAtEveryCut(t *testing.T) {
