@@ -25,6 +25,7 @@ import (
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 )
 
@@ -158,6 +159,9 @@ type verifyFlags struct {
 	// other keys, and the events only they would prove, are named as not proved instead of
 	// making the answer "cannot check".
 	limit bool
+	// from is a file holding one checkpoint the auditor trusts (--from-checkpoint): the walk
+	// starts from it, and only what came after it is checked.
+	from string
 }
 
 // listFlag is a flag.Value that may be given many times.
@@ -183,8 +187,12 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	fs.Var(listFlag{&f.publicKeys}, "public-key", "a checkpoint public `KEY` as audit public-key prints it (KEYID:BASE64); may be repeated")
 	fs.StringVar(&f.export, "export", "", "check this export `FILE` against the checkpoints, with no database and no master key")
 	fs.BoolVar(&f.limit, "limit-to-keys", false, "claim only what the keys given prove: checkpoints under other keys, and events no checkpoint checked covers, are named as not proved (exit 0 covers the seqs it names)")
+	fs.StringVar(&f.from, "from-checkpoint", "", "a `FILE` holding one checkpoint you trust (a signed note): check its signature and that the log's tree extends it, then walk only the events after it (exit 0 covers the seqs it names)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if f.from != "" && (f.head != "" || f.export != "" || len(f.checkpoints) > 0 || f.limit) {
+		return usagef("--from-checkpoint walks from the one checkpoint it names: it takes none of --head, --export, --checkpoints, --limit-to-keys")
 	}
 	expects, err := headExpect(f.head)
 	if err != nil {
@@ -215,6 +223,9 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 		return err
 	}
 	maps.Copy(keys, held)
+	if f.from != "" {
+		return verifyFromCheckpoint(ctx, env, cfg, ring, keys, f.from)
+	}
 	files := f.checkpoints
 	if cfg.AuditCheckpoints != "" && !slices.Contains(files, cfg.AuditCheckpoints) {
 		files = append([]string{cfg.AuditCheckpoints}, files...)
@@ -247,6 +258,66 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 		}
 	}
 	return reportChain(env, rep, notes, len(files), claim{unvouched: unvouched, limit: f.limit})
+}
+
+// verifyFromCheckpoint checks the trail after the checkpoint in the file at path, which the
+// auditor trusts: its signature under keys (the ring's and --public-key), that the log's tree
+// now extends the tree it states (a consistency proof, O(log n) stored hashes), and every event
+// after it, link by link and leaf by leaf, from the event it names. The events up to it are not
+// walked, and the report says so: exit 0 claims only the seqs after it.
+func verifyFromCheckpoint(ctx context.Context, env Env, cfg Config, ring *secrets.Ring, keys map[string]ed25519.PublicKey, path string) error {
+	read, err := checkpoint.ReadFile(path)
+	if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: --from-checkpoint: %v", ErrCannotCheck, err))
+	}
+	if len(read.Entries) != 1 || !read.Entries[0].IsNote() {
+		return reportUncheckable(env, fmt.Errorf("%w: --from-checkpoint: %s holds %d checkpoints; give a file holding the one signed note you trust", ErrCannotCheck, path, len(read.Entries)))
+	}
+	trusted := read.Entries[0]
+	if err := checkpoint.CheckPredecessor(trusted.Checkpoint, keys); err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: --from-checkpoint: %v", ErrCannotCheck, err))
+	}
+	base, err := expectOf(trusted)
+	if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: --from-checkpoint: %v", ErrCannotCheck, err))
+	}
+	st, err := openStore(ctx, cfg, nil)
+	if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: the database: %v", ErrCannotCheck, err))
+	}
+	defer st.Close()
+	if err := checkTrees(ctx, st, [][]checkpoint.Entry{{trusted}}); errors.Is(err, checkpoint.ErrInconsistent) {
+		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", err)
+		return fmt.Errorf("%w: %v", errAuditChainBroken, err)
+	} else if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
+	}
+	follow, err := st.FollowAuditChain(ctx, ring, &base, nil)
+	if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
+	}
+	v, err := follow.Next(ctx)
+	if brk := (*store.ChainBreak)(nil); errors.As(err, &brk) {
+		fmt.Fprintf(env.Stdout, "BROKEN: %s (after %s, which is trusted)\n", brk, trusted.What())
+		return fmt.Errorf("%w: %v", errAuditChainBroken, brk)
+	}
+	if err == nil {
+		err = v.Err()
+	}
+	if err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
+	}
+	// Tables that may drop events as they are written leave a chain that holds over the gaps.
+	if err := st.CheckTrailCatalog(ctx); err != nil {
+		return reportUncheckable(env, fmt.Errorf("%w: %v: an event written while they were so may be missing with no trace in the chain", ErrCannotCheck, err))
+	}
+	if v.Seq() > trusted.Seq {
+		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: %s proved (%d events, links and tree)\n", seqRange(trusted.Seq+1, v.Seq()), v.Seq()-trusted.Seq)
+	} else {
+		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: no events after seq %d\n", trusted.Seq)
+	}
+	fmt.Fprintf(env.Stdout, "not walked: %s, trusted as %s states them (size %d, root %s)\n", seqRange(1, trusted.Seq), trusted.What(), trusted.Seq, trusted.Root)
+	return nil
 }
 
 // auditTree is the audit log's Merkle tree as the store keeps it (*store.Store is one).

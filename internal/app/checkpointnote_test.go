@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,44 @@ func TestCheckpointerStartsFromTheFileEnd(t *testing.T) {
 		if _, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ringOf(t, c), newLogger(&logs, 0)); err == nil || !strings.Contains(err.Error(), "does not hold") {
 			t.Fatalf("serve started on a file whose last checkpoint's signature does not hold: %v", err)
 		}
+	})
+}
+
+// audit verify --from-checkpoint checks the trusted checkpoint's signature and the tree's
+// consistency with it, then walks only the events after it, and says which seqs it proved and
+// which it did not walk: an event changed before the trusted point is not walked, and exit 0
+// claims only the seqs after it (a whole verify finds it); one changed after it is broken; a
+// checkpoint whose signature does not hold, or a file of many, cannot be checked.
+func TestVerifyFromATrustedCheckpoint(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		cp := signCheckpoint(t, c, file) // seq 3
+		trusted := filepath.Join(t.TempDir(), "trusted")
+		os.WriteFile(trusted, cp.Note, 0o600)
+		wantVerify(t, c, nil, "intact after the trusted checkpoint: no events after seq 3", "--from-checkpoint", trusted)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		out := wantVerify(t, c, nil, "intact after the trusted checkpoint: seq 4-5 proved (2 events", "--from-checkpoint", trusted)
+		if !strings.Contains(out, "not walked: seq 1-3") {
+			t.Fatalf("the report does not name the seqs it did not walk:\n%s", out)
+		}
+
+		sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 2`)
+		out = wantVerify(t, c, nil, "intact after the trusted checkpoint: seq 4-5 proved", "--from-checkpoint", trusted)
+		if strings.Contains(out, "seq 1-5") || !strings.Contains(out, "not walked: seq 1-3") {
+			t.Fatalf("the report claims the seqs before the trusted checkpoint:\n%s", out)
+		}
+		wantVerify(t, c, errAuditChainBroken, "seq 2", "--checkpoints", file)
+		sqlOn(t, url, `UPDATE audit_events SET detail = 'something' WHERE seq = 2`)
+
+		sqlOn(t, url, `UPDATE audit_events SET detail = 'nothing to see' WHERE seq = 5`)
+		wantVerify(t, c, errAuditChainBroken, "seq 5", "--from-checkpoint", trusted)
+
+		forged := []byte(string(cp.Note))
+		i := len(forged) - 20
+		forged[i] = map[bool]byte{true: 'B', false: 'A'}[forged[i] == 'A']
+		os.WriteFile(trusted, forged, 0o600)
+		wantVerify(t, c, ErrCannotCheck, "does not hold", "--from-checkpoint", trusted)
+		os.WriteFile(trusted, append(append(cp.Note, '\n'), cp.Note...), 0o600)
+		wantVerify(t, c, ErrCannotCheck, "holds 2 checkpoints", "--from-checkpoint", trusted)
 	})
 }
