@@ -15,8 +15,8 @@ import (
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
 	"backoffice/internal/store"
+	"backoffice/internal/store/sqltx"
 	"backoffice/internal/testdb"
 )
 
