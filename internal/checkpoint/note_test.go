@@ -400,3 +400,53 @@ func BenchmarkAppendNote(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStartRead is what serve's start reads of a checkpoints file of so many notes (a year
+// of a checkpoint every 30 s is about a million): the whole file, each signature checked
+// (ReadFile and Vouched, what `audit verify` does), against its end and the last note's
+// signature (ReadLast and CheckPredecessor, what serve's start does).
+func BenchmarkStartRead(b *testing.B) {
+	m := treeOf(b, "event", 4)
+	key1 := key(1)
+	keys := map[string]ed25519.PublicKey{"k1": pub("k1")}
+	for _, notes := range []int{1000, 100000} {
+		path := filepath.Join(b.TempDir(), "c")
+		head := headOf(b, m, 4)
+		var file bytes.Buffer
+		prev := ""
+		for i := range notes {
+			head.Size = int64(i + 1)
+			c, err := Sign(head, origin, prev, time.Unix(0, 0), "k1", key1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			file.Write(append(c.Note, '\n'))
+			prev = c.ID()
+		}
+		if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("whole file of %d notes", notes), func(b *testing.B) {
+			for b.Loop() {
+				read, err := ReadFile(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v, _, err := Vouched(read.Entries, keys); err != nil || len(v) != notes {
+					b.Fatal(len(v), err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("last of %d notes", notes), func(b *testing.B) {
+			for b.Loop() {
+				tail, err := ReadLast(path)
+				if err != nil || tail.Last == nil || tail.Last.Seq != int64(notes) {
+					b.Fatal(err)
+				}
+				if err := CheckPredecessor(tail.Last.Checkpoint, keys); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
