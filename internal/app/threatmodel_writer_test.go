@@ -49,6 +49,10 @@ type writerAttack struct {
 	// none was committed: seq N …" when empty); status is its answer (503 when 0).
 	refusal string
 	status  int
+	// treeRefuses: it fools the read-back of the events, not the tree's rows, which hold the
+	// vanished events' leaves: once it is taken away, the next append fails closed (the tree holds
+	// more than the trail), and nothing is signed over it.
+	treeRefuses bool
 }
 
 const decryptOnly = `NEW.action = 'principal.decrypt'`
@@ -57,8 +61,11 @@ const decryptOnly = `NEW.action = 'principal.decrypt'`
 const auditColumnList = store.AuditColumns
 
 func writerAttacks(engine string) []writerAttack {
+	// The attacker deletes the event's leaf from the tree too (the rows its append added, from its
+	// level-0 row, the newest with a subject tag), or the next append would not link over the gap.
 	deleteAfter := writerAttack{name: "row deleted after its decrypt answered, the gap closed by the next append",
-		after: []string{`DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)`}}
+		after: []string{`DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)`,
+			`DELETE FROM audit_tree WHERE id >= (SELECT max(id) FROM audit_tree WHERE subject_tag IS NOT NULL)`}}
 	if engine == "sqlite" {
 		return []writerAttack{
 			{name: "BEFORE INSERT trigger, RAISE(IGNORE)", caught: true,
@@ -80,7 +87,7 @@ func writerAttacks(engine string) []writerAttack {
 					`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events WHEN NOT ` + decryptOnly + ` BEGIN
 						INSERT INTO audit_events_real (` + auditColumnList + `) VALUES (NEW.id, NEW.at, NEW.actor_user_id, NEW.action, NEW.target_id, NEW.outcome, NEW.detail, NEW.seq, NEW.chain_key_id, NEW.hash); END`},
 				teardown: []string{`DROP VIEW audit_events`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
-			{name: "view in its place shows each decrypt until the next",
+			{name: "view in its place shows each decrypt until the next", treeRefuses: true,
 				setup: []string{
 					`ALTER TABLE audit_events RENAME TO audit_events_real`,
 					`CREATE TABLE audit_side AS SELECT * FROM audit_events_real WHERE 0`,
@@ -125,8 +132,10 @@ func writerAttacks(engine string) []writerAttack {
 			setup:    []string{`CREATE RULE zz AS ON INSERT TO audit_events WHERE ` + decryptOnly + ` DO ALSO DELETE FROM audit_events WHERE seq = NEW.seq`},
 			teardown: []string{`DROP RULE zz ON audit_events`}},
 		rls("row level security hides new decrypts from the service", `action <> 'principal.decrypt' OR seq < 2`, "", 0), // seq 1: the decrypt before the attack
+		// The head the writer reads is the one before the hidden decrypt, and the tree holds that
+		// decrypt's leaf: the append is refused before it is tried.
 		rls("row level security hides every decrypt, the chain's head too", `action <> 'principal.decrypt'`,
-			"duplicate key value violates unique constraint", http.StatusInternalServerError),
+			"the audit tree does not match the trail", 0),
 		{name: "view in its place, INSTEAD OF INSERT drops it", caught: true,
 			setup: []string{
 				`ALTER TABLE audit_events RENAME TO audit_events_real`,
@@ -135,7 +144,7 @@ func writerAttacks(engine string) []writerAttack {
 					IF NOT ` + decryptOnly + ` THEN INSERT INTO audit_events_real SELECT NEW.*; END IF; RETURN NEW; END $$`,
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
-		{name: "view in its place shows a decrypt to its own transaction only",
+		{name: "view in its place shows a decrypt to its own transaction only", treeRefuses: true,
 			setup: []string{
 				`ALTER TABLE audit_events RENAME TO audit_events_real`,
 				`CREATE TABLE audit_side AS SELECT *, NULL::xid8 AS xid FROM audit_events_real WHERE false`,
@@ -147,22 +156,28 @@ func writerAttacks(engine string) []writerAttack {
 				`CREATE TRIGGER zz INSTEAD OF INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`},
 			teardown: []string{`DROP VIEW audit_events`, `DROP FUNCTION zz()`, `DROP TABLE audit_side`, `ALTER TABLE audit_events_real RENAME TO audit_events`}},
 		{name: "the writer's append function replaced by one that writes nothing",
-			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_read(prev_seq BIGINT, prev_hash BYTEA,
+			setup: []string{`CREATE OR REPLACE FUNCTION audit_chain_append_tree(prev_seq BIGINT, prev_hash BYTEA,
 				ids TEXT[], ats BIGINT[], actors TEXT[], actions TEXT[], targets TEXT[], outcomes TEXT[],
-				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[]) RETURNS BIGINT
+				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[],
+				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`},
-			teardown: []string{`DROP FUNCTION audit_chain_append_read`, appendReadMigration()}},
+			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendTreeFunction()}},
 		deleteAfter,
 	}
 }
 
-// appendReadMigration is the migration that makes audit_chain_append_read, to put it back.
-func appendReadMigration() string {
-	b, err := os.ReadFile("../store/postgres/migrations/0019_audit_chain_append_read.sql")
+// appendTreeFunction is the migration's statement that makes audit_chain_append_tree, to put it
+// back (the migration also makes the tree's table).
+func appendTreeFunction() string {
+	b, err := os.ReadFile("../store/postgres/migrations/0020_audit_tree.sql")
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	_, fn, ok := strings.Cut(string(b), "CREATE FUNCTION audit_chain_append_tree(")
+	if !ok {
+		panic("0020_audit_tree.sql makes no audit_chain_append_tree")
+	}
+	return "CREATE FUNCTION audit_chain_append_tree(" + fn
 }
 
 func TestDecryptsUnderAttacksOnTheWriter(t *testing.T) {
@@ -230,6 +245,21 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 		}
 	}
 	sqlOn(t, dbURL, a.teardown...)
+	if a.treeRefuses {
+		signedBefore := cp.signed
+		if decrypt(0) == http.StatusOK || !strings.Contains(logs.String(), "the audit tree does not match the trail") {
+			t.Fatalf("a decrypt after the attack, onto a tree that holds the vanished events: served, or not refused for the tree\n%s", logs.String())
+		}
+		cp.tick(ctx)
+		granted := column[int64](t, testdb.SQL(t, dbURL), `SELECT count(*) FROM audit_events WHERE action = 'principal.decrypt' AND outcome = 'granted'`)[0]
+		if int64(served) <= granted {
+			t.Errorf("%d SSNs served, %d granted decrypt events: the attack did not fool the read-back", served, granted)
+		}
+		if cp.signed != signedBefore {
+			t.Errorf("the signer signed seq %d after the attack, seq %d before:\n%s", cp.signed, signedBefore, cpLogs.String())
+		}
+		return
+	}
 	if decrypt(0) != http.StatusOK {
 		t.Fatalf("a decrypt after the attack was taken away: not served\n%s", logs.String())
 	}
