@@ -252,6 +252,7 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 		}
 		cp.tick(ctx)
 		granted := column[int64](t, testdb.SQL(t, dbURL), `SELECT count(*) FROM audit_events WHERE action = 'principal.decrypt' AND outcome = 'granted'`)[0]
+		t.Logf("served %d SSNs, %d refused under the attack; %d granted events; signed seq %d", served, refused, granted, cp.signed)
 		if int64(served) <= granted {
 			t.Errorf("%d SSNs served, %d granted decrypt events: the attack did not fool the read-back", served, granted)
 		}
