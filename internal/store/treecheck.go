@@ -86,6 +86,12 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 	}
 	for i, want := range rows.hashes {
 		x := rows.first + int64(i)
+		if _, leaf := rows.tags[x]; !leaf && tags[x] != nil {
+			leafOf, _ := leavesOf(x + 1)
+			e := events[leafOf-1-c.n]
+			w.rep.Break = &ChainBreak{Seq: e.Seq, ID: e.ID, Reason: fmt.Sprintf("a hash of the audit tree it added (stored hash %d) is no leaf's and has a subject tag: the tree row was altered", x)}
+			return nil
+		}
 		if got, ok := stored[x]; !ok || got != want {
 			leaf, _ := leavesOf(x + 1) // the rows of leaf L are StoredHashCount(L) to StoredHashCount(L+1)-1
 			e := events[leaf-1-c.n]
