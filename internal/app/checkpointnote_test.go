@@ -116,7 +116,8 @@ func TestVersion1FileCarriesOn(t *testing.T) {
 // A checkpoint whose tree the log does not extend (a note of another history at the same size,
 // signed under the ring's key: the trail rewritten under the checkpoint) is refused wherever a
 // newer one is accepted: serve, whose walk starts from it, finds the store's tree does not extend
-// it, signs nothing after it and says why, naming both sizes; audit verify calls the log broken.
+// it (before any new event too), signs nothing after it and says why, naming both sizes; audit
+// verify calls the log broken.
 func TestInconsistentCheckpointRefused(t *testing.T) {
 	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
 		cp := signCheckpoint(t, c, file)
@@ -133,6 +134,16 @@ func TestInconsistentCheckpointRefused(t *testing.T) {
 		}
 		os.WriteFile(file, append(forged.Note, '\n'), 0o600)
 		wantVerify(t, c, errAuditChainBroken, "does not extend the checkpoint of size 3", "--checkpoints", file)
+		// With nothing new to sign, the start of the walk still proves the store's tree against it.
+		var idle lockedBuffer
+		started, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ring, newLogger(&idle, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		started.tick(context.Background())
+		if s := idle.String(); !strings.Contains(s, `"msg":"audit checkpoint not signed"`) || !strings.Contains(s, "the tree of size 3 does not extend the checkpoint of size 3") {
+			t.Fatalf("the walk started from a checkpoint the store's tree does not extend:\n%s", s)
+		}
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		var logs lockedBuffer
 		serving, err := newCheckpointer(file, testdb.OpenAsIs(t, url), ring, newLogger(&logs, 0))
