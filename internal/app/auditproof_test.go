@@ -36,6 +36,21 @@ func sqlOn(t *testing.T, url string, queries ...string) {
 	}
 }
 
+// treeAnew has the database attacker make the audit tree anew from the events as they now are,
+// as they can without a key when every event has none (the leaves of events without a key have a
+// zero tag) or when they copy the service's code and key: the attacks below are on the chain, and
+// a tree left as it was would catch them first.
+func treeAnew(t *testing.T, url string) {
+	t.Helper()
+	sqlOn(t, url, `DELETE FROM audit_tree`)
+	st := testdb.OpenAsIs(t, url)
+	st.SetChainSigner(testdb.Ring(t, "k1"))
+	if _, err := st.BuildAuditTree(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}
+
 // wantVerify runs audit verify and checks its outcome: the error it wraps (nil: intact) and
 // words its output must hold; it returns the output.
 func wantVerify(t *testing.T, c *cli, want error, words string, args ...string) string {
@@ -139,6 +154,7 @@ func TestAuditVerifyCatchesStrippedChain(t *testing.T) {
 			`UPDATE audit_events SET actor_user_id = '`+string(testPrincipal(1))+`' WHERE seq = 1`,
 			fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
 				VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 5)`, testdb.FixtureID(9500), testStaff))
+		treeAnew(t, url)
 		wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		wantVerify(t, c, errAuditChainBroken, "broken at seq 1")
@@ -195,6 +211,7 @@ func TestAuditCheckpointsCatchCutTail(t *testing.T) {
 		}
 		wantVerify(t, c, nil, "checkpoints: 1 matched", "--checkpoints", file)
 		sqlOn(t, url, `DELETE FROM audit_events WHERE seq = 3`)
+		treeAnew(t, url)
 		wantVerify(t, c, nil, "intact: 2 events") // the database alone cannot tell
 		wantVerify(t, c, errAuditChainBroken, "its tail was cut off", "--checkpoints", file)
 		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file // read by default when configured
@@ -232,6 +249,7 @@ func TestCheckpointerRefusesACutChain(t *testing.T) {
 			t.Errorf("no structured log line of the checkpoint:\n%s", logs.String())
 		}
 		sqlOn(t, url, `DELETE FROM audit_events WHERE seq >= 3`)
+		treeAnew(t, url)
 		c.mustRun("apikey", "create", "--user", string(testStaff))
 		c.mustRun("apikey", "create", "--user", string(testStaff)) // seq 3 and 4 again, other events
 		cp.tick(context.Background())
@@ -558,6 +576,7 @@ func TestCheckpointsCatchAResetGenesis(t *testing.T) {
 		signCheckpoint(t, c, file)
 		sqlOn(t, url, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`,
 			`UPDATE audit_chain_genesis SET last_unlinked_seq = 3, chain_key_id = NULL, mac = NULL`)
+		treeAnew(t, url)
 		wantVerify(t, c, ErrCannotCheck, "not sealed")
 		// A command that knows the checkpoints leaves it unsealed: it was sealed before them.
 		c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file

@@ -125,6 +125,11 @@ func TestDatabaseAttackerTable(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			fx := newAttackFixture(t, engine)
 			cases := fx.cases(t)
+			// The tree's rows are many and alike: its first leaf's, a hash above the leaves, and
+			// its newest row stand for them (the store's tests change every kind of tree row).
+			cases = slices.DeleteFunc(cases, func(c attackCase) bool {
+				return c.table == "audit_tree" && c.target != 0 && c.target != 2 && c.target != 18
+			})
 			if engine == "pgbouncer" {
 				// Through the pooler the same code runs: the changes of one row of each kind show
 				// it changes no outcome, at a third of the time.
@@ -601,7 +606,12 @@ func (fx *attackFixture) run(t *testing.T, c attackCase) attackOutcome {
 
 	// The rules, and the arguments for what breaks them.
 	cut := complete && len(now) == len(events) && cutTail(fx, events, first)
-	argued := c.table == "audit_chain_lock" || cut
+	// The tree is derived from the events, which the checkpoints' digests cover: a changed tree
+	// row is the walk's break (audit verify), not a digest's, until checkpoints sign the tree's
+	// root; a row removed from its end is made again from the events at the next opening with
+	// the ring (Store.BuildAuditTree), which leaves the trail as it was.
+	tree := c.table == "audit_tree"
+	argued := c.table == "audit_chain_lock" || tree || cut
 	if !argued {
 		if len(covering) > 0 {
 			t.Errorf("%s covers the change", strings.Join(covering, " and "))
@@ -613,7 +623,7 @@ func (fx *attackFixture) run(t *testing.T, c attackCase) attackOutcome {
 		}
 	}
 	for name, cell := range map[string]string{"verify with the file": o.verifyFile, "verify with the database alone": o.verifyDatabase, "verify with the logged checkpoints": o.verifyLogged} {
-		if strings.HasPrefix(cell, "0") && !(c.table == "audit_chain_lock" || (cut && name == "verify with the database alone")) {
+		if strings.HasPrefix(cell, "0") && !(c.table == "audit_chain_lock" || (tree && c.column == "") || (cut && name == "verify with the database alone")) {
 			t.Errorf("%s: %s after the change", name, cell)
 		}
 	}
@@ -740,6 +750,11 @@ var breakKinds = []struct{ says, kind string }{
 	{"genesis record is unreadable", "genesis unreadable"},
 	{"genesis says", "genesis"},
 	{"its link does not match", "link"},
+	{"not in the audit tree", "tree row removed"},
+	{"is missing: the tree row was removed", "tree row removed"},
+	{"audit tree holds leaves past the trail's end", "cut tail (tree)"},
+	{"in the audit tree", "tree"},
+	{"of the audit tree it added", "tree"},
 	{"no link", "link removed"},
 	{"link is malformed", "malformed link"},
 	{"does not hold an event", "unreadable row"},

@@ -64,8 +64,11 @@ const decryptOnly = `NEW.action = 'principal.decrypt'`
 const auditColumnList = store.AuditColumns
 
 func writerAttacks(engine string) []writerAttack {
+	// The attacker deletes the event's leaf from the tree too (the rows its append added, from its
+	// level-0 row, the newest with a subject tag), or the next append would not link over the gap.
 	deleteAfter := writerAttack{name: "row deleted after its decrypt answered, the gap closed by the next append",
-		after: []string{`DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)`}}
+		after: []string{`DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)`,
+			`DELETE FROM audit_tree WHERE id >= (SELECT max(id) FROM audit_tree WHERE subject_tag IS NOT NULL)`}}
 	if engine == "sqlite" {
 		return []writerAttack{
 			{name: "BEFORE INSERT trigger, RAISE(IGNORE)", held: true, found: "found: trigger zz on audit_events",
@@ -132,8 +135,10 @@ func writerAttacks(engine string) []writerAttack {
 			setup:    []string{`CREATE RULE zz AS ON INSERT TO audit_events WHERE ` + decryptOnly + ` DO ALSO DELETE FROM audit_events WHERE seq = NEW.seq`},
 			teardown: []string{`DROP RULE zz ON audit_events`}},
 		rls("row level security hides new decrypts from the service", `action <> 'principal.decrypt' OR seq < 2`, "", 0), // seq 1: the decrypt before the attack
+		// The head the writer reads is the one before the hidden decrypt, and the tree holds that
+		// decrypt's leaf: the append is refused before it is tried.
 		rls("row level security hides every decrypt, the chain's head too", `action <> 'principal.decrypt'`,
-			"duplicate key value violates unique constraint", http.StatusInternalServerError),
+			"the audit tree does not match the trail", 0),
 		{name: "view in its place, INSTEAD OF INSERT drops it", held: true, found: "audit_events is a view, not a table",
 			setup: []string{
 				`ALTER TABLE audit_events RENAME TO audit_events_real`,
@@ -160,24 +165,23 @@ func writerAttacks(engine string) []writerAttack {
 				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[],
 				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`},
-			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendFunctionMigration()}},
+			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendTreeFunction()}},
 		deleteAfter,
 	}
 }
 
-// appendFunctionMigration is the part of the migration that makes the writer's function,
-// audit_chain_append_tree, to put it back.
-func appendFunctionMigration() string {
+// appendTreeFunction is the migration's statement that makes audit_chain_append_tree, to put it
+// back (the migration also makes the tree's table).
+func appendTreeFunction() string {
 	b, err := os.ReadFile("../store/postgres/migrations/0020_audit_tree.sql")
 	if err != nil {
 		panic(err)
 	}
-	s := string(b)
-	at := strings.Index(s, "CREATE FUNCTION audit_chain_append_tree(")
-	if at < 0 {
-		panic("migration 0020 makes no audit_chain_append_tree")
+	_, fn, ok := strings.Cut(string(b), "CREATE FUNCTION audit_chain_append_tree(")
+	if !ok {
+		panic("0020_audit_tree.sql makes no audit_chain_append_tree")
 	}
-	return s[at:]
+	return "CREATE FUNCTION audit_chain_append_tree(" + fn
 }
 
 func TestDecryptsUnderAttacksOnTheWriter(t *testing.T) {

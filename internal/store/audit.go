@@ -240,6 +240,7 @@ func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) err
 		}
 		sent = nil
 	}
+	chain.known = w.tip
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
 		tip, err = chain.appendAfter(ctx, s.q(), *w.tip, events, at)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -96,6 +97,9 @@ type auditChain struct {
 	// before the rows are sent, and once the transaction has ended whether it committed.
 	expect   func(written []domain.AuditEvent)
 	memories []*CommitMemory
+	// known is the chain's head as the group writer committed it last, with the tree's right
+	// edge there (nil: not known).
+	known *chainTip
 }
 
 // chain is the store's audit chain, for a transaction to append to.
@@ -140,9 +144,11 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 			return chainTip{}, ErrStale
 		}
 	}
-	edge, err := readEdge(ctx, q, seq)
-	if err != nil {
-		return chainTip{}, err
+	edge := c.known.edgeAt(seq, prev)
+	if edge == nil {
+		if edge, err = readEdge(ctx, q, seq); err != nil {
+			return chainTip{}, err
+		}
 	}
 	args, tip, written, err := c.link(chainTip{seq: seq, hash: prev}, events)
 	if err != nil {
@@ -181,7 +187,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	if err := readBack(ctx, q, c.deferrable, written); err != nil {
 		return chainTip{}, err
 	}
-	return tip, readBackTree(ctx, q, tree.rows)
+	return tip, readBackTree(ctx, q, tree.rows, edge)
 }
 
 // grown is what a group adds to the audit tree: its rows, and the tree's right edge after it.
@@ -210,6 +216,16 @@ type chainTip struct {
 	hash []byte
 	// edge is the audit tree's right edge at seq (treeEdge), nil when not known.
 	edge edgeHashes
+}
+
+// edgeAt is the tree's right edge kept with tip (the group writer's last commit) when the chain's
+// head is still tip: the stored rows are then read back with the group's (readBackTree) instead
+// of first. Nil otherwise.
+func (tip *chainTip) edgeAt(seq int64, hash []byte) edgeHashes {
+	if tip == nil || tip.seq != seq || !bytes.Equal(tip.hash, hash) {
+		return nil
+	}
+	return tip.edge
 }
 
 // link numbers and links events after tip, under the active key, giving each event without an id

@@ -517,6 +517,9 @@ func (w *ChainWalk) Finish() ChainReport {
 	}
 	rep.Unchecked = w.unheldGap()
 	if rep.Unchecked == nil {
+		rep.Unchecked = w.treeGap()
+	}
+	if rep.Unchecked == nil {
 		rep.Unchecked = genesisGap
 	}
 	if w.ver == nil {

@@ -307,45 +307,72 @@ func insertTree(ctx context.Context, q *sqltx.Tx, arrays bool, typed func([]any)
 	return nil
 }
 
-// treeReadBack reads the tree rows from first to last.
-const treeReadBack = `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? ORDER BY id`
+// maxEdge bounds a right edge's size: one row for each bit set in the tree's size.
+const maxEdge = 64
 
-// readBackTree reads, in q, the rows a group wrote and checks they are exactly those:
-// ErrNotLanded otherwise.
-func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows) error {
+// treeReadBack reads the tree rows from first to last and the right edge's rows (the last
+// maxEdge arguments; -1 where unused), in one cached statement.
+var treeReadBack = `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? OR id IN (` + placeholders(maxEdge) + `) ORDER BY id`
+
+// readBackTree reads, in q, the rows a group wrote and the right edge it computed them from, and
+// checks they are exactly those: ErrNotLanded for a row of the group that is not as written,
+// ErrAuditTree for an edge row that is missing or altered (the group grew from a tree that is
+// not the database's).
+func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHashes) error {
 	if len(rows.hashes) == 0 {
 		return nil
 	}
 	last := rows.first + int64(len(rows.hashes)) - 1
+	args := make([]any, 2, 2+maxEdge)
+	args[0], args[1] = rows.first, last
+	for x := range edge {
+		args = append(args, x)
+	}
+	for len(args) < 2+maxEdge {
+		args = append(args, int64(-1))
+	}
 	st, err := q.Cached(ctx, treeReadBack)
 	if err != nil {
 		return fmt.Errorf("store: audit tree: read back: %w", err)
 	}
 	defer st.Close()
-	rs, err := st.QueryContext(ctx, rows.first, last)
+	rs, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("store: audit tree: read back: %w", q.Classify(err))
 	}
 	r := q.ClassifiedRows(rs)
 	defer r.Close()
-	want := rows.first
+	want, edgeFound := rows.first, 0
+	var v [3]any
 	for r.Next() {
-		var id int64
-		var h, tag []byte
-		if err := r.Scan(&id, &h, &tag); err != nil {
+		// Read as the driver gives them: conversion by reflection cost more than the rest.
+		if err := r.Scan(&v[0], &v[1], &v[2]); err != nil {
 			return fmt.Errorf("store: audit tree: read back: %w", err)
 		}
-		if id != want || id > last {
-			return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing, or one this group did not write (%d)", want, id)}
+		id, _ := v[0].(int64)
+		h, _ := v[1].([]byte)
+		tag, _ := v[2].([]byte)
+		if e, ok := edge[id]; ok && id < rows.first {
+			if string(h) != string(e[:]) {
+				return &treeError{what: fmt.Sprintf("stored hash %d is not the one the tree was grown from", id)}
+			}
+			edgeFound++
+			continue
+		}
+		if id != want {
+			return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing, or one this group did not write (%v)", want, v[0])}
 		}
 		w := rows.hashes[id-rows.first]
-		if string(h) != string(w[:]) || string(tag) != string(rows.tags[id]) {
+		if string(h) != string(w[:]) || (v[2] != nil && tag == nil) || string(tag) != string(rows.tags[id]) {
 			return &notLandedError{what: fmt.Sprintf("audit tree row %d: not as written", id)}
 		}
 		want++
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("store: audit tree: read back: %w", err)
+	}
+	if edgeFound != len(edge) {
+		return &treeError{what: fmt.Sprintf("%d of the %d stored hashes the tree was grown from are missing", len(edge)-edgeFound, len(edge))}
 	}
 	if want != last+1 {
 		return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing", want)}
@@ -618,7 +645,7 @@ func (c auditChain) buildTreeBatch(ctx context.Context, q *sqltx.Tx) (int64, err
 	if err := insertTree(ctx, q, c.arrays, c.typed, rows); err != nil {
 		return 0, err
 	}
-	return int64(len(events)), readBackTree(ctx, q, rows)
+	return int64(len(events)), readBackTree(ctx, q, rows, edge)
 }
 
 // The store is the audit log its readers read.

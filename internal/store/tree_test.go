@@ -192,6 +192,10 @@ func TestAuditTreeBuiltForEventsWrittenBeforeIt(t *testing.T) {
 		auditEvents(t, st, 0, 40)
 		recordConcurrently(t, st, 40, 30)
 		sqlExec(t, st, `DELETE FROM audit_tree`)
+		// Verify before the tree is built: the tree is unchecked, not broken.
+		if rep := verify(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 1 || !strings.Contains(rep.Unchecked.Error(), "does not hold these events yet") {
+			t.Fatalf("verify of a trail without its tree: %v %v, want unchecked from seq 1", rep.Break, rep.Unchecked)
+		}
 		if err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"}); !errors.Is(err, store.ErrAuditTree) {
 			t.Fatalf("append onto a trail without its tree: %v, want ErrAuditTree", err)
 		}
@@ -201,6 +205,9 @@ func TestAuditTreeBuiltForEventsWrittenBeforeIt(t *testing.T) {
 		wantTree(t, st, 70)
 		// Stopped after 33 leaves.
 		sqlExec(t, st, fmt.Sprintf(`DELETE FROM audit_tree WHERE id >= %d`, tlog.StoredHashCount(33)))
+		if rep := verify(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 34 {
+			t.Fatalf("verify of a tree built to seq 33: %v %v, want unchecked from seq 34", rep.Break, rep.Unchecked)
+		}
 		if n, err := st.BuildAuditTree(ctx); err != nil || n != 37 {
 			t.Fatalf("BuildAuditTree = %d %v, want 37", n, err)
 		}

@@ -24,6 +24,10 @@ type treeCheck struct {
 		SubjectTag(keyID, subject string) ([]byte, error)
 	}
 	pending []domain.AuditEvent
+	// short is the first event whose leaf the tree lacks where every later row is missing too
+	// (0: none): a tree not yet built for it (a database upgraded to the tree, and not yet opened
+	// with the ring), which leaves the rest unchecked rather than broken.
+	short int64
 }
 
 // newTreeCheck starts the tree's check after n leaves whose right edge is edge.
@@ -46,7 +50,7 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 	}
 	events := c.pending
 	c.pending = c.pending[:0]
-	if w.rep.Break != nil {
+	if w.rep.Break != nil || c.short != 0 {
 		return nil
 	}
 	first := tlog.StoredHashCount(c.n)
@@ -59,8 +63,16 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 		x := tlog.StoredHashIndex(0, c.n+int64(i))
 		tag, ok := tags[x]
 		if _, there := stored[x]; !there || !ok {
-			w.rep.Break = &ChainBreak{Seq: e.Seq, ID: e.ID, Reason: "its leaf is not in the audit tree: the tree's rows were removed, or the event inserted outside the writer"}
-			return nil
+			ends, err := treeEndsBefore(ctx, q, x)
+			if err != nil {
+				return err
+			}
+			if !ends {
+				w.rep.Break = &ChainBreak{Seq: e.Seq, ID: e.ID, Reason: "its leaf is not in the audit tree: the tree's rows were removed, or the event inserted outside the writer"}
+				return nil
+			}
+			c.short, events, leafTags = e.Seq, events[:i], leafTags[:i]
+			break
 		}
 		if b := w.checkTag(e, tag); b != nil {
 			w.rep.Break = b
@@ -74,6 +86,12 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 	}
 	for i, want := range rows.hashes {
 		x := rows.first + int64(i)
+		if _, leaf := rows.tags[x]; !leaf && tags[x] != nil {
+			leafOf, _ := leavesOf(x + 1)
+			e := events[leafOf-1-c.n]
+			w.rep.Break = &ChainBreak{Seq: e.Seq, ID: e.ID, Reason: fmt.Sprintf("a hash of the audit tree it added (stored hash %d) is no leaf's and has a subject tag: the tree row was altered", x)}
+			return nil
+		}
 		if got, ok := stored[x]; !ok || got != want {
 			leaf, _ := leavesOf(x + 1) // the rows of leaf L are StoredHashCount(L) to StoredHashCount(L+1)-1
 			e := events[leaf-1-c.n]
@@ -91,6 +109,24 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 	c.n += int64(len(events))
 	c.edge = edge
 	return nil
+}
+
+// treeEndsBefore tells whether the tree holds no row from x on.
+func treeEndsBefore(ctx context.Context, q runner, x int64) (bool, error) {
+	var count int64
+	if err := q.QueryRow(ctx, `SELECT COALESCE(MAX(id) + 1, 0) FROM audit_tree`).Scan(&count); err != nil {
+		return false, fmt.Errorf("store: audit tree size: %w", err)
+	}
+	return count <= x, nil
+}
+
+// treeGap is what a walk could not check of the tree, nil when it checked all it walked.
+func (w *ChainWalk) treeGap() *ChainGap {
+	if w.tree == nil || w.tree.short == 0 {
+		return nil
+	}
+	return &ChainGap{From: w.tree.short, To: w.rep.Events,
+		Reason: "the audit tree does not hold these events yet: it is built for events written before it when the database is opened with the master key ring (serve, or any command given the ring); run one, then verify again"}
 }
 
 // checkTag checks an event's stored subject tag: none for an event without a key, 32 bytes
@@ -120,7 +156,7 @@ func (w *ChainWalk) checkTag(e domain.AuditEvent, tag []byte) *ChainBreak {
 // finishTree checks, after the whole trail was walked, that the tree holds no leaf past it (a
 // tail cut from the events and not from the tree).
 func (w *ChainWalk) finishTree(ctx context.Context, q runner) error {
-	if w.tree == nil || w.rep.Break != nil {
+	if w.tree == nil || w.rep.Break != nil || w.tree.short != 0 {
 		return nil
 	}
 	var count int64
