@@ -165,24 +165,23 @@ func writerAttacks(engine string) []writerAttack {
 				details TEXT[], seqs BIGINT[], key_ids TEXT[], hashes BYTEA[],
 				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`},
-			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendFunctionMigration()}},
+			teardown: []string{`DROP FUNCTION audit_chain_append_tree`, appendTreeFunction()}},
 		deleteAfter,
 	}
 }
 
-// appendFunctionMigration is the part of the migration that makes the writer's function,
-// audit_chain_append_tree, to put it back.
-func appendFunctionMigration() string {
+// appendTreeFunction is the migration's statement that makes audit_chain_append_tree, to put it
+// back (the migration also makes the tree's table).
+func appendTreeFunction() string {
 	b, err := os.ReadFile("../store/postgres/migrations/0020_audit_tree.sql")
 	if err != nil {
 		panic(err)
 	}
-	s := string(b)
-	at := strings.Index(s, "CREATE FUNCTION audit_chain_append_tree(")
-	if at < 0 {
-		panic("migration 0020 makes no audit_chain_append_tree")
+	_, fn, ok := strings.Cut(string(b), "CREATE FUNCTION audit_chain_append_tree(")
+	if !ok {
+		panic("0020_audit_tree.sql makes no audit_chain_append_tree")
 	}
-	return s[at:]
+	return "CREATE FUNCTION audit_chain_append_tree(" + fn
 }
 
 func TestDecryptsUnderAttacksOnTheWriter(t *testing.T) {
