@@ -33,6 +33,9 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 	if (*target == "") == (len(pos) == 0) || len(pos) > 1 {
 		return usagef("give one event id, or --target-id ID")
 	}
+	if _, err := demoConfig(&cfg, false); err != nil {
+		return err
+	}
 	note, err := proofCheckpoint(*checkpointFile, cfg.AuditCheckpoints)
 	if err != nil {
 		return err

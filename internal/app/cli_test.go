@@ -330,7 +330,9 @@ func TestReport(t *testing.T) {
 // database file appears.
 func TestDemoFlagWithoutDemo(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"apikey", "list", "--demo"}, {"keys", "status", "--demo"}, {"export", "-", "--demo"}} {
+	for _, args := range [][]string{{"apikey", "list", "--demo"}, {"keys", "status", "--demo"}, {"export", "-", "--demo"},
+		{"audit", "verify", "--demo"}, {"audit", "list", "--demo"}, {"audit", "public-key", "--demo"},
+		{"audit", "prove", "--demo", "00000000-0000-4000-8000-000000000401"}} {
 		_, errOut, code := runMain(noEnv, args...)
 		if code != 1 || !strings.Contains(errOut, "--demo: no demo in ") || !strings.Contains(errOut, "start `backoffice serve --demo` in this directory first") {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
