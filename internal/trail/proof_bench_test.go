@@ -15,7 +15,6 @@ import (
 // memTree is a tree of n leaves in memory: the proof's own cost, without a database.
 type memTree struct {
 	hashes []tlog.Hash
-	events []domain.AuditEvent
 }
 
 func newMemTree(b *testing.B, n int) *memTree {
