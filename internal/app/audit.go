@@ -486,6 +486,9 @@ func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
 	if err := errors.Join(err1, err2); err != nil || e.Seq < 1 || len(x.Digest) != sha256.Size {
 		return x, fmt.Errorf("%s: not a checkpoint of the trail (seq, head or digest malformed)", e.What())
 	}
+	if e.IsNote() {
+		x.Root = e.Root[:]
+	}
 	return x, nil
 }
 

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // followPage is how many events a follower reads and checks at a time, and followRest how long
@@ -57,8 +60,14 @@ const settleWait = 15 * time.Second
 // committed must be met as it was written (see CommitMemory).
 func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*AuditFollower, error) {
 	f := &AuditFollower{s: s, ver: ver, mem: mem}
-	if base == nil {
-		if err := f.fromGenesis(ctx); err != nil {
+	if base == nil || base.Root == nil {
+		// A checkpoint that signed no tree vouches for none: the walk checks the whole trail, the
+		// tree with it, and meets the checkpoint on its way.
+		var expects []ChainExpect
+		if base != nil {
+			expects = []ChainExpect{*base}
+		}
+		if err := f.fromGenesis(ctx, expects); err != nil {
 			return nil, err
 		}
 		return f, nil
@@ -81,12 +90,20 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 				return err
 			}
 			f.w.tree = newTreeCheck(ver, base.Seq, edge)
+			// The tree up to the checkpoint is taken from the database only as the root it signed.
+			if root, err := tlog.TreeHash(base.Seq, mapReader(edge)); err != nil || !bytes.Equal(root[:], base.Root) {
+				f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
+					Reason: fmt.Sprintf("the audit tree up to the event %s covers (seq %d) is not the one it signed: its rows were altered", base.What, base.Seq)}
+				return nil
+			}
 		}
 		if !found || row.e.Hash != hexHash(base.Link) {
 			f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
 				Reason: fmt.Sprintf("the trail no longer holds the event %s covers (seq %d with link %s): its tail was cut off or rewritten", base.What, base.Seq, orNone(hexHash(base.Link)))}
+			return nil
 		}
-		return nil
+		// The rows without a seq, which no walk by seq meets, as a walk from the genesis reads them.
+		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, f.w.stepRow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: follow audit chain: %w", err)
@@ -96,9 +113,9 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 
 // fromGenesis walks the whole trail from its genesis: the numbered events in pages, then the rows
 // without a seq (last, where a walk of the whole trail in one read meets them).
-func (f *AuditFollower) fromGenesis(ctx context.Context) error {
+func (f *AuditFollower) fromGenesis(ctx context.Context, expects []ChainExpect) error {
 	err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
-		w, err := startWalk(ctx, q, f.ver, nil)
+		w, err := startWalk(ctx, q, f.ver, expects)
 		f.w = w
 		return err
 	})

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // The first follow of a trail, from its genesis, walks it a page at a time with a rest after each
@@ -77,4 +80,89 @@ func TestFollowFromGenesisFindsBreaks(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A walk resumed from a checkpoint takes the tree up to it from the database only as the root the
+// checkpoint signed: tree rows altered below it are a break. A checkpoint that signed no tree (the
+// format before it) vouches for none, so the walk checks the whole trail, the tree with it.
+func TestFollowFromACheckpointChecksItsTree(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		sealAsServeDoes(t, st)
+		auditEvents(t, st, 0, 10)
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Next(ctx)
+		if err != nil || v.Seq() != 10 {
+			t.Fatalf("verified up to seq %d (%v), want 10", v.Seq(), err)
+		}
+		size, root := v.Tree()
+		link, _ := hex.DecodeString(v.Head())
+		note := store.ChainExpect{Seq: size, Link: link, Digest: v.Digest(), Root: root[:], What: "the test's checkpoint"}
+		v1 := note
+		v1.Root = nil
+		for _, base := range []store.ChainExpect{note, v1} {
+			f, err := st.FollowAuditChain(ctx, testdb.Ring(t), &base, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := f.Next(ctx); err != nil || v.Seq() != 10 {
+				t.Fatalf("from a checkpoint (root %x): verified up to seq %d (%v), want 10", base.Root, v.Seq(), err)
+			}
+		}
+		// A hash on the right edge of the tree of 10 leaves (the subtree of leaves 8 and 9): the
+		// root the database now makes of the first 10 events is not the one signed, and a walk that
+		// took it on trust would sign a tree grown from it.
+		sqlExec(t, st, fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, zeroHash(st), tlog.StoredHashIndex(1, 4)))
+		for _, base := range []store.ChainExpect{note, v1} {
+			f, err := st.FollowAuditChain(ctx, testdb.Ring(t), &base, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Next(ctx); err == nil {
+				t.Fatalf("from a checkpoint (root %x): a tree row altered below it verified", base.Root)
+			}
+		}
+	})
+}
+
+// zeroHash is a literal of 32 zero bytes in the engine's SQL.
+func zeroHash(st *store.Store) string {
+	if st.Engine() == "postgres" {
+		return `'\x` + strings.Repeat("00", 32) + `'::bytea`
+	}
+	return `zeroblob(32)`
+}
+
+// A walk resumed from a checkpoint meets the rows without a seq (PostgreSQL lets one be
+// inserted), as a walk from the genesis does: a break, not a trail verified after the checkpoint.
+func TestFollowFromACheckpointFindsRowsWithoutASeq(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		if st.Engine() == "sqlite" {
+			t.Skip("seq is SQLite's rowid: a row given none is numbered next")
+		}
+		sealAsServeDoes(t, st)
+		auditEvents(t, st, 0, 4)
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, root := v.Tree()
+		link, _ := hex.DecodeString(v.Head())
+		base := store.ChainExpect{Seq: size, Link: link, Digest: v.Digest(), Root: root[:], What: "the test's checkpoint"}
+		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail)
+			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', '')`, id(9006), staffUser))
+		f, err = st.FollowAuditChain(ctx, testdb.Ring(t), &base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Next(ctx); err == nil || !strings.Contains(err.Error(), "no sequence number") {
+			t.Fatalf("a walk from a checkpoint over a row without a seq: %v, want a break naming it", err)
+		}
+	})
 }

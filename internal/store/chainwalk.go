@@ -29,6 +29,9 @@ type ChainExpect struct {
 	Seq    int64
 	Link   []byte
 	Digest []byte
+	// Root is the audit tree's root at Seq that the checkpoint signed (nil for a checkpoint of
+	// the format before the tree, which signed none).
+	Root []byte
 	// What names it in a report ("the checkpoint of 2026-11-25T12:00:00Z (FILE line 3)").
 	What string
 }

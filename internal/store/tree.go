@@ -636,7 +636,7 @@ func (c auditChain) buildTreeBatch(ctx context.Context, q *sqltx.Tx) (int64, err
 	}
 	tags, err := subjectTags(c.signer, events)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: the audit tree of the events written before it is built once with the master keys they were linked under; if `keys rewrap` retired that key, put it back in the ring (BACKOFFICE_MASTER_KEYS) for one start, then remove it again (see docs/compliance.md, the tree)", err)
 	}
 	rows, _, err := growTree(size, edge, tags, events)
 	if err != nil {

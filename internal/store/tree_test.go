@@ -313,3 +313,25 @@ func TestAuditTreeCheckedByTheWalk(t *testing.T) {
 		wantIntact(t, verify(t, st, ""), 1106)
 	})
 }
+
+// The tree of events written before it is built under the keys they were linked under: a ring
+// that no longer holds one refuses, naming the key and what to do, and builds once it is back.
+func TestAuditTreeBuildNamesARetiredKey(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 5)
+		sqlExec(t, st, `DELETE FROM audit_tree`)
+		st.SetChainSigner(testdb.Ring(t, "knew"))
+		_, err := st.BuildAuditTree(ctx)
+		if err == nil || !strings.Contains(err.Error(), `"`+testdb.DefaultKeyID+`"`) || !strings.Contains(err.Error(), "put it back in the ring") {
+			t.Fatalf("BuildAuditTree without the events' key: %v, want an error naming key %q and what to do", err, testdb.DefaultKeyID)
+		}
+		if n, err := st.AuditTreeSize(ctx); err != nil || n != 0 {
+			t.Fatalf("tree size %d %v after a refused build, want 0", n, err)
+		}
+		st.SetChainSigner(testdb.Ring(t, "knew", testdb.DefaultKeyID))
+		if n, err := st.BuildAuditTree(ctx); err != nil || n != 5 {
+			t.Fatalf("BuildAuditTree with the key back = %d %v, want 5", n, err)
+		}
+		wantTree(t, st, 5)
+	})
+}
