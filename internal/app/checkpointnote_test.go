@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,34 @@ func TestVerifyFromATrustedCheckpoint(t *testing.T) {
 		wantVerify(t, c, ErrCannotCheck, "does not hold", "--from-checkpoint", trusted)
 		os.WriteFile(trusted, append(append(cp.Note, '\n'), cp.Note...), 0o600)
 		wantVerify(t, c, ErrCannotCheck, "holds 2 checkpoints", "--from-checkpoint", trusted)
+	})
+}
+
+// A trail whose newest events have no tree rows yet (as a replica of the release before the tree
+// writes them) is not signed; once a process given the ring has built the rows, the next tick
+// walks again from the last checkpoint and signs, without a restart.
+func TestCheckpointerSignsOnceTheTreeIsBuilt(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		var logs lockedBuffer
+		cp, err := newCheckpointer(file, testdb.OpenAsIs(t, url), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.tick(context.Background())
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		sqlOn(t, url, fmt.Sprintf(`DELETE FROM audit_tree WHERE id >= %d`, tlog.StoredHashCount(3)))
+		cp.tick(context.Background())
+		if read, _ := checkpoint.ReadFile(file); len(read.Entries) != 1 || !strings.Contains(logs.String(), "does not hold these events yet") {
+			t.Fatalf("signed over events the tree does not hold: %d checkpoints\n%s", len(read.Entries), logs.String())
+		}
+		builder := testdb.OpenAsIs(t, url)
+		builder.SetChainSigner(testdb.Ring(t, "k1"))
+		if n, err := builder.BuildAuditTree(context.Background()); err != nil || n != 1 {
+			t.Fatalf("BuildAuditTree = %d %v, want 1", n, err)
+		}
+		cp.tick(context.Background())
+		if read, _ := checkpoint.ReadFile(file); len(read.Entries) != 2 || read.Entries[1].Seq != 4 {
+			t.Fatalf("after the tree was built: %d checkpoints, want 2, the last of seq 4\n%s", len(read.Entries), logs.String())
+		}
 	})
 }

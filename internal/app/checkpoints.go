@@ -178,12 +178,14 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	v, err := c.follow.Next(ctx)
 	if err != nil {
+		c.walkAgainOnceTreeBuilt(err)
 		return fmt.Errorf("the audit trail does not verify, so nothing is signed: %w", err)
 	}
 	if v.Seq() <= c.signed {
 		return nil // nothing new
 	}
 	if err := v.Err(); err != nil {
+		c.walkAgainOnceTreeBuilt(err)
 		return fmt.Errorf("nothing is signed: %w", err)
 	}
 	size, root := v.Tree()
@@ -223,6 +225,15 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	c.signed = cp.Seq
 	c.keep(cp)
 	return nil
+}
+
+// walkAgainOnceTreeBuilt drops the walk when err is a gap of tree rows not built yet: the walk
+// stops checking the tree where it finds none, and once a process given the ring has built them,
+// a walk begun again from the last checkpoint checks them, and signs.
+func (c *checkpointer) walkAgainOnceTreeBuilt(err error) {
+	if gap := (*store.ChainGap)(nil); errors.As(err, &gap) && gap.TreeNotBuilt() {
+		c.follow = nil
+	}
 }
 
 // startWalk checks that the store's tree extends the one the checkpoint the walk starts from

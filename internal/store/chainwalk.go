@@ -176,9 +176,15 @@ func (b *ChainBreak) Where() string {
 type ChainGap struct {
 	From, To int64
 	Reason   string
-	// genesis: what could not be checked is the genesis alone.
-	genesis bool
+	// genesis: what could not be checked is the genesis alone; tree: the audit tree's rows of
+	// these events, not built yet.
+	genesis, tree bool
 }
+
+// TreeNotBuilt tells a gap of the audit tree's rows not built yet (events written by a release
+// before the tree, until a process given the ring builds them), which a walk begun again once
+// they are built can check.
+func (g *ChainGap) TreeNotBuilt() bool { return g.tree }
 
 func (g *ChainGap) Error() string {
 	if g.From == 0 {

@@ -125,7 +125,7 @@ func (w *ChainWalk) treeGap() *ChainGap {
 	if w.tree == nil || w.tree.short == 0 {
 		return nil
 	}
-	return &ChainGap{From: w.tree.short, To: w.rep.Events,
+	return &ChainGap{From: w.tree.short, To: w.rep.Events, tree: true,
 		Reason: "the audit tree does not hold these events yet: it is built for events written before it when the database is opened with the master key ring (serve, or any command given the ring); run one, then verify again"}
 }
 
