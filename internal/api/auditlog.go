@@ -19,10 +19,8 @@ import (
 // AuditLog is what the tiles and the proofs read of the trail's Merkle tree (RFC 6962; the leaves
 // are trail.Leaf, the event of seq s at index s-1).
 type AuditLog interface {
-	trail.Tree
+	trail.Indexed
 	AuditTreeSize(ctx context.Context) (int64, error)
-	// AuditEventIndex reads the event id and its leaf index; domain.ErrNotFound when there is none.
-	AuditEventIndex(ctx context.Context, id domain.ID) (domain.AuditEvent, int64, error)
 }
 
 // Caching of tiles. A full tile's bytes never change, nor do a partial tile's; a full tile stays
@@ -165,29 +163,31 @@ func handleAuditProof(st AuditStore, log AuditLog, cps CheckpointSource, now fun
 
 // proveEvent finds the event's leaf and proves it against the newest checkpoint.
 func proveEvent(ctx context.Context, log AuditLog, cps CheckpointSource, id domain.ID) (trail.EventProof, error) {
-	_, index, err := log.AuditEventIndex(ctx, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return trail.EventProof{}, domain.NotFound("audit event " + string(id))
-	}
-	if err != nil {
-		return trail.EventProof{}, err
-	}
 	var note []byte
 	ok := false
 	if cps != nil {
 		note, ok = cps.LatestCheckpoint()
 	}
 	if !ok {
+		// An event that is not in the trail is not found, checkpoint or none.
+		if _, _, err := log.AuditEventIndex(ctx, id); err != nil {
+			return trail.EventProof{}, notFoundEvent(id, err)
+		}
 		return trail.EventProof{}, notCheckpointed("no checkpoint has been signed yet")
 	}
-	p, err := trail.Prove(ctx, log, index, note)
+	p, err := trail.ProveID(ctx, log, id, note)
 	if errors.Is(err, trail.ErrNotCovered) {
 		return p, notCheckpointed(err.Error())
 	}
-	if err == nil && p.Event.ID != id {
-		return p, fmt.Errorf("event %s: the tree's leaf %d is event %s", id, index, p.Event.ID)
+	return p, notFoundEvent(id, err)
+}
+
+// notFoundEvent is err, the refusal of an event id the trail does not hold when it says so.
+func notFoundEvent(id domain.ID, err error) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound("audit event " + string(id))
 	}
-	return p, err
+	return err
 }
 
 func notCheckpointed(why string) error {

@@ -107,14 +107,11 @@ func proofCheckpoint(file, checkpoints string) ([]byte, error) {
 
 // proveOne proves the event id.
 func proveOne(ctx context.Context, st *store.Store, id domain.ID, note []byte) (trail.EventProof, error) {
-	_, index, err := st.AuditEventIndex(ctx, id)
+	p, err := trail.ProveID(ctx, st, id, note)
 	if errors.Is(err, domain.ErrNotFound) {
 		return trail.EventProof{}, fmt.Errorf("audit event %s: not in the trail's tree", id)
 	}
-	if err != nil {
-		return trail.EventProof{}, err
-	}
-	return trail.Prove(ctx, st, index, note)
+	return p, err
 }
 
 // proveTarget proves every event the filter matches, in seq order. Every one must be covered by

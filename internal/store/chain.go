@@ -21,9 +21,9 @@ import (
 type ChainSigner interface {
 	ActiveKeyID() string
 	ChainMAC(keyID string, message []byte) ([]byte, error)
-	// SubjectTag is the keyed tag of subject under the key keyID (the audit tree's leaves hold
-	// their event's target's, see trail.Leaf).
-	SubjectTag(keyID, subject string) ([]byte, error)
+	// The keyed tag of subject under the key keyID (the audit tree's leaves hold their event's
+	// target's, see trail.Leaf).
+	subjectTagger
 }
 
 // ErrNoChainSigner means an audit event was to be written by a store given no ChainSigner: an

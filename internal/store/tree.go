@@ -108,11 +108,14 @@ func growTree(n int64, edge edgeHashes, tags [][]byte, events []domain.AuditEven
 	return rows, next, nil
 }
 
+// subjectTagger makes the leaves' subject tags (*secrets.Ring is one).
+type subjectTagger interface {
+	SubjectTag(keyID, subject string) ([]byte, error)
+}
+
 // subjectTags are the leaves' subject tags of events (linked, with their key ids): nil for an
 // event without a key.
-func subjectTags(sig interface {
-	SubjectTag(keyID, subject string) ([]byte, error)
-}, events []domain.AuditEvent) ([][]byte, error) {
+func subjectTags(sig subjectTagger, events []domain.AuditEvent) ([][]byte, error) {
 	tags := make([][]byte, len(events))
 	for i, e := range events {
 		if e.ChainKeyID == "" || e.Hash == "" {
@@ -395,11 +398,21 @@ func leavesOf(count int64) (int64, bool) {
 	return lo, tlog.StoredHashCount(lo) == count
 }
 
-// treeSize reads the number of leaves of the stored tree.
-func treeSize(ctx context.Context, q runner) (int64, error) {
+// storedHashes reads how many stored hashes the tree holds, by its newest row: ids are tlog's
+// stored-hash indexes, from 0 without a gap.
+func storedHashes(ctx context.Context, q runner) (int64, error) {
 	var count int64
 	if err := q.QueryRow(ctx, `SELECT COALESCE(MAX(id) + 1, 0) FROM audit_tree`).Scan(&count); err != nil {
 		return 0, fmt.Errorf("store: audit tree size: %w", err)
+	}
+	return count, nil
+}
+
+// treeSize reads the number of leaves of the stored tree.
+func treeSize(ctx context.Context, q runner) (int64, error) {
+	count, err := storedHashes(ctx, q)
+	if err != nil {
+		return 0, err
 	}
 	n, ok := leavesOf(count)
 	if !ok {

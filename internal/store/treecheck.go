@@ -20,9 +20,7 @@ type treeCheck struct {
 	n    int64
 	edge edgeHashes
 	// tagger remakes the subject tags (nil: the stored ones are taken).
-	tagger interface {
-		SubjectTag(keyID, subject string) ([]byte, error)
-	}
+	tagger  subjectTagger
 	pending []domain.AuditEvent
 	// short is the first event whose leaf the tree lacks where every later row is missing too
 	// (0: none): a tree not yet built for it (a database upgraded to the tree, and not yet opened
@@ -33,9 +31,7 @@ type treeCheck struct {
 // newTreeCheck starts the tree's check after n leaves whose right edge is edge.
 func newTreeCheck(ver ChainVerifier, n int64, edge edgeHashes) *treeCheck {
 	c := &treeCheck{n: n, edge: edge}
-	if t, ok := ver.(interface {
-		SubjectTag(keyID, subject string) ([]byte, error)
-	}); ok {
+	if t, ok := ver.(subjectTagger); ok {
 		c.tagger = t
 	}
 	return c
@@ -113,9 +109,9 @@ func (w *ChainWalk) checkTree(ctx context.Context, q runner) error {
 
 // treeEndsBefore tells whether the tree holds no row from x on.
 func treeEndsBefore(ctx context.Context, q runner, x int64) (bool, error) {
-	var count int64
-	if err := q.QueryRow(ctx, `SELECT COALESCE(MAX(id) + 1, 0) FROM audit_tree`).Scan(&count); err != nil {
-		return false, fmt.Errorf("store: audit tree size: %w", err)
+	count, err := storedHashes(ctx, q)
+	if err != nil {
+		return false, err
 	}
 	return count <= x, nil
 }
@@ -159,9 +155,9 @@ func (w *ChainWalk) finishTree(ctx context.Context, q runner) error {
 	if w.tree == nil || w.rep.Break != nil || w.tree.short != 0 {
 		return nil
 	}
-	var count int64
-	if err := q.QueryRow(ctx, `SELECT COALESCE(MAX(id) + 1, 0) FROM audit_tree`).Scan(&count); err != nil {
-		return fmt.Errorf("store: audit tree size: %w", err)
+	count, err := storedHashes(ctx, q)
+	if err != nil {
+		return err
 	}
 	if count > tlog.StoredHashCount(w.tree.n) {
 		leaves, _ := leavesOf(count)

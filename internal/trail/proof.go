@@ -31,6 +31,26 @@ type EventProof struct {
 // ErrNotCovered: the checkpoint is older than the event; a later one will cover it.
 var ErrNotCovered = errors.New("no signed checkpoint covers the event yet")
 
+// Indexed is a Tree that finds an event's leaf by the event's id (domain.ErrNotFound when none).
+type Indexed interface {
+	Tree
+	AuditEventIndex(ctx context.Context, id domain.ID) (domain.AuditEvent, int64, error)
+}
+
+// ProveID builds the proof of the event id against the signed checkpoint note (Prove), and
+// refuses one whose leaf turns out to be another event's.
+func ProveID(ctx context.Context, tree Indexed, id domain.ID, note []byte) (EventProof, error) {
+	_, index, err := tree.AuditEventIndex(ctx, id)
+	if err != nil {
+		return EventProof{}, err
+	}
+	p, err := Prove(ctx, tree, index, note)
+	if err == nil && p.Event.ID != id {
+		return p, fmt.Errorf("event %s: the tree's leaf %d is event %s", id, index, p.Event.ID)
+	}
+	return p, err
+}
+
 // Prove builds the proof of the event at index against the signed checkpoint note. It reads back
 // what it serves: the event must be the one its stored leaf hashes, and the inclusion proof must
 // check against the checkpoint's root, or it refuses (the tree and the checkpoint disagree).
@@ -40,7 +60,10 @@ func Prove(ctx context.Context, tree Tree, index int64, note []byte) (EventProof
 		return EventProof{}, err
 	}
 	size := int64(cp.Size)
-	if index >= size || size < 0 {
+	if size < 0 {
+		return EventProof{}, fmt.Errorf("the checkpoint's tree size %d is out of range", cp.Size)
+	}
+	if index >= size {
 		return EventProof{}, fmt.Errorf("%w: the event is leaf %d, the newest checkpoint's tree has %d", ErrNotCovered, index, cp.Size)
 	}
 	e, err := tree.AuditEventAt(ctx, index)
