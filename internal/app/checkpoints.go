@@ -133,8 +133,15 @@ func ringPublicKeys(ring *secrets.Ring) (map[string]ed25519.PublicKey, error) {
 	return keys, nil
 }
 
-// run signs a checkpoint every interval until ctx ends.
+// run starts the walk at once, then signs a checkpoint every interval until ctx ends. Started
+// before the first tick, the walk tells the memory of this process's commits where they carry on
+// from (store.CommitMemory), which then holds no events of its own for the first interval.
 func (c *checkpointer) run(ctx context.Context, interval time.Duration) {
+	if c.follow == nil {
+		if err := c.startWalk(ctx); err != nil {
+			c.report(ctx, err)
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -151,16 +158,21 @@ func (c *checkpointer) run(ctx context.Context, interval time.Duration) {
 // if it cannot: an error when the trail does not verify or the file cannot be written.
 func (c *checkpointer) tick(ctx context.Context) {
 	if err := c.sign(ctx); err != nil {
-		if ctx.Err() != nil {
-			return // stopped while signing: the last tick (runningCheckpoints.stop) signs
-		}
-		level := slog.LevelError // a trail that does not verify, or a file it cannot write
-		if errors.Is(err, domain.ErrUnavailable) {
-			level = slog.LevelWarn // the database is away; the next tick tries again
-		}
-		c.log.Log(ctx, level, "audit checkpoint not signed", slog.String("error", err.Error()),
-			slog.Int64("last_checkpoint_seq", c.signed))
+		c.report(ctx, err)
 	}
+}
+
+// report logs why no checkpoint was signed.
+func (c *checkpointer) report(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return // stopped while signing: the last tick (runningCheckpoints.stop) signs
+	}
+	level := slog.LevelError // a trail that does not verify, or a file it cannot write
+	if errors.Is(err, domain.ErrUnavailable) {
+		level = slog.LevelWarn // the database is away; the next tick tries again
+	}
+	c.log.Log(ctx, level, "audit checkpoint not signed", slog.String("error", err.Error()),
+		slog.Int64("last_checkpoint_seq", c.signed))
 }
 
 // sign walks the events written since the last tick and signs a checkpoint of the trail as that

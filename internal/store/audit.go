@@ -218,25 +218,20 @@ func eventsOf(group []auditReq) []domain.AuditEvent {
 // With at, it writes only if the read cache's generation is still *at, and fails with ErrStale,
 // having written nothing, otherwise. Either way the group is read back before it commits, and a
 // group that does not read back as written fails with ErrNotLanded (see readBack). The checkpoint
-// signers' memories (CommitMemory) are told each try's events before its rows are sent, and what
+// signers' memories (CommitMemory) are told each try's run before its rows are sent, and what
 // became of them once it is answered.
 func (w *auditWriter) write(s *Store, events []domain.AuditEvent, at *int64) error {
 	ctx := context.Background()
 	chain := s.chain()
-	var sent []domain.AuditEvent // the events of the last try, as linked
+	var sent func(committed bool) // settles the last try's run
 	memories := chain.memories
-	chain.memories = nil // told here, each try's events settled as the try fared
+	chain.memories = nil // told here, each try's run settled as the try fared
 	if memories != nil {
-		chain.expect = func(written []domain.AuditEvent) {
-			for _, m := range memories {
-				m.expect(written)
-			}
-			sent = written
-		}
+		chain.expect = func(r commitRun) { sent = rememberRun(memories, r) }
 	}
 	settle := func(committed bool) {
-		for _, m := range memories {
-			m.settle(sent, committed)
+		if sent != nil {
+			sent(committed)
 		}
 		sent = nil
 	}

@@ -92,10 +92,11 @@ type auditChain struct {
 	unread bool
 	// trail checks the trail's catalog in the append's own transaction (trailguard.go).
 	trail trailGuard
-	// expect, when set, is told each group's events, numbered and linked, before they are sent
-	// (the audit writer's memory of its commits, CommitMemory). Without it, memories are: told
-	// before the rows are sent, and once the transaction has ended whether it committed.
-	expect   func(written []domain.AuditEvent)
+	// expect, when set, is told each group's run (its events numbered and linked, the heads it
+	// goes from and to) before its rows are sent: the audit writer tells the signers' memories of
+	// its commits (CommitMemory). Without it, memories are: told before the rows are sent, and
+	// once the transaction has ended whether it committed.
+	expect   func(commitRun)
 	memories []*CommitMemory
 	// known is the chain's head as the group writer committed it last, with the tree's right
 	// edge there (nil: not known).
@@ -159,18 +160,11 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 		return chainTip{}, err
 	}
 	tip.edge = tree.edge
-	switch {
+	switch run := newCommitRun(chainTip{seq: seq, hash: prev}, written, tip); {
 	case c.expect != nil:
-		c.expect(written)
+		c.expect(run)
 	case c.memories != nil:
-		for _, m := range c.memories {
-			m.expect(written)
-		}
-		q.OnEnd(func(committed bool) {
-			for _, m := range c.memories {
-				m.settle(written, committed)
-			}
-		})
+		q.OnEnd(rememberRun(c.memories, run))
 	}
 	if c.arrays {
 		err = insertAuditArrays(ctx, q, c.typed, args)
@@ -348,7 +342,7 @@ func (c auditChain) appendAfter(ctx context.Context, q querier, tip chainTip, ev
 		text, args = text+chainAppendAt, append(args, *at)
 	}
 	if c.expect != nil {
-		c.expect(written)
+		c.expect(newCommitRun(tip, written, next))
 	}
 	var landed sql.NullInt64
 	var dest any = &landed

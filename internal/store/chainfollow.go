@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,6 +40,11 @@ type AuditFollower struct {
 	// walked at a seq whose commit it had not yet answered, checked once it has.
 	mem       *CommitMemory
 	unsettled []unsettledRow
+	// read counts the rows its walks read by seq.
+	read int64
+	// carried: the walk was carried over runs of this process (its head's tree edge is the
+	// writer's, which Next compares with the database's).
+	carried bool
 }
 
 // unsettledRow is a row a walk met at a seq the memory held as still being committed.
@@ -70,6 +77,7 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 		if err := f.fromGenesis(ctx, expects); err != nil {
 			return nil, err
 		}
+		f.learn()
 		return f, nil
 	}
 	err := s.snapshot(ctx, func(q *sqltx.Tx) error {
@@ -108,7 +116,16 @@ func (s *Store) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *C
 	if err != nil {
 		return nil, fmt.Errorf("store: follow audit chain: %w", err)
 	}
+	f.learn()
 	return f, nil
+}
+
+// learn tells the memory the head the walk starts from, which the runs this process commits from
+// there carry on from.
+func (f *AuditFollower) learn() {
+	if f.mem != nil && f.w.rep.Break == nil && f.w.tree != nil && f.w.tree.short == 0 {
+		f.mem.learn(f.w.point())
+	}
 }
 
 // fromGenesis walks the whole trail from its genesis: the numbered events in pages, then the rows
@@ -134,9 +151,16 @@ func (f *AuditFollower) fromGenesis(ctx context.Context, expects []ChainExpect) 
 	return nil
 }
 
-// Next walks the events written since the last call and returns the trail as verified up to the
-// newest, or why it is not: a break (kept), links under a key the ring lacks, a genesis that no
-// longer holds, or a database error (the next call tries again).
+// Next carries the verified trail on to its newest event and returns it, or why it cannot: a
+// break (kept), links under a key the ring lacks, a genesis that no longer holds, or a database
+// error (the next call tries again). It first carries the walk over the runs this process
+// committed since (CommitMemory), one after another, without reading them: the appender read
+// each back in its own transaction. Then, in one snapshot, it checks that the genesis still
+// holds, that the trail still holds the head it reached with its link, and that the tree's right
+// edge there is the one this process wrote, and reads the trail's head: only where that is
+// beyond the head reached (another process appended) does it walk the rows from there, a page at
+// a time, as a walk from a checkpoint does. So a checkpoint of what this process alone wrote
+// costs the same however many events it covers.
 func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 	if b := f.w.rep.Break; b != nil {
 		f.stopMemory()
@@ -145,7 +169,11 @@ func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 	var before uint64 // what this process had committed before this walk's reads
 	if f.mem != nil {
 		before = f.mem.committedNow()
+		if err := f.carryOn(); err != nil {
+			return Verified{}, err
+		}
 	}
+	var head int64
 	err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
 		if err != nil {
@@ -157,24 +185,83 @@ func (f *AuditFollower) Next(ctx context.Context) (Verified, error) {
 		if at := f.w.genesis; at != nil && at.lastUnlinked != g.LastUnlinked {
 			return &ChainBreak{Seq: 1, Reason: fmt.Sprintf("the genesis now names seq %d as the last event from before the chain, and named seq %d: altered", g.LastUnlinked, at.lastUnlinked)}
 		}
-		return f.stillExtends(ctx, q)
+		if err := f.stillExtends(ctx, q); err != nil {
+			return err
+		}
+		head, err = chainHeadSeq(ctx, q)
+		return err
 	})
 	if err != nil {
 		return Verified{}, err
 	}
-	if err := f.walkOn(ctx); err != nil {
-		return Verified{}, err
+	walk := head > f.w.rep.Events && (f.mem == nil || !f.mem.awaits(f.w.point()))
+	if walk {
+		if err := f.walkOn(ctx); err != nil {
+			return Verified{}, err
+		}
 	}
-	if err := f.checkMemory(ctx, before); err != nil {
-		return Verified{}, err
+	if walk || len(f.unsettled) > 0 {
+		if err := f.checkMemory(ctx, before); err != nil {
+			return Verified{}, err
+		}
 	}
 	return f.w.Finish().Verified()
 }
 
+// carryOn carries the walk over the runs this process committed from its head on, as far as
+// they go one after another, and forgets them.
+func (f *AuditFollower) carryOn() error {
+	r, err := f.mem.carryOn(f.w.point())
+	var b *ChainBreak
+	switch {
+	case errors.As(err, &b):
+		return f.memoryBreak(b.Seq, b.ID, b.Reason)
+	case err != nil:
+		return err
+	case r != nil && f.w.carryOver(r):
+		f.carried = true
+		f.mem.passed(f.w.point())
+	}
+	return nil
+}
+
+// point is the head the walk verified, with the trail's digest there.
+func (w *ChainWalk) point() commitPoint {
+	return commitPoint{seq: w.rep.Events, id: w.rep.Head.ID, link: w.prev, digest: w.rep.Digest}
+}
+
+// carryOver moves the walk's head over r, a run this process committed from that head, as a walk
+// of its rows would have: false (nothing moved) when the walk is not where r starts, or waits on
+// something a walk of the rows must meet (an expectation, links it could not check, the tree not
+// built).
+func (w *ChainWalk) carryOver(r *commitRun) bool {
+	t := w.tree
+	switch {
+	case w.rep.Break != nil || w.ver == nil || t == nil || t.short != 0 || len(t.pending) > 0 || t.n != w.rep.Events:
+		return false
+	case len(w.heads) > 0 || len(w.unheld) > 0 || !r.from.same(w.point()) || !bytes.Equal(r.from.digest, w.rep.Digest):
+		return false
+	}
+	for seq := range w.expects {
+		if seq > w.rep.Events {
+			return false
+		}
+	}
+	if w.firstLink == 0 && !w.begun {
+		w.firstLink = r.from.seq + 1
+	}
+	w.checked = true
+	w.rep.Events, w.rep.Digest = r.to.seq, r.to.digest
+	w.rep.Head = domain.AuditEvent{Seq: r.to.seq, ID: r.to.id, Hash: hexHash(r.to.link)}
+	w.prev = r.to.link
+	t.n, t.edge = r.to.seq, r.edge
+	return true
+}
+
 // checkMemory ends a walk's check of this process's commits (see CommitMemory): the rows it met
 // while their commits were being answered are checked once they are, an event committed before
-// the walk began that the walk did not reach is missing, and what was checked is forgotten. A
-// failure is a break, and kept: the memory stops.
+// the walk began that the walk did not reach is missing, and the runs it checked are forgotten.
+// A failure is a break, and kept: the memory stops.
 func (f *AuditFollower) checkMemory(ctx context.Context, before uint64) error {
 	if f.mem == nil || f.w.rep.Break != nil {
 		f.stopMemory()
@@ -201,7 +288,7 @@ func (f *AuditFollower) checkMemory(ctx context.Context, before uint64) error {
 	if seq, why := f.mem.missing(walked, before); seq != 0 {
 		return f.memoryBreak(seq, "", why)
 	}
-	f.mem.forget(walked)
+	f.learn()
 	return nil
 }
 
@@ -246,6 +333,7 @@ func (f *AuditFollower) walkOn(ctx context.Context) error {
 		err := f.s.snapshot(ctx, func(q *sqltx.Tx) error {
 			err := auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
 				read++
+				f.read++
 				return f.w.stepRow(r) && f.rememberRow(r)
 			})
 			if err != nil {
@@ -279,12 +367,41 @@ func (f *AuditFollower) stillExtends(ctx context.Context, q *sqltx.Tx) error {
 	if err != nil {
 		return err
 	}
+	if !found && f.carried {
+		f.w.rep.Break = &ChainBreak{Seq: head.Seq, ID: head.ID,
+			Reason: "this process committed an audit event at this seq and answered for it, and the trail ends before it: it was deleted"}
+		return f.w.rep.Break
+	}
 	if !found || row.e.ID != head.ID || row.e.Hash != head.Hash {
 		f.w.rep.Break = &ChainBreak{Seq: head.Seq, ID: head.ID,
 			Reason: fmt.Sprintf("the trail no longer holds this event as it was verified (link %s): its tail was cut off or rewritten since", orNone(head.Hash))}
 		return f.w.rep.Break
 	}
+	if !f.carried {
+		return nil
+	}
+	edge, err := readTreeEdge(ctx, q, head.Seq)
+	if err != nil {
+		return err
+	}
+	for x, h := range f.w.tree.edge {
+		if edge[x] != h {
+			f.w.rep.Break = &ChainBreak{Seq: head.Seq, ID: head.ID,
+				Reason: fmt.Sprintf("the audit tree's stored hash %d is not the one this process wrote with the events up to this one: its rows were altered", x)}
+			return f.w.rep.Break
+		}
+	}
+	f.carried = false
 	return nil
+}
+
+// chainHeadSeq is the seq of the trail's newest event (0 for none).
+func chainHeadSeq(ctx context.Context, q *sqltx.Tx) (int64, error) {
+	var seq sql.NullInt64
+	if err := q.QueryRow(ctx, `SELECT max(seq) FROM audit_events`).Scan(&seq); err != nil {
+		return 0, err
+	}
+	return seq.Int64, nil
 }
 
 // auditRowAt reads the event at seq, as walks read it.

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,14 +25,18 @@ func TestFollowChecksThisProcessCommits(t *testing.T) {
 		// attack runs after the trail's 3 events and the memory's first walk; then 2 more events
 		// are written.
 		attack string
-		seq    int64
-		says   string
+		// foreign: another process appends one event before the 2 more.
+		foreign bool
+		seq     int64
+		says    string
 	}{
 		{name: "the newest deleted, the gap closed by the next append", attack: `DELETE FROM audit_events WHERE seq = 5`, seq: 5,
 			says: "committed another audit event at this seq"},
 		{name: "the newest deleted", attack: `DELETE FROM audit_events WHERE seq = 5`, seq: 5,
 			says: "the trail ends before it"},
-		{name: "more events than the memory keeps", limit: 1, seq: 5,
+		// Another process appends first, so the memory keeps the events after it until a walk
+		// works out their digests: two of them are more than it keeps.
+		{name: "more events than the memory keeps", limit: 1, foreign: true, seq: 6,
 			says: "remembers none from here on"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,7 +54,10 @@ func TestFollowChecksThisProcessCommits(t *testing.T) {
 				if c.limit > 0 {
 					store.LimitMemory(mem, c.limit)
 				}
-				auditEvents(t, st, 3, 2) // seq 4 and 5
+				if c.foreign {
+					auditEvents(t, testdb.OpenURL(t, testdb.URLOf(t, st)), 3, 1)
+				}
+				auditEvents(t, st, 3, 2) // seq 4 and 5 (5 and 6 after another process's)
 				if c.attack != "" {
 					sqlExec(t, st, c.attack)
 				}
@@ -97,6 +105,82 @@ func TestFollowChecksEventsOfTransactions(t *testing.T) {
 		var b *store.ChainBreak
 		if _, err := f.Next(ctx); !errors.As(err, &b) || b.Seq != created || !strings.Contains(b.Error(), "committed another audit event at this seq") {
 			t.Fatalf("Next: %v; want a break at seq %d", err, created)
+		}
+	})
+}
+
+// The signer carries its walk over what this process committed without reading it back, and
+// signs the same head a walk of the rows would: the same link, digest and tree. Events another
+// process appended are walked, with this process's after them, and from there on its own commits
+// are carried over again.
+func TestFollowCarriesOverThisProcessCommits(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		sealAsServeDoes(t, st)
+		mem := st.RememberCommits()
+		auditEvents(t, st, 0, 3)
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := func(want int64) {
+			t.Helper()
+			v, err := f.Next(ctx)
+			if err != nil || v.Seq() != want {
+				t.Fatalf("Next: seq %d, %v; want %d", v.Seq(), err, want)
+			}
+			walked := verify(t, st, "")
+			root, err := tlog.TreeHash(want, st.AuditHashReader(ctx))
+			if err != nil {
+				t.Fatal(err)
+			}
+			size, got := v.Tree()
+			if v.Head() != walked.Head.Hash || !bytes.Equal(v.Digest(), walked.Digest) || size != want || got != root {
+				t.Fatalf("Next: head %s digest %x tree %d %v; a walk of the rows: head %s digest %x tree %d %v",
+					v.Head(), v.Digest(), size, got, walked.Head.Hash, walked.Digest, want, root)
+			}
+		}
+		next(3)
+		read := store.RowsRead(f)
+		auditEvents(t, st, 3, 40)
+		recordConcurrently(t, st, 43, 30)
+		next(73)
+		if n := store.RowsRead(f); n != read {
+			t.Errorf("carrying over this process's 70 events read %d rows", n-read)
+		}
+		auditEvents(t, testdb.OpenURL(t, testdb.URLOf(t, st)), 73, 2) // another process: seq 74, 75
+		auditEvents(t, st, 75, 2)
+		next(77)
+		if n := store.RowsRead(f) - read; n != 4 {
+			t.Errorf("after another process appended, the walk read %d rows, want its 2 and the 2 after them", n)
+		}
+		read = store.RowsRead(f)
+		recordConcurrently(t, st, 77, 20)
+		next(97)
+		if n := store.RowsRead(f); n != read {
+			t.Errorf("carrying over this process's events after the walk read %d rows", n-read)
+		}
+	})
+}
+
+// A tree row this process wrote, changed before the signer carried its walk over it, is a break:
+// the signer compares the tree's right edge it carried with the database's.
+func TestFollowComparesTheTreeItCarried(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		sealAsServeDoes(t, st)
+		mem := st.RememberCommits()
+		auditEvents(t, st, 0, 3)
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		auditEvents(t, st, 3, 6) // 9 events: the newest leaf is a subtree of the tree's edge
+		sqlExec(t, st, fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, strings.Repeat("00", 32)), tlog.StoredHashIndex(0, 8)))
+		var b *store.ChainBreak
+		if _, err := f.Next(ctx); !errors.As(err, &b) || b.Seq != 9 || !strings.Contains(b.Error(), "not the one this process wrote") {
+			t.Fatalf("Next: %v; want a break at seq 9 naming the tree's row", err)
 		}
 	})
 }

@@ -18,6 +18,9 @@ import (
 // LimitMemory makes m remember at most n events.
 func LimitMemory(m *CommitMemory, n int) { m.limit = n }
 
+// RowsRead counts the rows f's walks read by seq.
+func RowsRead(f *AuditFollower) int64 { return f.read }
+
 // WithoutReadBack makes s's audit appends read nothing back, as before the read-back: for its
 // benchmark alone.
 func WithoutReadBack(s *Store) { s.withoutReadBack = true }

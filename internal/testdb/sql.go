@@ -65,6 +65,16 @@ func SQLOf(t testing.TB, st *store.Store) *sql.DB {
 	return e.db
 }
 
+// URLOf is the database URL of a store this package opened: a second process on its database.
+func URLOf(t testing.TB, st *store.Store) string {
+	t.Helper()
+	o, ok := opened.Load(st)
+	if !ok {
+		t.Fatal("testdb.URLOf: a store this package did not open")
+	}
+	return o.(*openedStore).url
+}
+
 // remember files st for SQLOf until the test that opened it ends.
 func remember(t testing.TB, st *store.Store, url string) {
 	opened.Store(st, &openedStore{t: t, url: url})
