@@ -44,8 +44,10 @@ type CommitMemory struct {
 	// where the trail was cut under them).
 	runs    []*commitRun
 	commits uint64
-	// base is the newest head a walk of the trail verified (seq 0 and no digest: none yet).
-	base commitPoint
+	// base is the newest head a walk of the trail verified, once known (the empty trail's has
+	// seq 0 and no digest).
+	base      commitPoint
+	baseKnown bool
 	// overlap is the first run committed over another's events (nil while none): kept.
 	overlap *ChainBreak
 	// lost is the first seq not kept, once limit was reached (0 while none was lost); held
@@ -247,7 +249,7 @@ func (m *CommitMemory) resolve(i int) bool {
 	var before *commitRun
 	digest := []byte(nil)
 	switch {
-	case m.base.digest != nil && m.base.same(r.from):
+	case m.baseKnown && m.base.same(r.from):
 		digest = m.base.digest
 	case i > 0 && m.runs[i-1].at != 0 && m.runs[i-1].to.digest != nil && m.runs[i-1].to.same(r.from):
 		before = m.runs[i-1]
@@ -386,7 +388,7 @@ func (m *CommitMemory) missing(walked int64, before uint64) (seq int64, why stri
 func (m *CommitMemory) learn(p commitPoint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.base = p
+	m.base, m.baseKnown = p, true
 	m.forgetUpTo(p.seq)
 	m.resolveFrom(0)
 }
@@ -395,7 +397,7 @@ func (m *CommitMemory) learn(p commitPoint) {
 func (m *CommitMemory) passed(p commitPoint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.base = p
+	m.base, m.baseKnown = p, true
 	m.forgetUpTo(p.seq)
 }
 
