@@ -120,7 +120,9 @@ func (g *group) met(signed map[string]bool) bool {
 // `witness NAME VKEY [URL]`, `group NAME all|any|K MEMBER...` and one `quorum NAME` (a witness,
 // a group or none), each naming only what lines above it define; comment lines start with #.
 // Log lines are checked and otherwise ignored: the caller knows the log's key. Anything it does
-// not understand is an error, never skipped.
+// not understand is an error, never skipped. formats' witness.ParsePolicy reads the same lines
+// but takes a threshold of 0 (met without any cosignature) and a member listed twice (one
+// witness counted twice), and wants a URL on every witness line, which an auditor has no use for.
 func ParsePolicy(text []byte) (*Policy, error) {
 	if i := bytes.IndexFunc(text, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }); i >= 0 {
 		return nil, fmt.Errorf("policy: byte 0x%02x at offset %d: only tab and newline of the control characters are allowed", text[i], i)
