@@ -221,7 +221,7 @@ func (p *parser) newName(name string) error {
 
 func (p *parser) group(args []string) error {
 	if len(args) < 3 {
-		return errors.New("want group NAME all|any|K MEMBER...")
+		return errors.New("want group NAME all|any|K MEMBER (one or more)")
 	}
 	name, threshold, names := args[0], args[1], args[2:]
 	if err := p.newName(name); err != nil {
