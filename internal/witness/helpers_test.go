@@ -103,7 +103,7 @@ type cosigner struct {
 	vkey   string
 }
 
-func newCosigner(t *testing.T, name string) *cosigner {
+func newCosigner(t testing.TB, name string) *cosigner {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
