@@ -18,12 +18,18 @@ import (
 
 // What went wrong with a witness: an *Error wraps one of these.
 var (
-	// ErrRefused: the witness answered that it will not cosign this checkpoint. 422 (the
-	// checkpoint is not consistent with what it cosigned: a fork) and a 409 naming a size larger
-	// than the checkpoint's (the log went back: a rollback) are evidence against the log; 403
-	// (it does not trust the log's key) and 404 (it does not know the log) are configuration; 400
-	// is a request it cannot read, or an old size above the checkpoint's.
+	// ErrRefused: the witness answered that it will not cosign this checkpoint. 422: the
+	// checkpoint is not consistent with what it cosigned (a fork); a 409 naming a size larger
+	// than the checkpoint's: ErrBehind too; 403: it does not trust the log's key; 404: it does
+	// not know the log; 400: a request it cannot read, or an old size above the checkpoint's.
 	ErrRefused = errors.New("refused the checkpoint")
+	// ErrBehind comes with ErrRefused when the witness has cosigned a larger tree of the log
+	// than the checkpoint's. Either another signer of the same log got further (a replica whose
+	// walk is behind another's), which the log's own tree, at least as large as the witness's,
+	// shows; or the log went back (a database restored from a backup), whose tree is smaller.
+	// A 400 to an old size above the checkpoint's is ErrBehind as well: the log itself knew the
+	// witness to be further.
+	ErrBehind = errors.New("another signer got further, or the log went back")
 	// ErrConflict: the witness answered 409 again after the retry with the size it named: its
 	// size moved in between (another signer of the same log).
 	ErrConflict = errors.New("its tree size moved during the exchange")
@@ -115,8 +121,8 @@ type Cosignature struct {
 
 // AddCheckpoint sends msg, a checkpoint note the log signed, to w with oldSize, the tree size
 // the log last knew w to have cosigned (0 if it knows none), and the consistency proof from it.
-// If w answers 409 with a smaller size than the checkpoint's, it asks once more from that size;
-// with a larger one, the log went back and w refuses. It accepts w's answer only if a
+// If w answers 409 with a size up to the checkpoint's, it asks once more from that size; with a
+// larger one, it reports ErrRefused and ErrBehind. It accepts w's answer only if a
 // cosignature in it verifies under w's key. Every failure of w is an *Error naming w; any other
 // error is the caller's (msg is not a checkpoint, proof failed).
 func (c *Client) AddCheckpoint(ctx context.Context, w Witness, msg []byte, oldSize int64, proof ProofFunc) (Cosignature, error) {
@@ -135,11 +141,15 @@ func (c *Client) AddCheckpoint(ctx context.Context, w Witness, msg []byte, oldSi
 	cs, err := c.attempt(ctx, w, msg, oldSize, size, proof)
 	e, ok := conflict(err)
 	if !ok {
+		if errors.As(err, &e) && e.Status == http.StatusBadRequest && oldSize > size {
+			e.Err = ErrBehind
+			e.Detail = fmt.Sprintf("the old size %d is above this checkpoint's %d: %s", oldSize, size, e.Detail)
+		}
 		return cs, err
 	}
 	if e.Known > size {
-		return Cosignature{}, &Error{Witness: w.Name, Kind: ErrRefused, Status: e.Status, Known: e.Known,
-			Detail: fmt.Sprintf("it has cosigned tree size %d, larger than this checkpoint's %d: the log went back", e.Known, size)}
+		return Cosignature{}, &Error{Witness: w.Name, Kind: ErrRefused, Status: e.Status, Known: e.Known, Err: ErrBehind,
+			Detail: fmt.Sprintf("it has cosigned tree size %d, larger than this checkpoint's %d", e.Known, size)}
 	}
 	cs, err = c.attempt(ctx, w, msg, e.Known, size, proof)
 	if e, ok := conflict(err); ok {

@@ -115,7 +115,10 @@ func TestRefusals(t *testing.T) {
 				t.Errorf("%d requests, witness at %d: want one, and 9", d.count(), d.size)
 			}
 			if tc.status == http.StatusConflict && e.Known != 9 {
-				t.Errorf("known size %d, want 9", e.Known)
+				t.Errorf("known size %d; want 9", e.Known)
+			}
+			if behind := tc.status == http.StatusConflict || tc.status == http.StatusBadRequest; errors.Is(err, ErrBehind) != behind {
+				t.Errorf("%v: ErrBehind %v, want %v", err, !behind, behind)
 			}
 		})
 	}

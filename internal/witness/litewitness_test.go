@@ -124,6 +124,9 @@ func TestLitewitness(t *testing.T) {
 		if !errors.Is(r.Err, ErrRefused) || !errors.As(r.Err, &e) || e.Status != tc.status || !strings.Contains(r.Err.Error(), "witness lite") || out.Met {
 			t.Errorf("%s: %v (met %v); want refused with %d, naming the witness", tc.name, r.Err, out.Met, tc.status)
 		}
+		if tc.status != http.StatusUnprocessableEntity && !errors.Is(r.Err, ErrBehind) {
+			t.Errorf("%s: %v; want ErrBehind", tc.name, r.Err)
+		}
 		if tc.status == http.StatusConflict && (e == nil || e.Known != 9 || r.Size != 9) {
 			t.Errorf("%s: known size %+v; want 9", tc.name, r)
 		}
