@@ -49,7 +49,7 @@ type Error struct {
 	Status  int    // the HTTP status of its last answer; 0 if none
 	Known   int64  // with Status 409: the tree size the witness said it last cosigned
 	Detail  string // what it said, or what was wrong with its answer
-	Err     error  // the cause, if any (a network error, the context's)
+	Err     error  // ErrBehind, or the cause (a network error, the context's), if any
 }
 
 func (e *Error) Error() string {
