@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -315,5 +316,32 @@ func TestCosign(t *testing.T) {
 	verdict, err := p.Check(out.Note, l.verifier)
 	if err != nil || strings.Join(verdict.Signed, ",") != "w1,w2" || !verdict.Met {
 		t.Fatalf("the outcome's note: %+v %v", verdict, err)
+	}
+}
+
+// TestMLDSACosignature: a witness with an ML-DSA-44 key (type 0x06), the type the specification
+// recommends for new witnesses, is verified the same way.
+func TestMLDSACosignature(t *testing.T) {
+	l := newTestLog(t, origin, 9, "a", nil, nil)
+	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/pq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := &cosigner{name: "witness.test/pq", signer: signer, vkey: vkey}
+	_, srv := newDouble(t, key, l)
+	p, err := ParsePolicy([]byte("witness pq " + vkey + " " + srv.URL + "\nquorum pq\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&Client{}).Cosign(t.Context(), p, l.checkpoint(t, 9), nil, noProof(t))
+	if err != nil || out.Results[0].Err != nil || !out.Met {
+		t.Fatalf("%v %+v", err, out.Results)
+	}
+	if v, err := p.Check(out.Note, l.verifier); err != nil || !v.Met {
+		t.Fatalf("the cosigned note: %+v %v", v, err)
 	}
 }
