@@ -13,6 +13,7 @@ import (
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/store"
+	"backoffice/internal/witness"
 )
 
 // Config is the whole configuration, parsed once from the environment and then from flags of the
@@ -59,6 +60,11 @@ type Config struct {
 	// AuditOrigin names the audit log in its checkpoints (BACKOFFICE_AUDIT_ORIGIN, default
 	// checkpoint.DefaultOrigin): their origin line and their signatures' key name.
 	AuditOrigin string
+	// AuditWitnesses is the witness policy file (BACKOFFICE_AUDIT_WITNESSES, c2sp.org/tlog-policy,
+	// "" for none) and AuditWitnessPolicy what it says: read at start, so that a policy serve
+	// cannot follow (unreadable, or a witness without a URL to send checkpoints to) stops it there.
+	AuditWitnesses     string
+	AuditWitnessPolicy *witness.Policy
 	// OAuth is the identity provider whose access tokens serve accepts (Issuer "": none).
 	OAuth OAuthConfig
 	// AllowWeakCredentials lets serve start (and keys status pass) while usable credentials are
@@ -114,11 +120,15 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		MemoryLimitFromGo:  getenv("GOMEMLIMIT") != "",
 		AuditCheckpoints:   strings.TrimSpace(getenv("BACKOFFICE_AUDIT_CHECKPOINTS")),
 		AuditOrigin:        orDefault(strings.TrimSpace(getenv("BACKOFFICE_AUDIT_ORIGIN")), checkpoint.DefaultOrigin),
+		AuditWitnesses:     strings.TrimSpace(getenv("BACKOFFICE_AUDIT_WITNESSES")),
 	}
 	if err := checkpoint.ValidOrigin(c.AuditOrigin); err != nil {
 		return c, fmt.Errorf("BACKOFFICE_AUDIT_ORIGIN: %w", err)
 	}
 	var err error
+	if c.AuditWitnessPolicy, err = loadWitnessPolicy(c.AuditWitnesses); err != nil {
+		return c, fmt.Errorf("BACKOFFICE_AUDIT_WITNESSES: %w", err)
+	}
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
 		return c, err
 	}
@@ -185,6 +195,26 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// loadWitnessPolicy reads the witness policy file at path ("": none), whose every witness must
+// have the URL serve sends checkpoints to.
+func loadWitnessPolicy(path string) (*witness.Policy, error) {
+	if path == "" {
+		return nil, nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := witness.ParsePolicy(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := p.RequireURLs(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
 }
 
 // parseMemoryLimit reads a size as GOMEMLIMIT spells it: a whole number of bytes with an

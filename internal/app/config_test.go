@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/rand"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
 
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/secrets"
@@ -195,6 +198,44 @@ func TestAuditOriginConfig(t *testing.T) {
 	for _, bad := range []string{"pay example", "pay+example"} {
 		if _, err := loadConfig(envOf(map[string]string{"BACKOFFICE_AUDIT_ORIGIN": bad})); err == nil || !strings.Contains(err.Error(), "BACKOFFICE_AUDIT_ORIGIN") {
 			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}
+
+// A witness policy file is read at start: none when the variable is unset; one that cannot be
+// read, is not a policy, or has a witness without a URL stops serve, naming the variable.
+func TestAuditWitnessesConfig(t *testing.T) {
+	if cfg, err := loadConfig(envOf(nil)); err != nil || cfg.AuditWitnessPolicy != nil {
+		t.Fatalf("unset: %v %v", cfg.AuditWitnessPolicy, err)
+	}
+	_, plain, err := note.GenerateKey(rand.Reader, "witness.example/w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey, err := fnote.VKeyToCosignatureV1(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := file("good", "witness w1 "+vkey+" https://w1.example/\nquorum w1\n")
+	cfg, err := loadConfig(envOf(map[string]string{"BACKOFFICE_AUDIT_WITNESSES": good}))
+	if err != nil || cfg.AuditWitnessPolicy == nil || len(cfg.AuditWitnessPolicy.Witnesses()) != 1 {
+		t.Fatalf("a policy: %v %v", cfg.AuditWitnessPolicy, err)
+	}
+	for name, path := range map[string]string{
+		"missing":    filepath.Join(dir, "missing"),
+		"not policy": file("bad", "witness w1 "+vkey+" https://w1.example/\n"),
+		"no URL":     file("nourl", "witness w1 "+vkey+"\nquorum w1\n"),
+	} {
+		if _, err := loadConfig(envOf(map[string]string{"BACKOFFICE_AUDIT_WITNESSES": path})); err == nil || !strings.Contains(err.Error(), "BACKOFFICE_AUDIT_WITNESSES") {
+			t.Errorf("%s: %v; want an error naming the variable", name, err)
 		}
 	}
 }
