@@ -99,8 +99,9 @@ func proofIndex(p trail.EventProof) int64 { return trail.Index(p.Event.Seq) }
 // One subject's complete history, its events linked under two keys (a key rotation between
 // them): audit prove --target-id names its tag under each key of the ring and proves each event,
 // and the auditor's program, reading every entry bundle from the service (or from the tiles it
-// saved), accepts it; an event left out of the file, one of another subject's put in, or a tag
-// held back each fail it, naming the leaf.
+// saved), accepts it, as it accepts the empty history of an object no event is about; an event
+// left out of the file, one of another subject's put in, one proved against another checkpoint,
+// one twice, a tag held back or not a tag, and a changed entry each fail it, naming the leaf.
 func TestAuditCheckCompleteHistory(t *testing.T) {
 	bin := buildAuditCheck(t)
 	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
@@ -149,6 +150,15 @@ func TestAuditCheckCompleteHistory(t *testing.T) {
 			if err != nil || !strings.Contains(out, fmt.Sprintf("ok: complete: the 2 events about %s", subject)) {
 				t.Fatalf("the complete history (%v): %v\n%s", args, err, out)
 			}
+		}
+
+		// An object no event is about has a history too: none, which the tiles confirm.
+		none := proveHistory(t, c, string(domain.NewID()))
+		if len(none.Tags) != 2 || len(none.Proofs) != 0 {
+			t.Fatalf("the history of an object no event is about: %+v", none)
+		}
+		if out, err := hc.run(none); err != nil || !strings.Contains(out, "ok: complete: the 0 events about "+none.TargetID) {
+			t.Fatalf("an empty history: %v\n%s", err, out)
 		}
 
 		left := h

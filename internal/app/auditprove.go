@@ -25,7 +25,7 @@ import (
 func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("audit prove")
 	cfg.databaseFlags(fs)
-	target := fs.String("target-id", "", "prove every event about this object (uuid), into one file")
+	target := fs.String("target-id", "", "write this object's (uuid) complete history: its tags and every event about it, proved")
 	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against (default: the newest note of BACKOFFICE_AUDIT_CHECKPOINTS)")
 	out := fs.String("out", "-", "write the proof here (- is stdout)")
 	pos, err := parseArgs(fs, args)
