@@ -177,8 +177,8 @@ func checkProof(verifier note.Verifier, p eventProof) (proved, error) {
 // checkpoint, every event about the file's subject with its tag under the event's key (one that
 // is not is named by its index), and then, from every entry bundle of the checkpoint's tree, that
 // every leaf carrying one of the subject's tags is in the file (one missing is named by its
-// index). A tree holding leaves without a tag (events from before
-// the chain, whose subject cannot be told) cannot be checked whole, and fails.
+// index). A tree holding leaves without a tag (events from before the chain, whose subject
+// cannot be told) cannot be checked whole, and fails.
 func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error {
 	tree, err := openCheckpoint([]byte(f.Checkpoint), verifier)
 	if err != nil {
