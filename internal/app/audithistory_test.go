@@ -143,6 +143,16 @@ func TestAuditCheckCompleteHistory(t *testing.T) {
 		}
 
 		other := proveHistory(t, c, revoked)
+		keys := c.vars["BACKOFFICE_MASTER_KEYS"]
+		delete(c.vars, "BACKOFFICE_MASTER_KEYS")
+		if _, _, err := c.run("audit", "prove", "--target-id", subject); err == nil || !strings.Contains(err.Error(), "the subject's tags are made under the master keys") {
+			t.Fatalf("a history without the ring: %v", err)
+		}
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+		if _, _, err := c.run("audit", "prove", "--target-id", subject); err == nil || !strings.Contains(err.Error(), `the subject's tag under key "k1"`) {
+			t.Fatalf("a history with an event under a key the ring no longer holds: %v", err)
+		}
+		c.vars["BACKOFFICE_MASTER_KEYS"] = keys
 		hc := newHistoryChecker(t, bin, c, url, file)
 		tiles := t.TempDir()
 		for _, args := range [][]string{{"-save", tiles}, {"-tiles", tiles}} {
