@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	"backoffice/internal/api"
+	"backoffice/internal/domain"
+	"backoffice/internal/trail"
 )
 
 // tamper changes what the service answers, as an attacker between the auditor and the service
@@ -156,5 +160,68 @@ func TestAuditCheckProgram(t *testing.T) {
 	tp.set(nil)
 	if out, err := run(good, true); err != nil {
 		t.Fatalf("the service's proof again: %v\n%s", err, out)
+	}
+}
+
+// subjectTagger tags as the memLog does, under its one key.
+type subjectTagger struct{}
+
+func (subjectTagger) SubjectTag(keyID, subject string) ([]byte, error) {
+	if keyID != "k1" {
+		return nil, errors.New("unknown key")
+	}
+	return subjectTag(subject), nil
+}
+
+// The auditor's program checks one subject's complete history (-complete) in a tree of many
+// bundles: its events in the first bundle, a full one in the middle and the partial last one are
+// found from the entry bundles, and the file accepted; the last one left out is named.
+func TestAuditCheckProgramCompleteHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	bin := filepath.Join(t.TempDir(), "auditcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../docs/examples/auditcheck").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	h, m := newTreeHarness(t, 100)
+	subject := domain.NewID().String()
+	for _, n := range []int{40000, 29890} {
+		m.add(t, 1, subject)
+		m.add(t, n, principalA.String(), principalB.String())
+	}
+	m.add(t, 1, subject) // in the partial last tile: 69993 = 273*256 + 105
+	note := m.sign(t)
+	srv := httptest.NewServer(h.handler)
+	t.Cleanup(srv.Close)
+	var events []domain.AuditEvent
+	for _, e := range m.events {
+		if e.TargetID == subject {
+			e.Hash = "00" // linked, as the store lists it: its leaf has a tag
+			events = append(events, e)
+		}
+	}
+	hist, err := trail.ProveHistory(context.Background(), m, subjectTagger{}, []string{"k1"}, subject, events, note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(hist trail.History) (string, error) {
+		b, err := json.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "history.json")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "-key", m.verifierKey, "-proof", file, "-complete", "-url", srv.URL, "-credential", "Api-Key "+staffKey).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(hist); err != nil || !strings.Contains(out, "ok: complete: the 3 events about "+subject+" are every leaf of the tree of 69993") {
+		t.Fatalf("the subject's history: %v\n%s", err, out)
+	}
+	hist.Proofs = hist.Proofs[:2]
+	if out, err := run(hist); err == nil || !strings.Contains(out, "FAILED: not the subject's complete history: missing from the file, carrying the subject's tag: leaf 69992 (seq 69993)") {
+		t.Fatalf("the last event left out: %v\n%s", err, out)
 	}
 }

@@ -13,17 +13,19 @@ import (
 	"backoffice/internal/api"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
+	"backoffice/internal/secrets"
 	"backoffice/internal/store"
 	"backoffice/internal/trail"
 )
 
 // runAuditProve writes an event's proof (the answer of GET /v1/audit-events/{id}/proof), or with
-// --target-id one file of the proofs of every event about that object, against a signed
-// checkpoint. It reads the database as audit list does, and is not itself recorded.
+// --target-id that object's complete history (trail.History: its tags and every event about it
+// with its proof), against a signed checkpoint. It reads the database as audit list does, and is
+// not itself recorded.
 func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("audit prove")
 	cfg.databaseFlags(fs)
-	target := fs.String("target-id", "", "prove every event about this object (uuid), into one file")
+	target := fs.String("target-id", "", "write this object's (uuid) complete history: its tags and every event about it, proved")
 	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against (default: the newest note of BACKOFFICE_AUDIT_CHECKPOINTS)")
 	out := fs.String("out", "-", "write the proof here (- is stdout)")
 	pos, err := parseArgs(fs, args)
@@ -61,15 +63,15 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 		}
 		return writeOutput(*out, env.Stdout, func(w io.Writer) error { return writeProofJSON(w, p) })
 	}
-	proofs, err := proveTarget(ctx, st, filter, note)
+	ring, err := masterRing(cfg)
+	if err != nil {
+		return fmt.Errorf("--target-id: the subject's tags are made under the master keys: %w", err)
+	}
+	h, err := proveTarget(ctx, st, ring, filter, note)
 	if err != nil {
 		return err
 	}
-	return writeOutput(*out, env.Stdout, func(w io.Writer) error {
-		return writeProofJSON(w, struct {
-			Proofs []trail.EventProof `json:"proofs"`
-		}{proofs})
-	})
+	return writeOutput(*out, env.Stdout, func(w io.Writer) error { return writeProofJSON(w, h) })
 }
 
 // proofCheckpoint reads the signed checkpoint to prove against: the file --checkpoint names (the
@@ -114,36 +116,22 @@ func proveOne(ctx context.Context, st *store.Store, id domain.ID, note []byte) (
 	return p, err
 }
 
-// proveTarget proves every event the filter matches, in seq order. Every one must be covered by
-// the checkpoint: a file that left some out would read as the object's whole history.
-func proveTarget(ctx context.Context, st *store.Store, f domain.AuditFilter, note []byte) ([]trail.EventProof, error) {
+// proveTarget proves the complete history of the subject the filter names (trail.ProveHistory):
+// every event about it, in seq order, each covered by the checkpoint (a file that left some out
+// would read as the whole history), and its tag under every key of the ring, so that an auditor
+// finds an event of the subject's under any of them in the tiles, had the database's list left
+// it out.
+func proveTarget(ctx context.Context, st *store.Store, ring *secrets.Ring, f domain.AuditFilter, note []byte) (trail.History, error) {
 	var events []domain.AuditEvent
 	err := listAudit(ctx, st, f, 0, func(page []domain.AuditEvent) error {
 		events = append(events, page...)
 		return nil
 	})
 	if err != nil {
-		return nil, err
-	}
-	if len(events) == 0 {
-		return nil, fmt.Errorf("no audit event is about %s", f.TargetID)
+		return trail.History{}, err
 	}
 	slices.Reverse(events) // newest first: the oldest first in the file
-	proofs := make([]trail.EventProof, 0, len(events))
-	for _, e := range events {
-		if e.Seq == 0 {
-			return nil, fmt.Errorf("audit event %s has no seq: it is no leaf of the tree", e.ID)
-		}
-		p, err := trail.Prove(ctx, st, trail.Index(e.Seq), note)
-		if err != nil {
-			return nil, fmt.Errorf("audit event %s (seq %d): %w", e.ID, e.Seq, err)
-		}
-		if p.Event.ID != e.ID {
-			return nil, fmt.Errorf("audit event %s (seq %d): the tree's leaf is event %s", e.ID, e.Seq, p.Event.ID)
-		}
-		proofs = append(proofs, p)
-	}
-	return proofs, nil
+	return trail.ProveHistory(ctx, st, ring, ring.KeyIDs(), f.TargetID, events, note)
 }
 
 func writeProofJSON(w io.Writer, v any) error {

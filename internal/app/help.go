@@ -140,13 +140,16 @@ var commandDocs = []commandDoc{
 			"BACKOFFICE_AUDIT_ORIGIN), which checks the checkpoints, signed notes, with note.Open.",
 		example: "backoffice audit public-key --demo\nbackoffice audit public-key --demo --note"},
 	{name: "audit prove", synopsis: "(EVENT-ID | --target-id ID) [--checkpoint FILE] [--out FILE] [flags]",
-		summary: "write an audit event's proof (c2sp.org/tlog-proof@v1), or one for every event of an object",
+		summary: "write an audit event's proof (c2sp.org/tlog-proof@v1), or an object's complete history",
 		details: "Writes what GET /v1/audit-events/{id}/proof answers: the event beside its proof of inclusion in the trail's\n" +
 			"Merkle tree against the signed checkpoint --checkpoint holds (as GET /v1/audit-log/checkpoint serves it),\n" +
 			"by default the newest note of BACKOFFICE_AUDIT_CHECKPOINTS.\n" +
-			"With --target-id, one JSON file {\"proofs\": [...]} with a proof for every event about that object, oldest\n" +
-			"first; it refuses when the checkpoint does not cover them all. An auditor checks the file with a program of\n" +
-			"their own (docs/compliance.md).",
+			"With --target-id, the object's complete history, one JSON file {\"targetId\", \"checkpoint\", \"tags\": [{\"keyId\",\n" +
+			"\"tag\"}], \"proofs\": [...]}: its subject tag under each master key of the ring and of its events (the tags are\n" +
+			"revealed: give the file to whom may see the object's history) and a proof for every event about it, oldest\n" +
+			"first; it refuses when the checkpoint does not cover them all, or an event's key is not in the ring. An\n" +
+			"auditor checks the file with a program of their own, and from the tiles that it holds every leaf carrying\n" +
+			"those tags (docs/examples/auditcheck -complete; docs/compliance.md).",
 		example: "backoffice audit prove --checkpoint checkpoint.txt 00000000-0000-4000-8000-000000000901\n" +
 			"backoffice audit prove --checkpoint checkpoint.txt --target-id 00000000-0000-4000-8000-000000000401 --out subject.json"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",

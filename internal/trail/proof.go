@@ -55,43 +55,49 @@ func ProveID(ctx context.Context, tree Indexed, id domain.ID, note []byte) (Even
 // what it serves: the event must be the one its stored leaf hashes, and the inclusion proof must
 // check against the checkpoint's root, or it refuses (the tree and the checkpoint disagree).
 func Prove(ctx context.Context, tree Tree, index int64, note []byte) (EventProof, error) {
+	p, _, err := prove(ctx, tree, index, note)
+	return p, err
+}
+
+// prove is Prove, returning the proved leaf too.
+func prove(ctx context.Context, tree Tree, index int64, note []byte) (EventProof, []byte, error) {
 	cp, err := CheckpointOf(note)
 	if err != nil {
-		return EventProof{}, err
+		return EventProof{}, nil, err
 	}
 	size := int64(cp.Size)
 	if size < 0 {
-		return EventProof{}, fmt.Errorf("the checkpoint's tree size %d is out of range", cp.Size)
+		return EventProof{}, nil, fmt.Errorf("the checkpoint's tree size %d is out of range", cp.Size)
 	}
 	if index >= size {
-		return EventProof{}, fmt.Errorf("%w: the event is leaf %d, the newest checkpoint's tree has %d", ErrNotCovered, index, cp.Size)
+		return EventProof{}, nil, fmt.Errorf("%w: the event is leaf %d, the newest checkpoint's tree has %d", ErrNotCovered, index, cp.Size)
 	}
 	e, err := tree.AuditEventAt(ctx, index)
 	if err != nil {
-		return EventProof{}, err
+		return EventProof{}, nil, err
 	}
 	leaves, err := tree.AuditLeaves(ctx, index, index+1)
 	if err != nil {
-		return EventProof{}, err
+		return EventProof{}, nil, err
 	}
 	if len(leaves) != 1 || len(leaves[0]) != LeafSize || !bytes.Equal(leaves[0], Leaf(leaves[0][:TagSize], e)) {
-		return EventProof{}, fmt.Errorf("leaf %d: the stored leaf is not the event's", index)
+		return EventProof{}, nil, fmt.Errorf("leaf %d: the stored leaf is not the event's", index)
 	}
 	leaf := leaves[0]
 	p, err := tlog.ProveRecord(size, index, tree.AuditHashReader(ctx))
 	if err != nil {
-		return EventProof{}, fmt.Errorf("leaf %d: inclusion proof in the tree of %d: %w", index, size, err)
+		return EventProof{}, nil, fmt.Errorf("leaf %d: inclusion proof in the tree of %d: %w", index, size, err)
 	}
 	var root tlog.Hash
 	copy(root[:], cp.Hash)
 	if len(cp.Hash) != len(root) || tlog.CheckRecord(p, size, root, index, LeafHash(leaf)) != nil {
-		return EventProof{}, fmt.Errorf("leaf %d: the tree does not prove it under the checkpoint of %d", index, size)
+		return EventProof{}, nil, fmt.Errorf("leaf %d: the tree does not prove it under the checkpoint of %d", index, size)
 	}
 	tp := proof.TLogProof{Index: uint64(index), Checkpoint: note, ExtraData: leaf[:TagSize]}
 	for _, h := range p {
 		tp.Hashes = append(tp.Hashes, h)
 	}
-	return EventProof{Event: e, Proof: string(tp.Marshal())}, nil
+	return EventProof{Event: e, Proof: string(tp.Marshal())}, leaf, nil
 }
 
 // CheckpointOf reads a signed checkpoint note's body (c2sp.org/tlog-checkpoint): origin, size and

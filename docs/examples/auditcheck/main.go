@@ -7,9 +7,15 @@
 // rebuild the checkpoint's root, the entry bundle must hold the leaf, and the newest checkpoint
 // must be consistent with the proof's.
 //
-//	go run ./docs/examples/auditcheck -key KEY -proof event.json [-url https://backoffice.example -credential 'Api-Key ...']
+// With -complete, the proof file is one subject's history (`backoffice audit prove --target-id`):
+// it reads every entry bundle of the checkpoint's tree, each checked against its level 0 tile,
+// and the events in the file must be exactly the leaves that carry one of the subject's tags.
+// -tiles DIR reads the tiles from a directory instead of the service (as -save DIR wrote them).
 //
-// It exits 0 when every check passed, 1 when one failed, 2 on bad usage.
+//	go run ./docs/examples/auditcheck -key KEY -proof event.json [-url https://backoffice.example -credential 'Api-Key ...']
+//	go run ./docs/examples/auditcheck -key KEY -proof subject.json -complete (-url URL -credential C [-save DIR] | -tiles DIR)
+//
+// It exits 0 when every check passed, 1 when one failed or could not decide, 2 on bad usage.
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -50,40 +57,68 @@ type eventProof struct {
 	Proof string `json:"proof"`
 }
 
-// proofFile is one proof, or a subject's proofs.
+// proofFile is one proof, or a subject's proofs: with its tags and checkpoint, its history.
 type proofFile struct {
 	eventProof
-	Proofs []eventProof `json:"proofs"`
+	Proofs     []eventProof `json:"proofs"`
+	TargetID   string       `json:"targetId"`
+	Checkpoint string       `json:"checkpoint"`
+	Tags       []subjectTag `json:"tags"`
+}
+
+// subjectTag is the subject's tag under one master key: the first 32 bytes of the leaf of each of
+// its events linked under that key.
+type subjectTag struct {
+	KeyID string `json:"keyId"`
+	Tag   []byte `json:"tag"`
+}
+
+// options are the command line's.
+type options struct {
+	key, file, url, credential, tiles, save string
+	complete                                bool
 }
 
 func main() {
-	key := flag.String("key", "", "the log's verifier key (note form)")
-	file := flag.String("proof", "", "the proof file (JSON)")
-	url := flag.String("url", "", "the service's URL, to check the tiles too (optional)")
-	credential := flag.String("credential", "", "the Authorization header for -url, e.g. 'Api-Key ...'")
+	var o options
+	flag.StringVar(&o.key, "key", "", "the log's verifier key (note form)")
+	flag.StringVar(&o.file, "proof", "", "the proof file (JSON)")
+	flag.StringVar(&o.url, "url", "", "the service's URL, to check the tiles too (optional)")
+	flag.StringVar(&o.credential, "credential", "", "the Authorization header for -url, e.g. 'Api-Key ...'")
+	flag.BoolVar(&o.complete, "complete", false, "check that the proof file holds the subject's every event (needs -url or -tiles)")
+	flag.StringVar(&o.tiles, "tiles", "", "read the tiles from this directory instead of -url (as -save wrote them)")
+	flag.StringVar(&o.save, "save", "", "with -url, also write every tile read into this directory")
 	flag.Parse()
-	if *key == "" || *file == "" {
+	o.url = strings.TrimSuffix(o.url, "/")
+	if o.key == "" || o.file == "" || (o.url != "" && o.tiles != "") || (o.save != "" && o.url == "") || (o.complete && o.url == "" && o.tiles == "") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*key, *file, strings.TrimSuffix(*url, "/"), *credential); err != nil {
+	if err := run(o); err != nil {
 		fmt.Println("FAILED:", err)
 		os.Exit(1)
 	}
 }
 
-func run(key, file, url, credential string) error {
-	verifier, err := note.NewVerifier(key)
+func run(o options) error {
+	verifier, err := note.NewVerifier(o.key)
 	if err != nil {
 		return fmt.Errorf("verifier key: %w", err)
 	}
-	b, err := os.ReadFile(file)
+	b, err := os.ReadFile(o.file)
 	if err != nil {
 		return err
 	}
 	var f proofFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("proof file: %w", err)
+	}
+	var tiles *tileClient
+	if o.url != "" || o.tiles != "" {
+		tiles = &tileClient{url: o.url, credential: o.credential, dir: o.tiles, save: o.save, cache: map[string][]byte{}}
+	}
+	if o.complete {
+		return checkHistory(verifier, f, tiles)
 	}
 	proofs := f.Proofs
 	if f.Proof != "" {
@@ -93,7 +128,7 @@ func run(key, file, url, credential string) error {
 		return errors.New("the proof file holds no proof")
 	}
 	for _, p := range proofs {
-		if err := check(verifier, p, url, credential); err != nil {
+		if err := check(verifier, p, tiles); err != nil {
 			return fmt.Errorf("event %s: %w", p.Event.ID, err)
 		}
 		fmt.Printf("ok: event %s (seq %d) is in the tree\n", p.Event.ID, p.Event.Seq)
@@ -101,27 +136,184 @@ func run(key, file, url, credential string) error {
 	return nil
 }
 
-// check checks one proof, and with url the tiles.
-func check(verifier note.Verifier, p eventProof, url, credential string) error {
+// proved is what a proof proves: the leaf at index in the tree its signed checkpoint names.
+type proved struct {
+	leaf   []byte
+	index  int64
+	tree   tlog.Tree
+	signed []byte
+}
+
+// check checks one proof, and with tiles the tiles.
+func check(verifier note.Verifier, p eventProof, tiles *tileClient) error {
+	pr, err := checkProof(verifier, p)
+	if err != nil || tiles == nil {
+		return err
+	}
+	return checkTiles(tiles, verifier, pr.tree, pr.index, pr.leaf)
+}
+
+// checkProof checks one proof against its checkpoint, offline.
+func checkProof(verifier note.Verifier, p eventProof) (proved, error) {
 	tag, index, hashes, signed, err := parseProof(p.Proof)
 	if err != nil {
-		return err
+		return proved{}, err
 	}
 	tree, err := openCheckpoint(signed, verifier)
 	if err != nil {
-		return err
+		return proved{}, err
 	}
 	if index != p.Event.Seq-1 {
-		return fmt.Errorf("proof index %d is not the event's leaf (seq %d)", index, p.Event.Seq)
+		return proved{}, fmt.Errorf("proof index %d is not the event's leaf (seq %d)", index, p.Event.Seq)
 	}
 	leaf := append(tag, eventHash(p.Event)...)
 	if err := tlog.CheckRecord(hashes, tree.N, tree.Hash, index, tlog.RecordHash(leaf)); err != nil {
-		return fmt.Errorf("inclusion: %w", err)
+		return proved{}, fmt.Errorf("inclusion: %w", err)
 	}
-	if url == "" {
-		return nil
+	return proved{leaf: leaf, index: index, tree: tree, signed: signed}, nil
+}
+
+// checkHistory checks a subject's history (-complete): every proof against the file's one
+// checkpoint, every event about the file's subject with its tag under the event's key (one that
+// is not is named by its index), and then, from every entry bundle of the checkpoint's tree, that
+// every leaf carrying one of the subject's tags is in the file (one missing is named by its
+// index). A tree holding leaves without a tag (events from before the chain, whose subject
+// cannot be told) cannot be checked whole, and fails.
+func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error {
+	tree, err := openCheckpoint([]byte(f.Checkpoint), verifier)
+	if err != nil {
+		return fmt.Errorf("the history's %w", err)
 	}
-	return checkTiles(url, credential, verifier, tree, index, leaf)
+	tags, err := historyTags(f)
+	if err != nil {
+		return err
+	}
+	shown := map[int64]string{}
+	for _, p := range f.Proofs {
+		index, err := checkHistoryProof(verifier, f, tags, p)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", p.Event.ID, err)
+		}
+		if _, dup := shown[index]; dup {
+			return fmt.Errorf("event %s: leaf %d is in the file twice", p.Event.ID, index)
+		}
+		shown[index] = p.Event.ID
+		fmt.Printf("ok: event %s (seq %d) is in the tree\n", p.Event.ID, p.Event.Seq)
+	}
+	tagged, untagged, err := scanTags(tiles, tree, tags)
+	if err != nil {
+		return err
+	}
+	if err := missingLeaves(shown, tagged); err != nil {
+		return err
+	}
+	if untagged.count > 0 {
+		return fmt.Errorf("cannot check: %d leaves of the tree (the first: leaf %d) have no subject tag (events from before the chain): whose events they are cannot be told", untagged.count, untagged.first)
+	}
+	if err := checkNewest(tiles, verifier, tree); err != nil {
+		return err
+	}
+	fmt.Printf("ok: complete: the %d events about %s are every leaf of the tree of %d with one of its %d tags\n", len(shown), f.TargetID, tree.N, len(f.Tags))
+	return nil
+}
+
+// historyTags reads the history's tags, by key id: each 32 bytes, none zero (the tag of no
+// subject), at least one.
+func historyTags(f proofFile) (map[string][]byte, error) {
+	if f.TargetID == "" || f.Checkpoint == "" || len(f.Tags) == 0 {
+		return nil, errors.New("the proof file is not a subject's history (targetId, checkpoint and tags: backoffice audit prove --target-id)")
+	}
+	tags := map[string][]byte{}
+	for _, t := range f.Tags {
+		if len(t.Tag) != sha256.Size || bytes.Equal(t.Tag, make([]byte, sha256.Size)) {
+			return nil, fmt.Errorf("the subject's tag under key %q is not a subject tag", t.KeyID)
+		}
+		if _, dup := tags[t.KeyID]; dup {
+			return nil, fmt.Errorf("key %q has two tags", t.KeyID)
+		}
+		tags[t.KeyID] = t.Tag
+	}
+	return tags, nil
+}
+
+// checkHistoryProof checks one proof of a history and returns its leaf's index: proved against
+// the history's checkpoint, about its subject, and its leaf tagged with the subject's tag under
+// the event's key.
+func checkHistoryProof(verifier note.Verifier, f proofFile, tags map[string][]byte, p eventProof) (int64, error) {
+	pr, err := checkProof(verifier, p)
+	if err != nil {
+		return 0, err
+	}
+	switch tag, ok := tags[p.Event.ChainKeyID]; {
+	case !bytes.Equal(pr.signed, []byte(f.Checkpoint)):
+		return 0, fmt.Errorf("leaf %d: proved against another checkpoint than the history's", pr.index)
+	case p.Event.TargetID != f.TargetID:
+		return 0, fmt.Errorf("leaf %d: the event is about %s, not %s", pr.index, p.Event.TargetID, f.TargetID)
+	case p.Event.ChainKeyID == "":
+		return 0, fmt.Errorf("leaf %d: the event has no key (from before the chain): its leaf has no subject tag", pr.index)
+	case !ok || !bytes.Equal(pr.leaf[:sha256.Size], tag):
+		return 0, fmt.Errorf("leaf %d: its subject tag is not the subject's under key %q", pr.index, p.Event.ChainKeyID)
+	}
+	return pr.index, nil
+}
+
+// untagged counts the leaves with a zero tag.
+type untagged struct {
+	count, first int64
+}
+
+// scanTags reads every entry bundle of the tree, each checked against its level 0 tile (itself
+// checked against the checkpoint's root), and returns the indexes of the leaves tagged with one of
+// tags, and the leaves with no tag.
+func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte) ([]int64, untagged, error) {
+	reader, err := treeReader(tiles, tree)
+	if err != nil {
+		return nil, untagged{}, err
+	}
+	var tagged []int64
+	none := untagged{}
+	zero := make([]byte, sha256.Size)
+	for n := int64(0); n*256 < tree.N; n++ {
+		bundle, err := readBundle(tiles, reader, tree, n)
+		if err != nil {
+			return nil, untagged{}, err
+		}
+		for i := range min(tree.N-n*256, 256) {
+			entry, err := entryAt(bundle, int(i))
+			index := n*256 + i
+			if err != nil || len(entry) != 2*sha256.Size {
+				return nil, untagged{}, fmt.Errorf("entry bundle: leaf %d is not a 64-byte leaf", index)
+			}
+			if bytes.Equal(entry[:sha256.Size], zero) {
+				if none.count == 0 {
+					none.first = index
+				}
+				none.count++
+			}
+			for _, t := range tags {
+				if bytes.Equal(entry[:sha256.Size], t) {
+					tagged = append(tagged, index)
+					break
+				}
+			}
+		}
+	}
+	return tagged, none, nil
+}
+
+// missingLeaves fails naming each tagged leaf the file does not show. (Each leaf it shows carries
+// one of the tags already: checkHistoryProof checked it against the same root.)
+func missingLeaves(shown map[int64]string, tagged []int64) error {
+	var missing []string
+	for _, index := range tagged {
+		if _, ok := shown[index]; !ok {
+			missing = append(missing, fmt.Sprintf("leaf %d (seq %d)", index, index+1))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not the subject's complete history: missing from the file, carrying the subject's tag: %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // parseProof reads c2sp.org/tlog-proof@v1: the extra line is the leaf's subject tag.
@@ -190,27 +382,50 @@ func eventHash(e event) []byte {
 // checkTiles reads the tree through its tiles (c2sp.org/tlog-tiles): tlog checks every tile it
 // reads against the checkpoint, the entry bundle must hold the leaf, and the newest checkpoint
 // must be consistent with the proof's.
-func checkTiles(url, credential string, verifier note.Verifier, tree tlog.Tree, index int64, leaf []byte) error {
-	tiles := &tileClient{url: url, credential: credential}
-	reader := tlog.TileHashReader(tree, tiles)
-	if root, err := tlog.TreeHash(tree.N, reader); err != nil || root != tree.Hash {
-		return fmt.Errorf("tiles: the tree's root from its tiles: %v", err)
+func checkTiles(tiles *tileClient, verifier note.Verifier, tree tlog.Tree, index int64, leaf []byte) error {
+	reader, err := treeReader(tiles, tree)
+	if err != nil {
+		return err
 	}
 	if _, err := tlog.ProveRecord(tree.N, index, reader); err != nil {
 		return fmt.Errorf("tiles: %w", err)
 	}
-	width := min(tree.N-index/256*256, 256)
-	bundle, err := tiles.get(tilePath(-1, index/256, int(width)))
+	bundle, err := readBundle(tiles, reader, tree, index/256)
 	if err != nil {
-		return err
-	}
-	if err := checkBundle(bundle, tlog.Tile{H: 8, L: 0, N: index / 256, W: int(width)}, reader); err != nil {
 		return err
 	}
 	entry, err := entryAt(bundle, int(index%256))
 	if err != nil || !bytes.Equal(entry, leaf) {
 		return fmt.Errorf("entry bundle: leaf %d is not the event's (%v)", index, err)
 	}
+	return checkNewest(tiles, verifier, tree)
+}
+
+// treeReader reads the tree's hashes from its tiles, each checked against the checkpoint's root
+// (tlog.TileHashReader), once it has rebuilt that root from them.
+func treeReader(tiles *tileClient, tree tlog.Tree) (tlog.HashReader, error) {
+	reader := tlog.TileHashReader(tree, tiles)
+	if root, err := tlog.TreeHash(tree.N, reader); err != nil || root != tree.Hash {
+		return nil, fmt.Errorf("tiles: the tree's root from its tiles: %v", err)
+	}
+	return reader, nil
+}
+
+// readBundle reads entry bundle n of the tree, checked against its level 0 tile.
+func readBundle(tiles *tileClient, reader tlog.HashReader, tree tlog.Tree, n int64) ([]byte, error) {
+	width := int(min(tree.N-n*256, 256))
+	bundle, err := tiles.get(tilePath(-1, n, width))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBundle(bundle, tlog.Tile{H: 8, L: 0, N: n, W: width}, reader); err != nil {
+		return nil, err
+	}
+	return bundle, nil
+}
+
+// checkNewest checks that the service's newest checkpoint is consistent with tree (no fork).
+func checkNewest(tiles *tileClient, verifier note.Verifier, tree tlog.Tree) error {
 	latest, err := tiles.get("checkpoint")
 	if err != nil {
 		return err
@@ -294,9 +509,12 @@ func tilePath(level int, n int64, width int) string {
 	return p
 }
 
-// tileClient reads tiles over HTTP for tlog.TileHashReader.
+// tileClient reads tiles over HTTP, or from a directory, for tlog.TileHashReader.
 type tileClient struct {
 	url, credential string
+	dir             string            // read here instead of url
+	save            string            // write what is read here too
+	cache           map[string][]byte // tiles above level 0, read again for each bundle's check
 }
 
 func (c *tileClient) Height() int { return 8 }
@@ -304,9 +522,17 @@ func (c *tileClient) Height() int { return 8 }
 func (c *tileClient) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
-		b, err := c.get(tilePath(t.L, t.N, t.W))
+		path := tilePath(t.L, t.N, t.W)
+		if b, ok := c.cache[path]; ok {
+			out[i] = b
+			continue
+		}
+		b, err := c.get(path)
 		if err != nil {
 			return nil, err
+		}
+		if t.L > 0 {
+			c.cache[path] = b
 		}
 		out[i] = b
 	}
@@ -315,7 +541,26 @@ func (c *tileClient) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 
 func (c *tileClient) SaveTiles([]tlog.Tile, [][]byte) {}
 
+// get reads path (relative to /v1/audit-log/) and, with save, keeps a copy under the same path.
 func (c *tileClient) get(path string) ([]byte, error) {
+	var b []byte
+	var err error
+	if c.dir != "" {
+		b, err = os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(path)))
+	} else {
+		b, err = c.fetch(path)
+	}
+	if err != nil || c.save == "" {
+		return b, err
+	}
+	name := filepath.Join(c.save, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return nil, err
+	}
+	return b, os.WriteFile(name, b, 0o644)
+}
+
+func (c *tileClient) fetch(path string) ([]byte, error) {
 	req, err := http.NewRequest(http.MethodGet, c.url+"/v1/audit-log/"+path, nil)
 	if err != nil {
 		return nil, err
