@@ -13,6 +13,20 @@ const readyTimeout = 2 * time.Second
 
 type healthBody struct {
 	Status string `json:"status"`
+	// AuditWitnesses is set on /readyz when checkpoints are sent to witnesses.
+	AuditWitnesses *witnessLag `json:"auditWitnesses,omitempty"`
+}
+
+// witnessLag is how far the witnesses are behind the audit log's checkpoints.
+type witnessLag struct {
+	CheckpointSize int64 `json:"checkpointSize"`
+	FinalSize      int64 `json:"finalSize"`
+}
+
+// WitnessStatus tells the newest audit checkpoint's tree size and the newest one a quorum of the
+// witness policy cosigned (the checkpoint signer is one).
+type WitnessStatus interface {
+	WitnessStatus() (checkpoint, final int64)
 }
 
 // handleHealthz answers while the process runs and serves HTTP; it touches nothing else, so a
@@ -25,8 +39,10 @@ func handleHealthz(w http.ResponseWriter, _ *http.Request) {
 // this binary knows is applied, the database takes an insert (a database file removed,
 // read-only or on a full disk answers reads but loses or refuses writes), and the audit trail's
 // tables are what the migrations made (else no decrypt is served). Otherwise 503 not_ready; the
-// cause goes to the log only.
-func handleReadyz(h Health, log *slog.Logger) http.HandlerFunc {
+// cause goes to the log only. With witnesses (ws not nil), a ready answer says how far their
+// cosignatures are behind the checkpoints: witnesses lagging never stop decrypts, so they never
+// make the service not ready.
+func handleReadyz(h Health, ws WitnessStatus, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h != nil {
 			if detail, err := notReady(r.Context(), h); detail != "" {
@@ -39,7 +55,12 @@ func handleReadyz(h Health, log *slog.Logger) http.HandlerFunc {
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, healthBody{Status: "ready"})
+		body := healthBody{Status: "ready"}
+		if ws != nil {
+			cp, final := ws.WitnessStatus()
+			body.AuditWitnesses = &witnessLag{CheckpointSize: cp, FinalSize: final}
+		}
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 

@@ -64,6 +64,9 @@ type Deps struct {
 	// Checkpoints holds the audit log's latest signed checkpoint; nil: none is served (404), and
 	// no proof (409 not_checkpointed).
 	Checkpoints CheckpointSource
+	// Witnesses, when set, is how far the witnesses' cosignatures are behind the checkpoints,
+	// which /readyz shows; nil: no witnesses are configured.
+	Witnesses WitnessStatus
 	// AuditLog serves the trail's tiles and its proofs; nil means Store when it can answer.
 	// Without one, those routes are not served.
 	AuditLog AuditLog
@@ -138,7 +141,7 @@ func New(d Deps) http.Handler {
 	mux.HandleFunc("GET /docs", serveDocs("redoc/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /docs/redoc.standalone.js", serveDocs("redoc/redoc.standalone.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /healthz", handleHealthz)
-	mux.Handle("GET /readyz", handleReadyz(d.Health, log))
+	mux.Handle("GET /readyz", handleReadyz(d.Health, d.Witnesses, log))
 	if d.Extra != nil {
 		d.Extra(mux)
 	}

@@ -162,6 +162,9 @@ type verifyFlags struct {
 	// from is a file holding one checkpoint the auditor trusts (--from-checkpoint): the walk
 	// starts from it, and only what came after it is checked.
 	from string
+	// witnesses is a witness policy file (--witnesses, else BACKOFFICE_AUDIT_WITNESSES): each
+	// file's newest checkpoint must carry its quorum of cosignatures.
+	witnesses string
 }
 
 // listFlag is a flag.Value that may be given many times.
@@ -188,11 +191,16 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	fs.StringVar(&f.export, "export", "", "check this export `FILE` against the checkpoints, with no database and no master key")
 	fs.BoolVar(&f.limit, "limit-to-keys", false, "claim only what the keys given prove: checkpoints under other keys, and events no checkpoint checked covers, are named as not proved (exit 0 covers the seqs it names)")
 	fs.StringVar(&f.from, "from-checkpoint", "", "a `FILE` holding one checkpoint you trust (a signed note): check its signature and that the log's tree extends it, then walk only the events after it (exit 0 covers the seqs it names)")
+	fs.StringVar(&f.witnesses, "witnesses", "", "a witness policy `FILE` (c2sp.org/tlog-policy; default BACKOFFICE_AUDIT_WITNESSES): each checkpoints file's newest checkpoint must carry its quorum of cosignatures, and the answer says which witnesses signed")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if f.from != "" && (f.head != "" || f.export != "" || len(f.checkpoints) > 0 || f.limit) {
-		return usagef("--from-checkpoint walks from the one checkpoint it names: it takes none of --head, --export, --checkpoints, --limit-to-keys")
+	policy, err := verifyPolicy(f.witnesses, cfg.AuditWitnessPolicy)
+	if err != nil {
+		return err
+	}
+	if f.from != "" && (f.head != "" || f.export != "" || len(f.checkpoints) > 0 || f.limit || policy != nil) {
+		return usagef("--from-checkpoint walks from the one checkpoint it names: it takes none of --head, --export, --checkpoints, --limit-to-keys, --witnesses")
 	}
 	expects, err := headExpect(f.head)
 	if err != nil {
@@ -257,7 +265,19 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 			return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
 		}
 	}
-	return reportChain(env, rep, notes, len(files), claim{unvouched: unvouched, limit: f.limit})
+	var witnessed []string
+	if rep.Break == nil && rep.Unchecked == nil && policy != nil {
+		if witnessed, err = witnessedLines(files, keys, policy); err != nil {
+			return reportUncheckable(env, err)
+		}
+	}
+	if err := reportChain(env, rep, notes, len(files), claim{unvouched: unvouched, limit: f.limit}); err != nil {
+		return err
+	}
+	for _, l := range witnessed {
+		fmt.Fprintln(env.Stdout, l)
+	}
+	return nil
 }
 
 // verifyFromCheckpoint checks the trail after the checkpoint in the file at path, which the

@@ -53,6 +53,8 @@ type checkpointer struct {
 	origin string
 	last   *checkpoint.Checkpoint
 	latest atomic.Pointer[[]byte]
+	// witnesses cosign each checkpoint before it is written (nil: no policy).
+	witnesses *witnesses
 }
 
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
@@ -213,10 +215,15 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	at := c.now()
 	// A checkpoint extends the one before it: its tree must prove consistent with that one's,
 	// over the stored hashes, or nothing is signed.
+	// Once it is, the witnesses cosign it before it is written: a checkpoint another process
+	// appended first (prev covers it) is not written, and not sent.
 	sign := func(prev *checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
 		cp, err := checkpoint.Sign(head, c.origin, idOf(prev), at, keyID, key)
 		if err == nil && prev != nil && cp.Seq > prev.Seq {
 			err = checkpoint.Consistent(*prev, cp, c.st.AuditHashReader(ctx))
+		}
+		if err == nil && c.witnesses != nil && (prev == nil || cp.Seq > prev.Seq) {
+			cp.Note = c.witnesses.cosign(ctx, cp.Note, cp.Seq, c.st.AuditHashReader(ctx))
 		}
 		return cp, err
 	}
@@ -301,6 +308,12 @@ func (c *checkpointer) keep(cp checkpoint.Checkpoint) {
 	}
 }
 
+// WitnessStatus is the newest checkpoint's tree size and the newest one a quorum of witnesses
+// cosigned (api.WitnessStatus).
+func (c *checkpointer) WitnessStatus() (checkpoint, final int64) {
+	return c.witnesses.status()
+}
+
 // LatestCheckpoint is the newest signed note this checkpointer signed or found in its file.
 func (c *checkpointer) LatestCheckpoint() ([]byte, bool) {
 	note := c.latest.Load()
@@ -320,7 +333,7 @@ type runningCheckpoints struct {
 // startCheckpoints says what opening did with an unsealed genesis, then signs checkpoints every
 // checkpointInterval until stopped. Without BACKOFFICE_AUDIT_CHECKPOINTS they go to the log only,
 // and serve warns that a cut tail cannot be caught from a file.
-func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secrets.Ring, g store.GenesisOpening, log *slog.Logger) (*runningCheckpoints, error) {
+func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secrets.Ring, g store.GenesisOpening, log *slog.Logger, obs witnessObserver) (*runningCheckpoints, error) {
 	logGenesis(g, ring, log)
 	if cfg.AuditCheckpoints == "" {
 		log.Warn("BACKOFFICE_AUDIT_CHECKPOINTS is not set: audit checkpoints go to this log only, and a tail cut off the audit trail cannot be caught from a file (see docs/compliance.md)")
@@ -330,6 +343,7 @@ func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secr
 		return nil, err
 	}
 	c.origin = cmp.Or(cfg.AuditOrigin, checkpoint.DefaultOrigin)
+	c.witnesses = newWitnesses(cfg.AuditWitnessPolicy, c.log, obs)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &runningCheckpoints{c: c, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -34,6 +34,7 @@ const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 ran
                                     the same three, read from a file
   BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
   BACKOFFICE_AUDIT_ORIGIN           the audit log's name in its checkpoints (default backoffice.local/audit)
+  BACKOFFICE_AUDIT_WITNESSES        a witness policy file (c2sp.org/tlog-policy): witnesses cosign each checkpoint
   BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
                                     database connections per process, and kept idle
   BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
@@ -124,7 +125,7 @@ var commandDocs = []commandDoc{
 		summary: "list audit events, newest first",
 		details: "The filters of GET /v1/audit-events, with the same rules. --format json writes one event per line.",
 		example: "backoffice audit list --demo --action principal.decrypt --outcome granted --format json"},
-	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [--limit-to-keys] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
+	{name: "audit verify", synopsis: "[--checkpoints FILE]... [--head HASH] [--export FILE --public-key KEY...] [--limit-to-keys] [--witnesses FILE] [flags]", summary: "check the audit trail's hash chain and its signed checkpoints",
 		details: "Checks every link from the chain's genesis, and the chain against the checkpoints serve signed\n" +
 			"(BACKOFFICE_AUDIT_CHECKPOINTS and each --checkpoints file, one per replica), which catch a cut-off tail.\n" +
 			"Exits 0 when it checked every event and checkpoint given and they hold, 1 naming the first bad event (or the\n" +

@@ -125,7 +125,11 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		mux.Handle("GET /metrics", m.Handler())
 		listeners = append(listeners, listener{ln: mln, handler: mux})
 	}
-	cp, err := startCheckpoints(ctx, cfg, st, ring, genesis, log)
+	var witnessed witnessObserver
+	if m != nil {
+		witnessed = m
+	}
+	cp, err := startCheckpoints(ctx, cfg, st, ring, genesis, log, witnessed)
 	if err != nil {
 		closeAll(listeners)
 		return err
@@ -242,6 +246,9 @@ func newServing(cfg Config, st *store.Store, ring *secrets.Ring, log *slog.Logge
 		AuditLog: st}
 	if checkpoints != nil {
 		deps.Checkpoints = checkpoints
+		if checkpoints.witnesses != nil {
+			deps.Witnesses = checkpoints
+		}
 	}
 	if m != nil {
 		pc.Observer, deps.Metrics = m, m

@@ -25,6 +25,11 @@ type Metrics struct {
 	pushes       *prometheus.CounterVec
 	pushDuration *prometheus.HistogramVec
 	decrypts     *prometheus.CounterVec
+	// witnessAnswers, checkpointSize and finalSize follow the audit log's checkpoints and their
+	// witnesses.
+	witnessAnswers *prometheus.CounterVec
+	checkpointSize prometheus.Gauge
+	finalSize      prometheus.Gauge
 	// routes keeps, by request kind, the series ObserveRequest adds to: resolving them by their
 	// labels on every request (hashing the label values, a look-up under a lock) cost more than
 	// the observation.
@@ -75,8 +80,20 @@ func New(pool prometheus.Collector) *Metrics {
 			Name: "backoffice_decrypts_total",
 			Help: "Authenticated decrypt attempts, by audited outcome (granted, denied, not_found, invalid) or audit_failed.",
 		}, []string{"outcome"}),
+		witnessAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "backoffice_audit_witness_answers_total",
+			Help: "Witnesses' answers to the audit log's checkpoints, by witness (its name in the policy) and outcome (cosigned, refused, behind, bad_cosignature, conflict, unavailable).",
+		}, []string{"witness", "outcome"}),
+		checkpointSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "backoffice_audit_checkpoint_size",
+			Help: "Tree size of the newest audit checkpoint this process signed and sent to the witnesses.",
+		}),
+		finalSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "backoffice_audit_final_checkpoint_size",
+			Help: "Tree size of the newest audit checkpoint a quorum of the witness policy cosigned: behind backoffice_audit_checkpoint_size while witnesses lag.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.pushes, m.pushDuration, m.decrypts,
+	m.reg.MustRegister(m.requests, m.latency, m.pushes, m.pushDuration, m.decrypts, m.witnessAnswers, m.checkpointSize, m.finalSize,
 		buildInfo(buildinfo.Read()),
 		collectors.NewBuildInfoCollector(),
 		collectors.NewGoCollector(),
@@ -123,6 +140,18 @@ func (m *Metrics) ObserveRequest(method, route string, status int, elapsed time.
 
 // ObserveDecrypt counts one decrypt attempt.
 func (m *Metrics) ObserveDecrypt(outcome string) { m.decrypts.WithLabelValues(outcome).Inc() }
+
+// ObserveWitnessAnswer counts one witness's answer to a checkpoint; witness is a name from the
+// policy, outcome one of a fixed few.
+func (m *Metrics) ObserveWitnessAnswer(witness, outcome string) {
+	m.witnessAnswers.WithLabelValues(witness, outcome).Inc()
+}
+
+// ObserveAuditCheckpoint records the newest checkpoint's size and the newest final one's.
+func (m *Metrics) ObserveAuditCheckpoint(size, final int64) {
+	m.checkpointSize.Set(float64(size))
+	m.finalSize.Set(float64(final))
+}
 
 // ObservePush counts one push that reached the gateway stage, and its duration.
 func (m *Metrics) ObservePush(outcome string, elapsed time.Duration) {
