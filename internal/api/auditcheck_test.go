@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
 
 	"backoffice/internal/api"
 	"backoffice/internal/domain"
@@ -160,6 +164,66 @@ func TestAuditCheckProgram(t *testing.T) {
 	tp.set(nil)
 	if out, err := run(good, true); err != nil {
 		t.Fatalf("the service's proof again: %v\n%s", err, out)
+	}
+}
+
+// With -policy, the program accepts a checkpoint only with the policy's quorum of cosignatures
+// (read by transparency-dev's formats) and names the witnesses that cosigned; a policy whose
+// quorum needs no cosignature is refused.
+func TestAuditCheckProgramWitnessPolicy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	bin := filepath.Join(t.TempDir(), "auditcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../docs/examples/auditcheck").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	skey, vkey, err := note.GenerateKey(rand.Reader, "witness.test/w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigner, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigVKey, err := fnote.VKeyToCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	policy := write("policy", "witness w1 "+cosigVKey+" https://w1.example\nquorum w1\n")
+	h, m := newTreeHarness(t, 100)
+	proofOf := func(name string) string {
+		m.sign(t)
+		r := h.get("/v1/audit-events/"+m.events[40].ID.String()+"/proof", staffKey)
+		if r.Status != http.StatusOK {
+			t.Fatalf("proof: %d %s", r.Status, r.Body)
+		}
+		return write(name, string(r.Body))
+	}
+	run := func(policy, proof string) (string, error) {
+		out, err := exec.Command(bin, "-key", m.verifierKey, "-proof", proof, "-policy", policy).CombinedOutput()
+		return string(out), err
+	}
+	alone := proofOf("alone.json")
+	m.cosigners = []note.Signer{cosigner}
+	m.add(t, 1, principalA.String())
+	cosigned := proofOf("cosigned.json")
+	if out, err := run(policy, cosigned); err != nil || !strings.Contains(out, "witnessed: the checkpoint is cosigned by witness.test/w1: the policy's quorum") || !strings.Contains(out, "ok: event ") {
+		t.Errorf("a cosigned checkpoint: %v\n%s", err, out)
+	}
+	if out, err := run(policy, alone); err == nil || !strings.Contains(out, "short of its quorum") {
+		t.Errorf("a checkpoint no witness cosigned: %v\n%s", err, out)
+	}
+	if out, err := run(write("zero", "witness w1 "+cosigVKey+" https://w1.example\ngroup nobody 0 w1\nquorum nobody\n"), alone); err == nil || !strings.Contains(out, "needs no cosignature") {
+		t.Errorf("a quorum of no cosignature: %v\n%s", err, out)
 	}
 }
 

@@ -39,6 +39,8 @@ type memLog struct {
 	checkpoints [][]byte
 	signer      note.Signer
 	verifierKey string
+	// cosigners are witnesses that cosign each checkpoint signed from now on.
+	cosigners []note.Signer
 }
 
 const logOrigin = "backoffice.example/audit"
@@ -88,7 +90,7 @@ func (m *memLog) sign(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n%d\n%s\n", logOrigin, size, base64.StdEncoding.EncodeToString(root[:]))}, m.signer)
+	msg, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n%d\n%s\n", logOrigin, size, base64.StdEncoding.EncodeToString(root[:]))}, append([]note.Signer{m.signer}, m.cosigners...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Command auditcheck checks a proof of the backoffice audit trail with nothing of backoffice: the
-// standard library and golang.org/x/mod's sumdb/note and sumdb/tlog. Given the log's verifier key
+// standard library and golang.org/x/mod's sumdb/note and sumdb/tlog (and, for witnesses,
+// github.com/transparency-dev/formats). Given the log's verifier key
 // (note form, `backoffice audit public-key --note`) and a proof file (the answer of
 // GET /v1/audit-events/{id}/proof, or `backoffice audit prove`), it checks each proof's
 // checkpoint signature, recomputes the event's leaf from the event, and checks its inclusion.
@@ -11,6 +12,10 @@
 // it reads every entry bundle of the checkpoint's tree, each checked against its level 0 tile,
 // and the events in the file must be exactly the leaves that carry one of the subject's tags.
 // -tiles DIR reads the tiles from a directory instead of the service (as -save DIR wrote them).
+//
+// With -policy FILE, a witness policy (c2sp.org/tlog-policy, read by transparency-dev's formats),
+// every checkpoint must also carry the cosignatures of the policy's quorum, and the program says
+// which witnesses cosigned it.
 //
 //	go run ./docs/examples/auditcheck -key KEY -proof event.json [-url https://backoffice.example -credential 'Api-Key ...']
 //	go run ./docs/examples/auditcheck -key KEY -proof subject.json -complete (-url URL -credential C [-save DIR] | -tiles DIR)
@@ -31,10 +36,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/transparency-dev/formats/witness"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -75,8 +82,61 @@ type subjectTag struct {
 
 // options are the command line's.
 type options struct {
-	key, file, url, credential, tiles, save string
-	complete                                bool
+	key, file, url, credential, tiles, save, policy string
+	complete                                        bool
+}
+
+// witnessed, when a policy is given (-policy), is what every checkpoint must also carry: the
+// cosignatures of the policy's quorum. It is set once, before any checkpoint is read.
+var witnessed *quorum
+
+// quorum is a witness policy as transparency-dev's formats reads it (the policy format of
+// Sigsum and Tessera): its top group, and every witness's verifier by name.
+type quorum struct {
+	group     witness.Group
+	witnesses []note.Verifier
+	told      map[string]bool // the checkpoints whose cosigners were printed
+}
+
+// readQuorum reads a witness policy file. A quorum of 0 is refused: no cosignature would be
+// needed.
+func readQuorum(path string) (*quorum, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := witness.ParsePolicy(b)
+	if err != nil {
+		return nil, fmt.Errorf("witness policy: %w", err)
+	}
+	if g.N < 1 {
+		return nil, errors.New("witness policy: its quorum needs no cosignature")
+	}
+	q := &quorum{group: g, told: map[string]bool{}}
+	for _, v := range g.Endpoints() {
+		q.witnesses = append(q.witnesses, v)
+	}
+	return q, nil
+}
+
+// check fails unless signed carries the quorum's cosignatures, and says once a checkpoint which
+// witnesses cosigned it.
+func (q *quorum) check(signed []byte) error {
+	var by []string
+	for _, v := range q.witnesses {
+		if _, err := note.Open(signed, note.VerifierList(v)); err == nil {
+			by = append(by, v.Name())
+		}
+	}
+	slices.Sort(by)
+	if !q.group.Satisfied(signed) {
+		return fmt.Errorf("checkpoint: cosigned by %d of the policy's witnesses (%s), short of its quorum", len(by), strings.Join(by, ", "))
+	}
+	if !q.told[string(signed)] {
+		q.told[string(signed)] = true
+		fmt.Printf("witnessed: the checkpoint is cosigned by %s: the policy's quorum\n", strings.Join(by, ", "))
+	}
+	return nil
 }
 
 func main() {
@@ -88,6 +148,7 @@ func main() {
 	flag.BoolVar(&o.complete, "complete", false, "check that the proof file holds the subject's every event (needs -url or -tiles)")
 	flag.StringVar(&o.tiles, "tiles", "", "read the tiles from this directory instead of -url (as -save wrote them)")
 	flag.StringVar(&o.save, "save", "", "with -url, also write every tile read into this directory")
+	flag.StringVar(&o.policy, "policy", "", "a witness policy file (c2sp.org/tlog-policy): every checkpoint must carry its quorum of cosignatures")
 	flag.Parse()
 	o.url = strings.TrimSuffix(o.url, "/")
 	if o.key == "" || o.file == "" || (o.url != "" && o.tiles != "") || (o.save != "" && o.url == "") || (o.complete && o.url == "" && o.tiles == "") {
@@ -104,6 +165,11 @@ func run(o options) error {
 	verifier, err := note.NewVerifier(o.key)
 	if err != nil {
 		return fmt.Errorf("verifier key: %w", err)
+	}
+	if o.policy != "" {
+		if witnessed, err = readQuorum(o.policy); err != nil {
+			return err
+		}
 	}
 	b, err := os.ReadFile(o.file)
 	if err != nil {
@@ -346,6 +412,11 @@ func openCheckpoint(signed []byte, verifier note.Verifier) (tlog.Tree, error) {
 	n, err := note.Open(signed, note.VerifierList(verifier))
 	if err != nil {
 		return tlog.Tree{}, fmt.Errorf("checkpoint signature: %w", err)
+	}
+	if witnessed != nil {
+		if err := witnessed.check(signed); err != nil {
+			return tlog.Tree{}, err
+		}
 	}
 	lines := strings.SplitN(n.Text, "\n", 4)
 	if len(lines) < 4 || lines[0] != verifier.Name() {
