@@ -27,24 +27,33 @@ func (r *Ring) ChainMAC(keyID string, message []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
 	}
-	m := key.macs.Get().(hash.Hash)
-	defer key.macs.Put(m)
-	m.Reset()
-	m.Write(message)
-	return m.Sum(nil), nil
+	return key.mac(message), nil
 }
 
-// chainKey is a master key's audit chain key, with HMACs keyed by it to reuse: every audit event
-// is linked when written and verified again by the checkpoint signer, and a reset HMAC starts
-// from its keyed state where a new one derives it anew.
-type chainKey struct {
+// macKey is a derived key with HMAC-SHA-256s keyed by it to reuse: every audit event is linked
+// under the chain's key and tagged under the subjects' when written, and a reset HMAC starts from
+// its keyed state where a new one derives it anew (BenchmarkMACKey: several times faster).
+type macKey struct {
 	macs sync.Pool
 }
 
-func newChainKey(master []byte) (*chainKey, error) {
+func newMACKey(key []byte) *macKey {
+	return &macKey{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+}
+
+// mac is HMAC-SHA-256 of message under k.
+func (k *macKey) mac(message []byte) []byte {
+	m := k.macs.Get().(hash.Hash)
+	defer k.macs.Put(m)
+	m.Reset()
+	m.Write(message)
+	return m.Sum(nil)
+}
+
+func newChainKey(master []byte) (*macKey, error) {
 	key, err := deriveChainKey(master)
 	if err != nil {
 		return nil, err
 	}
-	return &chainKey{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}, nil
+	return newMACKey(key), nil
 }

@@ -32,11 +32,11 @@ type Ring struct {
 	aeads  map[string]cipher.AEAD
 	order  []string
 	// chain holds each master key's audit chain key (see ChainMAC).
-	chain map[string]*chainKey
+	chain map[string]*macKey
 	// signing holds each master key's audit checkpoint key (see CheckpointKey).
 	signing map[string]ed25519.PrivateKey
 	// subjects holds each master key's subject tag key (see SubjectTag).
-	subjects map[string][]byte
+	subjects map[string]*macKey
 }
 
 // Key is one entry of a ring.
@@ -50,8 +50,8 @@ func NewRing(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("secrets: a key ring needs at least one key")
 	}
-	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string]*chainKey, len(keys)),
-		signing: make(map[string]ed25519.PrivateKey, len(keys)), subjects: make(map[string][]byte, len(keys))}
+	r := &Ring{active: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys)), chain: make(map[string]*macKey, len(keys)),
+		signing: make(map[string]ed25519.PrivateKey, len(keys)), subjects: make(map[string]*macKey, len(keys))}
 	for _, k := range keys {
 		if len(k.Bytes) != KeySize {
 			return nil, fmt.Errorf("secrets: key %q is %d bytes, want %d", k.ID, len(k.Bytes), KeySize)
@@ -74,9 +74,11 @@ func NewRing(keys ...Key) (*Ring, error) {
 		if r.signing[k.ID], err = deriveCheckpointKey(k.Bytes); err != nil {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
-		if r.subjects[k.ID], err = deriveSubjectKey(k.Bytes); err != nil {
+		subject, err := deriveSubjectKey(k.Bytes)
+		if err != nil {
 			return nil, fmt.Errorf("secrets: key %q: %w", k.ID, err)
 		}
+		r.subjects[k.ID] = newMACKey(subject)
 		r.order = append(r.order, k.ID)
 	}
 	return r, nil

@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 )
@@ -25,7 +24,5 @@ func (r *Ring) SubjectTag(keyID, subject string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(subject))
-	return m.Sum(nil), nil
+	return key.mac([]byte(subject)), nil
 }
