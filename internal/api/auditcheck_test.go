@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,12 +15,12 @@ import (
 	"sync"
 	"testing"
 
-	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
 	"backoffice/internal/api"
 	"backoffice/internal/domain"
 	"backoffice/internal/trail"
+	"backoffice/internal/witness/witnesstest"
 )
 
 // tamper changes what the service answers, as an attacker between the auditor and the service
@@ -178,18 +177,7 @@ func TestAuditCheckProgramWitnessPolicy(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../docs/examples/auditcheck").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	skey, vkey, err := note.GenerateKey(rand.Reader, "witness.test/w1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigner, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigVKey, err := fnote.VKeyToCosignatureV1(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cosigner, cosigVKey := witnesstest.Cosigner(t, "witness.test/w1")
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)

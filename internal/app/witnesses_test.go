@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
 	"backoffice/internal/checkpoint"
@@ -206,18 +203,7 @@ func registerLog(t *testing.T, lw *witnesstest.Litewitness, ring *secrets.Ring) 
 // witnessVKey is a cosignature/v1 verifier key of a new key named name.
 func witnessVKey(t *testing.T, name string) string {
 	t.Helper()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := note.NewEd25519VerifierKey(name, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vkey, err := fnote.VKeyToCosignatureV1(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, vkey := witnesstest.Cosigner(t, name)
 	return vkey
 }
 

@@ -5,6 +5,7 @@ package witnesstest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -238,4 +239,22 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Cosigner is a new witness key named name: its cosignature/v1 signer and verifier key.
+func Cosigner(t testing.TB, name string) (note.Signer, string) {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigVKey, err := fnote.VKeyToCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, cosigVKey
 }
