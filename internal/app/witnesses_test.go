@@ -72,16 +72,26 @@ func TestCheckpointsAreWitnessed(t *testing.T) {
 			t.Errorf("audit verify with the policy:\n%s", out)
 		}
 
+		// serve started again on the file, whose last note is cosigned: it carries on from it, and
+		// learns from the witness's answer the size it cosigned.
+		again := witnessedCheckpointer(t, file, url, ring, policy)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		again.c.tick(context.Background())
+		wantWitnessed(t, policy, logVerifier, lastNote(t, file), true)
+		if signed, final := again.c.WitnessStatus(); signed != 6 || final != 6 {
+			t.Fatalf("status after a restart: %d, %d; want 6, 6\n%s", signed, final, again.logs.String())
+		}
+
 		// The backup restored and written to: another history, signed with the same key.
 		restored := newCLI(t, backupURL, "k1")
-		for range 3 {
+		for range 4 {
 			restored.mustRun("apikey", "create", "--user", string(testStaff))
 		}
 		fork := witnessedCheckpointer(t, backupFile, backupURL, ring, policy)
 		fork.c.tick(context.Background())
 		wantWitnessed(t, policy, logVerifier, lastNote(t, backupFile), false)
-		if signed, final := fork.c.WitnessStatus(); signed != 6 || final != 0 {
-			t.Errorf("the restored database's status: %d, %d; want 6, 0", signed, final)
+		if signed, final := fork.c.WitnessStatus(); signed != 7 || final != 0 {
+			t.Errorf("the restored database's status: %d, %d; want 7, 0", signed, final)
 		}
 		logs := fork.logs.String()
 		for _, want := range []string{`"msg":"audit checkpoint refused by a witness`, `"witness":"lite"`, `"msg":"audit checkpoint not final`} {
@@ -89,7 +99,7 @@ func TestCheckpointsAreWitnessed(t *testing.T) {
 				t.Errorf("the restored database's serve does not say %s:\n%s", want, logs)
 			}
 		}
-		if fork.answers["lite"] == "cosigned" || fork.checkpoint != 6 || fork.final != 0 {
+		if fork.answers["lite"] == "cosigned" || fork.checkpoint != 7 || fork.final != 0 {
 			t.Errorf("observed: %v, checkpoint %d final %d", fork.answers, fork.checkpoint, fork.final)
 		}
 		wantVerify(t, restored, ErrCannotCheck, "short of the policy's quorum", "--checkpoints", backupFile, "--witnesses", policyFile)
