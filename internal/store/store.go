@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"backoffice/internal/domain"
@@ -34,17 +33,9 @@ type Store struct {
 	// at most the engine's busy timeout (see writeLock); nil elsewhere. Writers of other
 	// processes meet the engine's own lock and the same timeout.
 	writes *writeLock
-	audits auditWriter
-	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
-	// costs sets it (export_test.go).
-	withoutReadBack bool
-	// withoutTrailGuard: audit appends check nothing of the trail's catalog (trailguard.go). Only
-	// the benchmark of what the check costs sets it.
-	withoutTrailGuard bool
-	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
-	memories commitMemories
-	// signer makes the audit chain's links (SetChainSigner).
-	signer ChainSigner
+	// trailLog is the audit trail, on this store's SQL plumbing (trail.go); its methods are the
+	// store's.
+	*trailLog
 	// background tracks writes that run after the request that caused them (last-use stamps);
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
 	background sync.WaitGroup
@@ -54,12 +45,6 @@ type Store struct {
 	cache *readCache
 	// stamped holds, per API key, when this process last stamped its use (see NoteAPIKeyUse).
 	stamped sync.Map
-	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
-	// do not make; while set, the chain links no event.
-	trailHeld atomic.Pointer[TrailCatalogError]
-	// trailClean is what the append's own check of the trail's catalog last found clean: SQLite's
-	// schema version, PostgreSQL's writer's function row (trailguard.go).
-	trailClean atomic.Pointer[string]
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
@@ -177,6 +162,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		s.writes = newWriteLock(e.BusyTimeout())
 	}
 	s.cache = newReadCache(newCheckRounds(generation{s}))
+	s.trailLog = newTrail(s)
 	return s, nil
 }
 
@@ -197,7 +183,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // first (serve closes it after the HTTP server has drained).
 func (s *Store) Close() error {
 	s.waitBackground()
-	s.audits.stop()
+	s.trailLog.Close()
 	s.engine.Close()
 	s.stmts.Close()
 	return s.db.Close()
