@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"backoffice/internal/api"
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
@@ -317,7 +318,7 @@ func verifyFromCheckpoint(ctx context.Context, env Env, cfg Config, ring *secret
 		return reportUncheckable(env, fmt.Errorf("%w: %v", ErrCannotCheck, err))
 	}
 	v, err := follow.Next(ctx)
-	if brk := (*store.ChainBreak)(nil); errors.As(err, &brk) {
+	if brk := (*auditlog.ChainBreak)(nil); errors.As(err, &brk) {
 		fmt.Fprintf(env.Stdout, "BROKEN: %s (after %s, which is trusted)\n", brk, trusted.What())
 		return fmt.Errorf("%w: %v", errAuditChainBroken, brk)
 	}
@@ -384,7 +385,7 @@ func checkTrees(ctx context.Context, t auditTree, vouched [][]checkpoint.Entry) 
 
 // headExpect reads --head: a link is 64 hex digits, and anything else is a usage error (a short
 // value would otherwise read as a cut tail).
-func headExpect(head string) ([]store.ChainExpect, error) {
+func headExpect(head string) ([]auditlog.ChainExpect, error) {
 	head = strings.TrimSpace(head)
 	if head == "" {
 		return nil, nil
@@ -393,7 +394,7 @@ func headExpect(head string) ([]store.ChainExpect, error) {
 	if err != nil || len(head) != 64 {
 		return nil, usagef("--head: want a link of 64 hex digits, as verify prints it after \"hash:\"")
 	}
-	return []store.ChainExpect{{Link: link}}, nil
+	return []auditlog.ChainExpect{{Link: link}}, nil
 }
 
 func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
@@ -413,7 +414,7 @@ func parsePublicKeys(values []string) (map[string]ed25519.PublicKey, error) {
 // for in each file, which nothing checked; notes say what else was left out (torn lines). A file
 // missing or not holding together is an ErrCannotCheck, and so is a file none of whose
 // checkpoints is signed under a key given, unless limit: then they are all unvouched.
-func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit bool) (expects []store.ChainExpect, notes []string, unvouched []checkpoint.Entry, vouched [][]checkpoint.Entry, err error) {
+func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit bool) (expects []auditlog.ChainExpect, notes []string, unvouched []checkpoint.Entry, vouched [][]checkpoint.Entry, err error) {
 	for _, file := range files {
 		more, read, left, err := fileExpects(file, keys)
 		if err != nil && limit && len(read.Entries) > 0 && !signedUnderAny(read.Entries, keys) && chained(read.Entries) {
@@ -456,7 +457,7 @@ func signedUnderAny(entries []checkpoint.Entry, keys map[string]ed25519.PublicKe
 // fileExpects reads one checkpoints file: what the checkpoints it vouches for say the chain
 // holds, the file as read, and the checkpoints after the last one vouched for (signed under keys
 // not given), which nothing checks.
-func fileExpects(file string, keys map[string]ed25519.PublicKey) (expects []store.ChainExpect, read checkpoint.File, unvouched []checkpoint.Entry, err error) {
+func fileExpects(file string, keys map[string]ed25519.PublicKey) (expects []auditlog.ChainExpect, read checkpoint.File, unvouched []checkpoint.Entry, err error) {
 	read, err = checkpoint.ReadFile(file)
 	if err != nil {
 		return nil, read, nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
@@ -496,8 +497,8 @@ func unvouchedNote(file string, unvouched []checkpoint.Entry) string {
 }
 
 // expectOf is what a checkpoint says the chain holds.
-func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
-	x := store.ChainExpect{Seq: e.Seq, What: e.What()}
+func expectOf(e checkpoint.Entry) (auditlog.ChainExpect, error) {
+	x := auditlog.ChainExpect{Seq: e.Seq, What: e.What()}
 	var err1, err2 error
 	if e.Head != "" {
 		x.Link, err1 = hex.DecodeString(e.Head)
@@ -515,7 +516,7 @@ func expectOf(e checkpoint.Entry) (store.ChainExpect, error) {
 // verifyExport checks an export's audit events against the checkpoints, with public keys only:
 // the digests prove every event up to each checkpoint; the links cannot be checked without the
 // master key.
-func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, expects []store.ChainExpect) error {
+func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, expects []auditlog.ChainExpect) error {
 	more, notes, unvouched, _, err := checkpointExpects(f.checkpoints, keys, f.limit)
 	if err != nil {
 		return reportUncheckable(env, err)
@@ -539,8 +540,8 @@ func verifyExport(env Env, f verifyFlags, keys map[string]ed25519.PublicKey, exp
 // time, as export writes them: in seq order. inOrder is false when the file has them in another
 // order (edited, or sorted by some other field): the walk, which takes them in seq order, did not
 // see them as it must, and its report is not the export's.
-func walkExport(path string, expects []store.ChainExpect) (rep store.ChainReport, inOrder bool, err error) {
-	w := store.NewChainWalk(nil, nil, nil, expects)
+func walkExport(path string, expects []auditlog.ChainExpect) (rep auditlog.ChainReport, inOrder bool, err error) {
+	w := auditlog.NewChainWalk(nil, nil, nil, expects)
 	inOrder, walking := true, true
 	last := int64(math.MinInt64)
 	err = streamExport(path, func(e domain.AuditEvent) {
@@ -557,13 +558,13 @@ func walkExport(path string, expects []store.ChainExpect) (rep store.ChainReport
 // order, for a file whose events come in another order. It holds every event (only them) in
 // memory: the order of the file's events is not the chain's, and sorting them is how an auditor
 // reads the export (docs/compliance.md), so such a file gets the same answer as one in order.
-func walkExportSorted(path string, expects []store.ChainExpect) (store.ChainReport, error) {
+func walkExportSorted(path string, expects []auditlog.ChainExpect) (auditlog.ChainReport, error) {
 	var events []domain.AuditEvent
 	if err := streamExport(path, func(e domain.AuditEvent) { events = append(events, e) }); err != nil {
-		return store.ChainReport{}, err
+		return auditlog.ChainReport{}, err
 	}
 	slices.SortStableFunc(events, func(a, b domain.AuditEvent) int { return cmp.Compare(a.Seq, b.Seq) })
-	w := store.NewChainWalk(nil, nil, nil, expects)
+	w := auditlog.NewChainWalk(nil, nil, nil, expects)
 	for _, e := range events {
 		if !w.Step(e) {
 			break
@@ -610,7 +611,7 @@ type proof struct {
 	unvouched               []checkpoint.Entry
 }
 
-func proofOf(rep store.ChainReport, c claim) proof {
+func proofOf(rep auditlog.ChainReport, c claim) proof {
 	p := proof{proved: rep.Events, events: rep.Events, claimed: rep.Events, links: rep.LinksUnchecked == 0, unvouched: c.unvouched}
 	if !p.links {
 		p.proved = min(rep.Covered, rep.Events)
@@ -696,7 +697,7 @@ func plural(many bool, more, one string) string {
 // reportChain prints a walk's outcome and returns the error that gives its exit status: intact
 // only when every checkpoint and every event given was checked, or, with a limited claim, for the
 // seqs it names.
-func reportChain(env Env, rep store.ChainReport, notes []string, files int, c claim) error {
+func reportChain(env Env, rep auditlog.ChainReport, notes []string, files int, c claim) error {
 	if rep.Break != nil {
 		fmt.Fprintf(env.Stdout, "BROKEN: %s\n", rep.Break.Error())
 		return fmt.Errorf("%w: %s", errAuditChainBroken, rep.Break.Where())

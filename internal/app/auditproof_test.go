@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
-	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -714,7 +714,7 @@ func TestImportRefusesAnUnplacedAnchor(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			c := newCLI(t, testdb.URL(t, engine), "k1")
 			ds := testDataset(0)
-			ds.AuditEvents = []domain.AuditEvent{{ID: testdb.FixtureID(9901), At: time.Now().UTC(), ActorUserID: testStaff, Action: store.ActionAuditAnchor,
+			ds.AuditEvents = []domain.AuditEvent{{ID: testdb.FixtureID(9901), At: time.Now().UTC(), ActorUserID: testStaff, Action: auditlog.ActionAnchor,
 				TargetID: "audit_events", Outcome: domain.OutcomeGranted, Detail: "events 1 to 1: digest " + strings.Repeat("ab", 32)}}
 			path := filepath.Join(t.TempDir(), "anchor.json")
 			f, err := os.Create(path)

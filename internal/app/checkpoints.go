@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
-	"backoffice/internal/store"
 )
 
 // checkpointInterval is how often serve signs a checkpoint of the audit trail while events are
@@ -24,10 +24,10 @@ import (
 const checkpointInterval = 30 * time.Second
 
 // checkpointer signs checkpoints of the audit trail, off the request path. It follows the trail
-// with one walk of the chain (store.AuditFollower), from the last checkpoint in its file that is
+// with one walk of the chain (auditlog.Follower), from the last checkpoint in its file that is
 // signed under a key of the ring (or from the genesis), and signs only what that walk verified,
 // link by link under keys the ring holds, just before: the head it signs is the one of a
-// store.Verified that holds (Err nil), and its tree must extend the checkpoint before it
+// auditlog.Verified that holds (Err nil), and its tree must extend the checkpoint before it
 // (checkpoint.Consistent). A trail that does not verify is logged as an error and never signed.
 type checkpointer struct {
 	st   auditTrail
@@ -37,11 +37,11 @@ type checkpointer struct {
 	now  func() time.Time
 	// base is the checkpoint the walk starts from (nil: from the genesis); follow the walk, made
 	// at the first tick.
-	base   *store.ChainExpect
-	follow *store.AuditFollower
+	base   *auditlog.ChainExpect
+	follow *auditlog.Follower
 	// mem is what this process committed since the walk last checked: the walk
-	// must meet each of those events as written before anything is signed (store.CommitMemory).
-	mem *store.CommitMemory
+	// must meet each of those events as written before anything is signed (auditlog.CommitMemory).
+	mem *auditlog.CommitMemory
 	// signed is the newest event a checkpoint covers (the base's, then this process's).
 	signed int64
 	// keys are the ring's checkpoint public keys: the file's last checkpoint must hold under one
@@ -60,8 +60,8 @@ type checkpointer struct {
 // auditTrail is what the checkpointer reads of the store: a walk of the audit chain from where it
 // left off, and the memory of this process's commits it checks them against (*store.Store is one).
 type auditTrail interface {
-	RememberCommits() *store.CommitMemory
-	FollowAuditChain(ctx context.Context, ver store.ChainVerifier, base *store.ChainExpect, mem *store.CommitMemory) (*store.AuditFollower, error)
+	RememberCommits() *auditlog.CommitMemory
+	FollowAuditChain(ctx context.Context, ver auditlog.ChainVerifier, base *auditlog.ChainExpect, mem *auditlog.CommitMemory) (*auditlog.Follower, error)
 	// CheckTrailCatalog fails while the trail's tables are not what the migrations made.
 	CheckTrailCatalog(ctx context.Context) error
 	// AuditHashReader reads the audit log's stored tree hashes: what a consistency proof between
@@ -137,7 +137,7 @@ func ringPublicKeys(ring *secrets.Ring) (map[string]ed25519.PublicKey, error) {
 
 // run starts the walk at once, then signs a checkpoint every interval until ctx ends. Started
 // before the first tick, the walk tells the memory of this process's commits where they carry on
-// from (store.CommitMemory), which then holds no events of its own for the first interval.
+// from (auditlog.CommitMemory), which then holds no events of its own for the first interval.
 func (c *checkpointer) run(ctx context.Context, interval time.Duration) {
 	if c.follow == nil {
 		if err := c.startWalk(ctx); err != nil {
@@ -250,7 +250,7 @@ func (c *checkpointer) sign(ctx context.Context) error {
 // stops checking the tree where it finds none, and once a process given the ring has built them,
 // a walk begun again from the last checkpoint checks them, and signs.
 func (c *checkpointer) walkAgainOnceTreeBuilt(err error) {
-	if gap := (*store.ChainGap)(nil); errors.As(err, &gap) && gap.TreeNotBuilt() {
+	if gap := (*auditlog.ChainGap)(nil); errors.As(err, &gap) && gap.TreeNotBuilt() {
 		c.follow = nil
 	}
 }
@@ -333,7 +333,7 @@ type runningCheckpoints struct {
 // startCheckpoints says what opening did with an unsealed genesis, then signs checkpoints every
 // checkpointInterval until stopped. Without BACKOFFICE_AUDIT_CHECKPOINTS they go to the log only,
 // and serve warns that a cut tail cannot be caught from a file.
-func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secrets.Ring, g store.GenesisOpening, log *slog.Logger, obs witnessObserver) (*runningCheckpoints, error) {
+func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secrets.Ring, g auditlog.GenesisOpening, log *slog.Logger, obs witnessObserver) (*runningCheckpoints, error) {
 	logGenesis(g, ring, log)
 	if cfg.AuditCheckpoints == "" {
 		log.Warn("BACKOFFICE_AUDIT_CHECKPOINTS is not set: audit checkpoints go to this log only, and a tail cut off the audit trail cannot be caught from a file (see docs/compliance.md)")
@@ -354,7 +354,7 @@ func startCheckpoints(ctx context.Context, cfg Config, st auditTrail, ring *secr
 }
 
 // logGenesis says what opening the database did with a genesis the migration left unsealed.
-func logGenesis(g store.GenesisOpening, ring *secrets.Ring, log *slog.Logger) {
+func logGenesis(g auditlog.GenesisOpening, ring *secrets.Ring, log *slog.Logger) {
 	switch {
 	case !g.Unsealed:
 	case !g.Sealed && g.Left != nil:

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -81,8 +82,8 @@ type keyNeeds struct {
 	checkpointsFile string
 	// trail is every key id the audit trail's links name, anchors the anchors that may cover
 	// those the ring lacks.
-	trail   []store.AuditKeyUse
-	anchors []store.AuditAnchor
+	trail   []auditlog.KeyUse
+	anchors []auditlog.Anchor
 }
 
 func readKeyNeeds(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (keyNeeds, error) {
@@ -120,14 +121,14 @@ func (n keyNeeds) reasons(id string) []string {
 // key of the ring that covers its links (zero when none does), head whether the trail's newest
 // link is one of them.
 type lackedLinks struct {
-	use  store.AuditKeyUse
-	by   store.AuditAnchor
+	use  auditlog.KeyUse
+	by   auditlog.Anchor
 	head bool
 }
 
 // trailKeysLacked lists the key ids of the trail's links that the ring lacks, each with the anchor
 // under a key of the ring that covers its links, if one does.
-func trailKeysLacked(ring *secrets.Ring, uses []store.AuditKeyUse, anchors []store.AuditAnchor) []lackedLinks {
+func trailKeysLacked(ring *secrets.Ring, uses []auditlog.KeyUse, anchors []auditlog.Anchor) []lackedLinks {
 	held := ring.KeyIDs()
 	var newest int64
 	for _, u := range uses {
@@ -156,7 +157,7 @@ func trailKeysLacked(ring *secrets.Ring, uses []store.AuditKeyUse, anchors []sto
 // followed by what needs it. keys status prints the same findings and exits 1 on them; serve and
 // import refuse to start on those of the SSNs, the head and the genesis, keys rewrap on the SSNs'
 // (checkRingHolds).
-func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []store.AuditKeyUse, anchors []store.AuditAnchor, genesisKey string) []string {
+func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []auditlog.KeyUse, anchors []auditlog.Anchor, genesisKey string) []string {
 	var ids []string
 	needs := map[string][]string{}
 	need := func(id, what string) {
@@ -201,15 +202,15 @@ func checkRingHolds(ctx context.Context, st *store.Store, ring *secrets.Ring, tr
 	if err != nil {
 		return err
 	}
-	var uses []store.AuditKeyUse
+	var uses []auditlog.KeyUse
 	var genesisKey string
 	if trail {
-		var head store.AuditKeyUse
+		var head auditlog.KeyUse
 		if head, genesisKey, err = st.AuditHeadKeys(ctx); err != nil {
 			return err
 		}
 		if head.KeyID != "" {
-			uses = []store.AuditKeyUse{head}
+			uses = []auditlog.KeyUse{head}
 		}
 	}
 	gaps := ringGaps(ring, counts, uses, nil, genesisKey)
@@ -381,27 +382,27 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 // not verify, checkpoints it cannot check, or the trail's tables not as the migrations made them
 // (store.CheckTrailCatalog) refuse the run, which then changes nothing. notes name the checkpoints
 // file's torn lines, left out.
-func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (store.Verified, []string, error) {
+func verifyBeforeAnchor(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring) (auditlog.Verified, []string, error) {
 	// Tables that may drop events as they are written leave a trail that verifies: anchoring it
 	// would vouch for it.
 	if err := st.CheckTrailCatalog(ctx); err != nil {
-		return store.Verified{}, nil, rewrapRefused{why: err, kind: ErrCannotCheck}
+		return auditlog.Verified{}, nil, rewrapRefused{why: err, kind: ErrCannotCheck}
 	}
 	expects, notes, err := configuredExpects(cfg, ring)
 	if err == nil {
-		var rep store.ChainReport
+		var rep auditlog.ChainReport
 		if rep, err = st.VerifyAuditChain(ctx, ring, expects); err == nil {
-			var v store.Verified
+			var v auditlog.Verified
 			if v, err = rep.Verified(); err == nil {
 				return v, notes, nil
 			}
 		}
 	}
 	kind := ErrCannotCheck
-	if errors.As(err, new(*store.ChainBreak)) {
+	if errors.As(err, new(*auditlog.ChainBreak)) {
 		kind = errAuditChainBroken
 	}
-	return store.Verified{}, nil, rewrapRefused{why: err, kind: kind}
+	return auditlog.Verified{}, nil, rewrapRefused{why: err, kind: kind}
 }
 
 // rewrapRefused is a keys rewrap that did not run because the trail does not verify: exit 1 when
@@ -419,7 +420,7 @@ func (r rewrapRefused) Unwrap() []error { return []error{r.why, r.kind} }
 // (kill -9, a crash) still leaves its event; then it seals the audit chain's genesis under the
 // active key and anchors the trail as v verified it there: the links made under the key being
 // retired stay proven once it leaves the ring.
-func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID, v store.Verified) error {
+func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID, v auditlog.Verified) error {
 	now := time.Now().UTC()
 	started := domain.AuditEvent{At: now, ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
 		Outcome: domain.OutcomeGranted, Detail: "started: moving SSNs to key " + ring.ActiveKeyID()}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
 	"backoffice/internal/jsonlog"
@@ -228,7 +229,7 @@ func createStore(ctx context.Context, cfg Config, ring *secrets.Ring) (*store.St
 // anything. On a database whose schema is current the check comes before the migrations (then
 // none to apply) and the genesis's sealing; a database with migrations to apply is migrated
 // first, as the check reads the schema they make.
-func openContinuing(ctx context.Context, cfg Config, ring *secrets.Ring, what string) (*store.Store, store.GenesisOpening, error) {
+func openContinuing(ctx context.Context, cfg Config, ring *secrets.Ring, what string) (*store.Store, auditlog.GenesisOpening, error) {
 	return openChecked(ctx, cfg, ring, func(st *store.Store, migrated bool) error {
 		err := checkRingHolds(ctx, st, ring, true)
 		switch {
@@ -242,7 +243,7 @@ func openContinuing(ctx context.Context, cfg Config, ring *secrets.Ring, what st
 }
 
 // openMigrated opens and migrates the store. ring, when not nil, is what the store links audit
-// events with; a store without one writes no events (store.ErrNoChainSigner), which suits the
+// events with; a store without one writes no events (auditlog.ErrNoChainSigner), which suits the
 // commands that only read.
 func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, error) {
 	st, _, err := openSealed(ctx, cfg, ring, opts...)
@@ -253,17 +254,17 @@ func openMigrated(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...s
 // the ring (see store.SealUnsealedAuditGenesis): after a walk of the whole trail, against the
 // configured checkpoints, proves where the chain begins; on trust only while no checkpoint
 // exists. serve logs what it did.
-func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, store.GenesisOpening, error) {
+func openSealed(ctx context.Context, cfg Config, ring *secrets.Ring, opts ...store.Option) (*store.Store, auditlog.GenesisOpening, error) {
 	return openChecked(ctx, cfg, ring, nil, opts...)
 }
 
 // openChecked is openSealed, with check (when not nil) run on the store before it writes.
-func openChecked(ctx context.Context, cfg Config, ring *secrets.Ring, check func(st *store.Store, migrated bool) error, opts ...store.Option) (*store.Store, store.GenesisOpening, error) {
+func openChecked(ctx context.Context, cfg Config, ring *secrets.Ring, check func(st *store.Store, migrated bool) error, opts ...store.Option) (*store.Store, auditlog.GenesisOpening, error) {
 	st, err := openUnsealed(ctx, cfg, ring, check, opts...)
 	if err != nil || ring == nil {
-		return st, store.GenesisOpening{}, err
+		return st, auditlog.GenesisOpening{}, err
 	}
-	g, err := st.SealUnsealedAuditGenesis(ctx, ring, func() ([]store.ChainExpect, bool, error) {
+	g, err := st.SealUnsealedAuditGenesis(ctx, ring, func() ([]auditlog.ChainExpect, bool, error) {
 		// A file holding checkpoints gives expects, or an error: none is under a key of the ring,
 		// or some after the last that is are not (configuredExpects). So no expects is no
 		// checkpoint yet. serve logs the torn lines as it reads the file.
@@ -283,7 +284,7 @@ func openChecked(ctx context.Context, cfg Config, ring *secrets.Ring, check func
 // check that would leave part of the file out refuses: a file that does not hold together, or
 // checkpoints after the last one the ring vouches for (signed under a key it does not hold), is
 // an ErrCannotCheck. notes name the torn lines left out.
-func configuredExpects(cfg Config, ring *secrets.Ring) (expects []store.ChainExpect, notes []string, err error) {
+func configuredExpects(cfg Config, ring *secrets.Ring) (expects []auditlog.ChainExpect, notes []string, err error) {
 	if _, err := demoConfig(&cfg, false); err != nil || cfg.AuditCheckpoints == "" {
 		return nil, nil, err
 	}

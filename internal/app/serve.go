@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"backoffice/internal/api"
+	"backoffice/internal/auditlog"
 	"backoffice/internal/auth"
 	"backoffice/internal/buildinfo"
 	"backoffice/internal/gateway"
@@ -129,7 +130,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	if m != nil {
 		witnessed = m
 	}
-	cp, err := startCheckpoints(ctx, cfg, st, ring, genesis, log, witnessed)
+	cp, err := startCheckpoints(ctx, cfg, st.Trail(), ring, genesis, log, witnessed)
 	if err != nil {
 		closeAll(listeners)
 		return err
@@ -171,7 +172,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 // cannot be read stops serve.
 func checkTrailCatalog(ctx context.Context, st *store.Store, log *slog.Logger) error {
 	err := st.CheckTrailCatalog(ctx)
-	var held *store.TrailCatalogError
+	var held *auditlog.TrailCatalogError
 	if errors.As(err, &held) {
 		log.ErrorContext(ctx, "the audit trail's tables are not what the migrations made: no audit event is recorded, so every request that records one (decrypts among them) answers 503, and no checkpoint is signed, until serve is restarted on the tables as the migrations made them (see docs/compliance.md)",
 			slog.Any("found", held.Findings))

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
@@ -214,7 +215,7 @@ func newAttackFixture(t *testing.T, engine string) *attackFixture {
 		fx.ids[e.ID] = true
 	}
 	for seq, want := range map[int64]string{1: "", 3: "k0", 6: "k1", 8: "k1", 11: "k1"} {
-		if e := events[seq-1]; e.ChainKeyID != want || (seq == 6) != (e.Action == store.ActionAuditAnchor) {
+		if e := events[seq-1]; e.ChainKeyID != want || (seq == 6) != (e.Action == auditlog.ActionAnchor) {
 			t.Fatalf("the fixture's seq %d is %+v", seq, e)
 		}
 	}
@@ -226,13 +227,13 @@ func newAttackFixture(t *testing.T, engine string) *attackFixture {
 // a row does not.
 func trailEvents(t *testing.T, st *store.Store) (events []domain.AuditEvent, complete bool) {
 	t.Helper()
-	rows, err := testdb.SQLOf(t, st).QueryContext(context.Background(), `SELECT `+store.AuditColumns+` FROM audit_events ORDER BY seq`)
+	rows, err := testdb.SQLOf(t, st).QueryContext(context.Background(), `SELECT `+auditlog.Columns+` FROM audit_events ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		e, err := store.ScanAuditEvent(rows)
+		e, err := auditlog.ScanEvent(rows)
 		if err != nil {
 			return events, false // a value of the wrong kind: no digest reaches past it
 		}
@@ -250,7 +251,7 @@ func trailDigests(events []domain.AuditEvent) [][]byte {
 		if e.Seq != int64(i+1) {
 			break
 		}
-		if d, err = store.ChainDigest(d, e); err != nil {
+		if d, err = auditlog.ChainDigest(d, e); err != nil {
 			break
 		}
 		out = append(out, d)
@@ -639,7 +640,7 @@ var anchorRe = regexp.MustCompile(`events 1 to (\d+): digest ([0-9a-f]{64})`)
 func anchorDetails(events []domain.AuditEvent, after int64) string {
 	var b strings.Builder
 	for _, e := range events {
-		if e.Seq > after && e.Action == store.ActionAuditAnchor {
+		if e.Seq > after && e.Action == auditlog.ActionAnchor {
 			b.WriteString(e.Detail + "\n")
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
@@ -61,7 +62,7 @@ type writerAttack struct {
 const decryptOnly = `NEW.action = 'principal.decrypt'`
 
 // auditColumnList are audit_events' columns, for the views in its place.
-const auditColumnList = store.AuditColumns
+const auditColumnList = auditlog.Columns
 
 func writerAttacks(engine string) []writerAttack {
 	// The attacker deletes the event's leaf from the tree too (the rows its append added, from its
@@ -310,7 +311,7 @@ func runWriterAttack(t *testing.T, engine string, a writerAttack) {
 // heldTrail checks a trail the append's own catalog check held under the attack a: no SSN
 // without its event, every decrypt under the attack refused, the trail whole, the finding named
 // in the store's held error, in the refused decrypt's log line and in the signer's.
-func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused int, granted int64, rep store.ChainReport, logs, cpLogs string) {
+func heldTrail(t *testing.T, st *store.Store, a writerAttack, served, refused int, granted int64, rep auditlog.ChainReport, logs, cpLogs string) {
 	t.Helper()
 	if int64(served) != granted {
 		t.Errorf("%d SSNs served, %d granted decrypt events in the trail", served, granted)

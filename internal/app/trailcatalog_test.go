@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/dataset"
-	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -263,7 +263,7 @@ func runTrailAttack(t *testing.T, engine, url string, a trailAttack) []string {
 	}
 	found := "nothing"
 	if err := again.TrailCatalogHeld(); err != nil {
-		found = strings.Join(err.(*store.TrailCatalogError).Findings, "; ")
+		found = strings.Join(err.(*auditlog.TrailCatalogError).Findings, "; ")
 		if !strings.Contains(restart.String(), `"level":"ERROR"`) || !strings.Contains(restart.String(), "the audit trail's tables are not what the migrations made") {
 			t.Errorf("%s: serve's start logged no error line: %s", a.key(), restart.String())
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/store"
 )
 
@@ -20,7 +21,7 @@ var errTrailHeld = errors.New("the audit trail's tables are not what the migrati
 // the trail held: checkTrailCatalog). A catalog that cannot be read refuses too.
 func refuseHeldTrail(ctx context.Context, st *store.Store, what string) error {
 	err := st.CheckTrailCatalog(ctx)
-	var held *store.TrailCatalogError
+	var held *auditlog.TrailCatalogError
 	switch {
 	case errors.As(err, &held):
 		return fmt.Errorf("%s refused, nothing was written: %w: %s (put them back as the migrations made them; see docs/compliance.md)", what, errTrailHeld, strings.Join(held.Findings, "; "))

@@ -30,7 +30,7 @@ type Checkpoint struct {
 	V int `json:"v"`
 	// Seq is the newest event it covers (a note's tree size); Head that event's link (hex, "" for
 	// an unlinked event); Digest the digest of the trail from seq 1 up to it (hex, see
-	// store.ChainDigest).
+	// auditlog.ChainDigest).
 	Seq    int64  `json:"seq"`
 	Head   string `json:"head"`
 	Digest string `json:"digest"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -301,10 +302,10 @@ func kinds() []kind {
 			records: func(ds *Dataset) *[]domain.AuditEvent { return &ds.AuditEvents },
 			id:      func(r *domain.AuditEvent) *domain.ID { return &r.ID },
 			check:   (*checker).auditEvent,
-			columns: store.AuditColumns,
+			columns: auditlog.Columns,
 			order:   "seq",
 			write:   importAuditEvents,
-			scan:    store.ScanAuditEvent,
+			scan:    auditlog.ScanEvent,
 			// Written by the service: an import adds them, never replaces or deletes one.
 			serviceWritten: true,
 		}.kind(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -533,7 +534,7 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 	if err != nil {
 		return err
 	}
-	ins, err := im.b.Inserter("audit_events", store.AuditColumns)
+	ins, err := im.b.Inserter("audit_events", auditlog.Columns)
 	if err != nil {
 		return err
 	}
@@ -558,7 +559,7 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 		if stored > 0 {
 			return Errorf(path+".seq", "events with their place in the audit chain can be imported only into a database with no audit events (this one has %d)", stored)
 		}
-		args, err := store.AuditArgs(r)
+		args, err := auditlog.Args(r)
 		if err != nil {
 			return Errorf(path+".hash", "not hex")
 		}

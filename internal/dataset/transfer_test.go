@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/auth"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
@@ -64,7 +65,7 @@ func TestImportExportRoundTrip(t *testing.T) {
 		}
 		// The export carried the audit chain: the copy verifies as it is, up to the same head.
 		head, _ := hex.DecodeString(first.AuditEvents[len(first.AuditEvents)-1].Hash)
-		rep, err := fresh.VerifyAuditChain(ctx, ring, []store.ChainExpect{{Link: head}})
+		rep, err := fresh.VerifyAuditChain(ctx, ring, []auditlog.ChainExpect{{Link: head}})
 		if err != nil || rep.Break != nil || rep.Events != int64(len(in.AuditEvents)) {
 			t.Fatalf("verify the imported export: %+v %v %v", rep, rep.Break, err)
 		}

@@ -66,7 +66,7 @@ type NewSession struct {
 // CreateAPIKey stores a new key for an existing user and its audit event, in one transaction: a
 // key exists if and only if its creation is on record.
 func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.AuditEvent) error {
-	engine, chain := s.engine, s.chain()
+	engine, chain := s.engine, s.trailLog.Chain()
 	return s.tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, k.UserID); err != nil {
 			return err
@@ -76,13 +76,13 @@ func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.Audi
 		if err != nil {
 			return insertCredentialError(engine, "api key", err)
 		}
-		return chain.insertAudit(ctx, q, event)
+		return insertAudit(ctx, chain, q, event)
 	})
 }
 
 // CreateSession stores a new session for an existing user and its audit event, in one transaction.
 func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.AuditEvent) error {
-	engine, chain := s.engine, s.chain()
+	engine, chain := s.engine, s.trailLog.Chain()
 	return s.tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, n.UserID); err != nil {
 			return err
@@ -92,7 +92,7 @@ func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.Au
 		if err != nil {
 			return insertCredentialError(engine, "session", err)
 		}
-		return chain.insertAudit(ctx, q, event)
+		return insertAudit(ctx, chain, q, event)
 	})
 }
 
@@ -217,7 +217,7 @@ func (s *Store) RevokeSession(ctx context.Context, id domain.ID, at time.Time, e
 }
 
 func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.Time, event domain.AuditEvent) error {
-	chain := s.chain()
+	chain := s.trailLog.Chain()
 	return s.tx(ctx, func(q *sqltx.Tx) error {
 		res, err := q.Exec(ctx, r.revoke, column.Micros(at), id)
 		if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
 		}
 		if n == 1 {
-			return chain.insertAudit(ctx, q, event)
+			return insertAudit(ctx, chain, q, event)
 		}
 		var found int
 		if err := q.QueryRow(ctx, r.exists, id).Scan(&found); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
 )
@@ -13,7 +14,7 @@ import (
 // together. The event's outcome is set here from what happened.
 func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error {
 	var found bool
-	chain := s.chain()
+	chain := s.trailLog.Chain()
 	err := s.tx(ctx, func(q *sqltx.Tx) error {
 		var err error
 		found, err = deleteDocument(ctx, q, scope, merchantID, documentID)
@@ -24,7 +25,7 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 		if !found {
 			event.Outcome = domain.OutcomeNotFound
 		}
-		return chain.insertAudit(ctx, q, event)
+		return insertAudit(ctx, chain, q, event)
 	})
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, 
 // domain.ErrKeyReused, recorded as denied. A deletion that found nothing keeps no key.
 func (s *Store) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent, key domain.KeyUse) (replayed bool, err error) {
 	var found, reused bool
-	chain := s.chain()
+	chain := s.trailLog.Chain()
 	target := documentKeyTarget(merchantID, documentID)
 	insertOrSkip, skipTail := s.engine.InsertOrSkip()
 	err = s.tx(ctx, func(q *sqltx.Tx) error {
@@ -75,7 +76,7 @@ func (s *Store) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Sco
 				}
 			}
 		}
-		return chain.insertAudit(ctx, q, event)
+		return insertAudit(ctx, chain, q, event)
 	})
 	switch {
 	case err != nil:
@@ -120,15 +121,8 @@ func deleteDocument(ctx context.Context, q *sqltx.Tx, scope domain.Scope, mercha
 	return n == 1, nil
 }
 
-// RecordAudit writes one audit event, and returns once it is committed: a caller may disclose
-// what the event records only after that. Concurrent events share a transaction (group commit,
-// see auditWriter); none is ever acknowledged before its commit.
-func (s *Store) RecordAudit(ctx context.Context, e domain.AuditEvent) error {
-	return s.audits.record(ctx, s, e)
-}
-
 // insertAudit writes the event of a transaction that records its own (credentials, documents):
 // chained like every other, in that transaction.
-func (c auditChain) insertAudit(ctx context.Context, q *sqltx.Tx, e domain.AuditEvent) error {
+func insertAudit(ctx context.Context, c auditlog.Chain, q *sqltx.Tx, e domain.AuditEvent) error {
 	return c.Append(ctx, q, []domain.AuditEvent{e})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,20 +13,6 @@ import (
 )
 
 // Hooks for the external tests of this package.
-
-// LimitMemory makes m remember at most n events.
-func LimitMemory(m *CommitMemory, n int) { m.limit = n }
-
-// RowsRead counts the rows f's walks read by seq.
-func RowsRead(f *AuditFollower) int64 { return f.read }
-
-// WithoutReadBack makes s's audit appends read nothing back, as before the read-back: for its
-// benchmark alone.
-func WithoutReadBack(s *Store) { s.withoutReadBack = true }
-
-// WithoutTrailGuard makes s's audit appends check nothing of the trail's catalog in their own
-// transactions: for the benchmark of what the check costs alone.
-func WithoutTrailGuard(s *Store) { s.withoutTrailGuard = true }
 
 // MigrateTo applies the migrations up to and including version, as an older release left the
 // database.
@@ -65,18 +50,13 @@ func CachedReads(s *Store) int {
 // WithoutReadCache turns the store's read cache off, for benchmarks of the reads themselves.
 func WithoutReadCache(s *Store) { s.cache = nil }
 
-// ChainLink is the link of e after prev under e's key: what someone holding that key could write.
-func ChainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error) {
-	return chainLink(sig, prev, e)
-}
-
 // InTx runs fn in one of the store's write transactions, as its operations do.
 func InTx(ctx context.Context, s *Store, fn func(q *sqltx.Tx) error) error { return s.tx(ctx, fn) }
 
 // AppendAudit appends e to the audit chain in the transaction q, as an operation that records its
 // own event does.
 func AppendAudit(ctx context.Context, s *Store, q *sqltx.Tx, e domain.AuditEvent) error {
-	return s.chain().Append(ctx, q, []domain.AuditEvent{e})
+	return s.trailLog.Chain().Append(ctx, q, []domain.AuditEvent{e})
 }
 
 // SetBusyWait shortens how long this process's writers wait for each other (the engine's busy
@@ -168,39 +148,4 @@ func (e movesCounted) BeginImport(ctx context.Context, tx *sql.Tx) (func() error
 type movesCountedCopier struct {
 	movesCounted
 	bulkload.Copier
-}
-
-// FollowPage is how many events a follower walks between rests.
-const FollowPage = followPage
-
-// CountFollowRests has followers count their rests between pages until the test ends.
-func CountFollowRests(t *testing.T) *int {
-	n := new(int)
-	restAfterPage = func(ctx context.Context, d time.Duration) error {
-		*n++
-		return rest(ctx, d)
-	}
-	t.Cleanup(func() { restAfterPage = rest })
-	return n
-}
-
-// SkipFollowRests has followers walk without resting between pages until the benchmark ends:
-// it measures the walk's own work.
-func SkipFollowRests(tb testing.TB) {
-	restAfterPage = func(context.Context, time.Duration) error { return nil }
-	tb.Cleanup(func() { restAfterPage = rest })
-}
-
-// TrailCatalog is the audit trail's catalog as CheckTrailCatalog reads it, a line per object, and
-// the lines the engine expects.
-func TrailCatalog(ctx context.Context, s *Store) (got, expected []string, err error) {
-	query, want := s.engine.TrailCatalog()
-	got, err = s.trailCatalog(ctx, query)
-	return got, strings.Split(strings.TrimSuffix(string(want), "\n"), "\n"), err
-}
-
-// AppendAuditGroup appends events to the audit chain in the transaction q in one group, as the
-// group writer does: the bench's way to build a long trail quickly with the store's own writer.
-func AppendAuditGroup(ctx context.Context, s *Store, q *sqltx.Tx, events []domain.AuditEvent) error {
-	return s.chain().Append(ctx, q, events)
 }

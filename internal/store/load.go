@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/store/bulkload"
 	"backoffice/internal/store/sqltx"
@@ -17,7 +18,7 @@ import (
 // holds the engine's import lock (two imports counting logs into one entity's SAM log buckets at
 // once would lose counts) and runs under the engine's bulk-load settings.
 func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error {
-	engine, chain := s.engine, s.chain()
+	engine, chain := s.engine, s.trailLog.Chain()
 	return s.loadTx(ctx, func(conn *sql.Conn, q *sqltx.Tx) error {
 		moved, end, err := engine.BeginImport(ctx, q.SQL())
 		if err != nil {
@@ -53,15 +54,15 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 // engine with one writer at a time (SQLite) no two writers hold locks at once: moved is nil, and
 // the triggers stay aside until the end (the SAM logs come after the audit events).
 type importChain struct {
-	chain auditChain
+	chain auditlog.Chain
 	moved func() error // nil: nothing to take first
 	took  bool         // the generation, already
 }
 
 func (c *importChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
 	for _, e := range events {
-		if e.Action == ActionAuditAnchor {
-			return fmt.Errorf("store: import: audit event %s is an anchor (%s) without its place in the chain: anchors are made only by `backoffice keys rewrap`, of the trail it verified", e.ID, ActionAuditAnchor)
+		if e.Action == auditlog.ActionAnchor {
+			return fmt.Errorf("store: import: audit event %s is an anchor (%s) without its place in the chain: anchors are made only by `backoffice keys rewrap`, of the trail it verified", e.ID, auditlog.ActionAnchor)
 		}
 	}
 	if err := c.takeGeneration(q); err != nil {
@@ -138,48 +139,4 @@ func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("store: %w", err)
 	}
 	return n == 0, nil
-}
-
-// Adopt makes the audit events an import inserted with their place in the chain this database's
-// chain (see bulkload.Bulk.AdoptAuditChain): the genesis names the file's events before its first
-// link as the ones from before the chain, the whole chain must verify under the ring (the file
-// names the first bad event otherwise), and the genesis is sealed as the walk proved it. A file
-// with no link at all is a trail from before the chain, taken on trust as its first opening is.
-func (c auditChain) Adopt(ctx context.Context, q *sqltx.Tx) error {
-	if c.signer == nil {
-		return ErrNoChainSigner
-	}
-	ver, ok := c.signer.(ChainVerifier)
-	if !ok {
-		return fmt.Errorf("store: import: the chain signer lists no keys to verify the file's chain with")
-	}
-	var last int64
-	err := q.QueryRow(ctx, `SELECT COALESCE(MIN(seq) - 1, (SELECT MAX(seq) FROM audit_events), 0) FROM audit_events WHERE hash IS NOT NULL`).Scan(&last)
-	if err != nil {
-		return fmt.Errorf("store: import: %w", err)
-	}
-	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET last_unlinked_seq = ?, chain_key_id = NULL, mac = NULL WHERE id = 1`, last); err != nil {
-		return fmt.Errorf("store: import: audit chain genesis: %w", err)
-	}
-	// The file's events get their leaves in the audit tree, for the walk to check and the
-	// events appended after them to grow from.
-	for {
-		n, err := c.buildTreeBatch(ctx, q)
-		if err != nil {
-			return fmt.Errorf("store: import: %w", err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	rep, err := walkChain(ctx, q, ver, nil)
-	if err != nil {
-		return fmt.Errorf("store: import: %w", err)
-	}
-	v, err := rep.onTrust()
-	if err != nil {
-		return err
-	}
-	_, err = sealGenesis(ctx, q, c.signer, v)
-	return err
 }

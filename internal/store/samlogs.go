@@ -117,7 +117,7 @@ func copySAMPage(p samPage) samPage {
 }
 
 func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
-	offset := pageOffset(page, size)
+	offset := sqltx.PageOffset(page, size)
 	key := column.UUIDArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
 	rows, err := s.q().Query(ctx, samVisiblePageQuery, append(args, samPageLimitArgs(offset, size)...)...)

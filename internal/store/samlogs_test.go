@@ -13,7 +13,6 @@ import (
 
 // The SAM log helpers of internal/testdb, under the short names these tests use.
 
-func samID(n int) domain.ID     { return testdb.SAMID(n) }
 func samBase() *dataset.Dataset { return testdb.SAMBase() }
 func logs(entity domain.ID, first, n int) []domain.SAMActionLog {
 	return testdb.SAMLogs(entity, first, n)

@@ -16,6 +16,14 @@ import (
 // storeImport is the store's import path, which a file must import to call its methods directly.
 const storeImport = "backoffice/internal/store"
 
+// The store's exported methods are its own and those of the audit trail it embeds (*auditlog.Log),
+// each declared in its package's own files: a file of either package, or one that imports it,
+// calls them directly.
+var storeSurfaces = []struct{ dir, receiver, path string }{
+	{"internal/store", "Store", storeImport},
+	{"internal/auditlog", "Log", "backoffice/internal/auditlog"},
+}
+
 // Every exported method of *Store has a caller in the service's own code: a method only tests
 // call is a test hook in the production API, and belongs in export_test.go (or in an option of
 // Open, when production has a use for it). See unusedStoreMethods for how a use is told.
@@ -45,10 +53,18 @@ func (s Store) ByValue() {}
 `
 	files := map[string]string{
 		"internal/store/store.go": store,
+		"internal/auditlog/log.go": `package auditlog
+type Log struct{}
+func (s *Log) Embedded() {}
+func (s *Log) EmbeddedOnlyTests() {}
+func (s *Log) EmbeddedCalledInside() {}
+func (s *Log) inside() { s.EmbeddedCalledInside() }
+`,
 		"internal/app/app.go": `package app
 import "backoffice/internal/store"
 func run(st *store.Store) {
 	st.Called()
+	st.Embedded()
 	f := st.Valued
 	g := (*store.Store).Expressed
 	_, _ = f, g
@@ -60,7 +76,7 @@ type Store interface {
 }`,
 		"internal/app/app_test.go": `package app
 import "backoffice/internal/store"
-func use(st *store.Store) { st.OnlyTests() }`,
+func use(st *store.Store) { st.OnlyTests(); st.EmbeddedOnlyTests() }`,
 		"internal/testdb/testdb.go": `package testdb
 import "backoffice/internal/store"
 func use(st *store.Store) { st.OnlyTestSupport() }`,
@@ -78,22 +94,23 @@ func use(o other) { o.SameNameElsewhere() }`,
 		}
 		parsed[name] = f
 	}
-	want := []string{"OnlyTestSupport", "OnlyTests", "SameNameElsewhere", "WrongArity"}
+	want := []string{"EmbeddedOnlyTests", "OnlyTestSupport", "OnlyTests", "SameNameElsewhere", "WrongArity"}
 	if got := unusedStoreMethods(parsed); !slices.Equal(got, want) {
 		t.Errorf("unused = %v, want %v", got, want)
 	}
 }
 
 // unusedStoreMethods lists, sorted, the exported methods of *Store (declared in internal/store's
-// own files) that the service's code never uses. The service's code is every .go file of the
+// own files, or of *auditlog.Log in internal/auditlog's: see storeSurfaces) that the service's
+// code never uses. The service's code is every .go file of the
 // module but tests: not *_test.go, nor test support (internal/testdb, and packages whose name
 // ends in "test", such as oauthtest). It reads the syntax alone, so it decides by name, as
 // precisely as the syntax allows:
 //
-//   - a file of package store (internal/store itself) uses M by any selector .M;
+//   - a file of package store (internal/store itself) or auditlog uses M by any selector .M;
 //   - another file uses M by a selector .M (a call x.M(…), a method value x.M, a method
-//     expression (*store.Store).M) only if it imports the store: a file that cannot name the
-//     store's types cannot be calling them directly;
+//     expression (*store.Store).M) only if it imports the store or auditlog: a file that cannot
+//     name their types cannot be calling them directly;
 //   - any file uses M by declaring an interface with a method M taking and returning as many
 //     values as the store's M: a consumer's interface that *Store satisfies (api.Store,
 //     push.Store, auth.Lookup), through which the method is called without the store's name.
@@ -103,11 +120,12 @@ func use(o other) { o.SameNameElsewhere() }`,
 func unusedStoreMethods(files map[string]*ast.File) []string {
 	methods := map[string]*ast.FuncType{}
 	for name, f := range files {
-		if !isStoreFile(name) || isTestCode(name, f) {
+		surface, ok := surfaceOf(name)
+		if !ok || isTestCode(name, f) {
 			continue
 		}
 		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.IsExported() && isStorePointer(fn.Recv) {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.IsExported() && isPointerTo(fn.Recv, surface.receiver) {
 				methods[fn.Name.Name] = fn.Type
 			}
 		}
@@ -117,7 +135,8 @@ func unusedStoreMethods(files map[string]*ast.File) []string {
 		if isTestCode(name, f) {
 			continue
 		}
-		selectors := isStoreFile(name) || imports(f, storeImport)
+		_, inside := surfaceOf(name)
+		selectors := inside || importsASurface(f)
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.SelectorExpr:
@@ -147,9 +166,24 @@ func unusedStoreMethods(files map[string]*ast.File) []string {
 	return unused
 }
 
-// isStoreFile tells a file of package store itself (not of its sub-packages).
-func isStoreFile(name string) bool {
-	return filepath.ToSlash(filepath.Dir(name)) == "internal/store"
+// surfaceOf is the surface whose package the file is of (not of its sub-packages), if any.
+func surfaceOf(name string) (surface struct{ dir, receiver, path string }, ok bool) {
+	for _, s := range storeSurfaces {
+		if filepath.ToSlash(filepath.Dir(name)) == s.dir {
+			return s, true
+		}
+	}
+	return surface, false
+}
+
+// importsASurface tells a file that imports the store or auditlog.
+func importsASurface(f *ast.File) bool {
+	for _, s := range storeSurfaces {
+		if imports(f, s.path) {
+			return true
+		}
+	}
+	return false
 }
 
 // isTestCode tells a test file, or a file of a package that only tests use.
@@ -159,8 +193,8 @@ func isTestCode(name string, f *ast.File) bool {
 		strings.HasSuffix(f.Name.Name, "test")
 }
 
-// isStorePointer tells a receiver list of *Store.
-func isStorePointer(recv *ast.FieldList) bool {
+// isPointerTo tells a receiver list of *receiver.
+func isPointerTo(recv *ast.FieldList, receiver string) bool {
 	if recv == nil || len(recv.List) != 1 {
 		return false
 	}
@@ -169,7 +203,7 @@ func isStorePointer(recv *ast.FieldList) bool {
 		return false
 	}
 	id, ok := star.X.(*ast.Ident)
-	return ok && id.Name == "Store"
+	return ok && id.Name == receiver
 }
 
 func imports(f *ast.File, path string) bool {

@@ -46,7 +46,7 @@ func scanUser(r scanner) (domain.User, error) {
 // stored answers errNotFound; an email another user has (letter case aside) ErrEmailTaken, naming
 // that user; an id or external id in use ErrUserClash.
 func (s *Store) CreateUser(ctx context.Context, u domain.User, event domain.AuditEvent) error {
-	engine, chain := s.engine, s.chain()
+	engine, chain := s.engine, s.trailLog.Chain()
 	return s.tx(ctx, func(q *sqltx.Tx) error {
 		if u.PartnerID != nil {
 			var n int
@@ -71,7 +71,7 @@ func (s *Store) CreateUser(ctx context.Context, u domain.User, event domain.Audi
 			}
 			return fmt.Errorf("store: insert user: %w", err)
 		}
-		return chain.insertAudit(ctx, q, event)
+		return insertAudit(ctx, chain, q, event)
 	})
 }
 
@@ -94,7 +94,7 @@ type UserChange func(u *domain.User) (detail string)
 // if the user is still as change saw it: when another writer got there first, the change is made
 // again on what that writer left.
 func (s *Store) ChangeUser(ctx context.Context, id domain.ID, change UserChange, event domain.AuditEvent) (domain.User, error) {
-	chain := s.chain()
+	chain := s.trailLog.Chain()
 	for range 5 {
 		var after domain.User
 		raced := false
@@ -126,7 +126,7 @@ func (s *Store) ChangeUser(ctx context.Context, id domain.ID, change UserChange,
 				raced = true
 				return nil
 			}
-			return chain.insertAudit(ctx, q, e)
+			return insertAudit(ctx, chain, q, e)
 		})
 		if err != nil || !raced {
 			return after, err

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for creating and dropping databases
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/store"
 )
 
@@ -78,7 +79,7 @@ func OpenURL(t testing.TB, url string, opts ...store.Option) *store.Store {
 		t.Fatalf("build the audit tree %s: %v", strings.Split(url, ":")[0], err)
 	}
 	// and, as serve does at start, seal where the audit chain begins.
-	if _, err := st.SealUnsealedAuditGenesis(context.Background(), Ring(t), func() ([]store.ChainExpect, bool, error) { return nil, true, nil }); err != nil {
+	if _, err := st.SealUnsealedAuditGenesis(context.Background(), Ring(t), func() ([]auditlog.ChainExpect, bool, error) { return nil, true, nil }); err != nil {
 		t.Fatalf("seal the audit genesis %s: %v", strings.Split(url, ":")[0], err)
 	}
 	return st

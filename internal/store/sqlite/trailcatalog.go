@@ -3,7 +3,7 @@ package sqlite
 import _ "embed"
 
 // trailCatalog is what the migrations make of the audit trail's catalog (TrailCatalog), written
-// by TestTrailCatalogIsTheMigrations (internal/store) with -update-trail-catalog.
+// by TestTrailCatalogIsTheMigrations (internal/auditlog) with -update-trail-catalog.
 //
 //go:embed trail-catalog.golden
 var trailCatalog []byte

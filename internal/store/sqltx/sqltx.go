@@ -15,6 +15,16 @@ import (
 	"strings"
 )
 
+// ErrWriteWait means a write waited the engine's busy timeout for a lock held by a transaction of
+// this process: SQLite's write lock, which this process's writers take in Go (writeLock), or on
+// PostgreSQL the audit chain's turn. Either a transaction held it that long, or, the likely cause,
+// a transaction's body called back into the store: RecordAudit, a write on the pool or another
+// transaction started inside a transaction's body (directly, through an interface or a method
+// value, or on a goroutine the body waits for) waits for the lock its own transaction holds. A
+// transaction records its audit event in itself, with the audit chain's Append (auditlog.Chain), never through the store.
+// It is answered as unavailable (try again), as another process's lock past the busy timeout is.
+var ErrWriteWait = errors.New("store: waited the busy timeout for a lock a transaction of this process holds (a transaction's body calling back into the store, such as RecordAudit inside it, waits for itself)")
+
 // Dialect is what a transaction needs of the engine.
 type Dialect interface {
 	// Rebind rewrites the shared "?" placeholders into the engine's own.

@@ -3,6 +3,7 @@ package sqltx
 import (
 	"context"
 	"database/sql"
+	"math"
 	"sync"
 )
 
@@ -115,4 +116,12 @@ func (c *Stmts) Close() {
 		st.Close()
 	}
 	clear(c.m)
+}
+
+// PageOffset is how many rows precede page (from 1) of size rows. A page number so large that the
+// offset would overflow is taken as the last page that does not: past any possible end, so it
+// comes back empty, as any page past the end does.
+func PageOffset(page, size int64) int64 {
+	page = min(page, math.MaxInt64/size)
+	return (page - 1) * size
 }

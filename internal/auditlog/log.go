@@ -1,0 +1,133 @@
+// Package auditlog is the audit trail: the writer that chains each event under the master key
+// ring and grows the RFC 6962 tree in the same transaction, the genesis, the one verifier of the
+// chain (ChainWalk), the checkpoint signer's follower and its memory of this process's commits,
+// and the check of the trail's catalog. It runs on the store's SQL plumbing (DB: its pool, its
+// transactions as *sqltx.Tx, its engine's features) and never imports the store, which builds it
+// (New) and lets its own transactions append through it (Log.Chain). Package trail holds what
+// needs no database: the leaves, the tile paths, the proofs.
+package auditlog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+
+	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
+)
+
+// DB is the store's SQL plumbing, as the trail runs on it.
+type DB interface {
+	// Engine is what the trail needs to know of the database's engine.
+	Engine() Engine
+	// Pool runs shared SQL on the pool, outside any transaction.
+	Pool() Pool
+	// Tx runs fn in one write transaction, committed when fn returns nil.
+	Tx(ctx context.Context, fn func(q *sqltx.Tx) error) error
+	// Snapshot runs fn in a read-only transaction that sees one state of the database.
+	Snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error
+	// Prepare prepares a statement of shared SQL on the pool, for the transactions to bind
+	// (sqltx.Tx.Cached), its error classified.
+	Prepare(ctx context.Context, query string) error
+	// LostConnection tells whether an operation that failed with err, and changed nothing, is
+	// to be tried again: it met a connection the server had lost.
+	LostConnection(ctx context.Context, err error) bool
+}
+
+// Engine is what differs between the database engines, as far as the trail is concerned
+// (internal/store's Engine has it all).
+type Engine interface {
+	Name() string
+	// IsBusy tells a database locked by another writer past the busy timeout.
+	IsBusy(err error) bool
+	// IsChainMoved tells the error of an append after a head that is no longer the chain's
+	// (PostgreSQL's audit_chain_append_read; never on an engine without it).
+	IsChainMoved(err error) bool
+	// NotLanded tells the error of a one-statement append whose rows did not read back as they
+	// were written, and gives the rows it read back, as JSON; never on an engine without it.
+	NotLanded(err error) (rows string, ok bool)
+	// TypedArgs returns a statement's arguments to be sent in their types' binary form.
+	TypedArgs(args []any) []any
+	// SingleWriter tells an engine that lets one writer in at a time.
+	SingleWriter() bool
+	// TrailCatalog is the query that reads the audit trail's catalog, and the lines the engine's
+	// migrations make of it (CheckTrailCatalog).
+	TrailCatalog() (query string, expected []byte)
+}
+
+// Pool is shared SQL run on the store's pool, each error classified.
+type Pool interface {
+	runner
+	// WriteRow is Exec for a write that answers one row, scanned into dest.
+	WriteRow(ctx context.Context, query string, dest []any, args ...any) error
+}
+
+// runner is what a read or a write of the trail needs, on the pool or in a transaction
+// (*sqltx.Tx), for the few queries run both ways.
+type runner interface {
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) sqltx.Row
+}
+
+// Assumed is how an append is put on the condition that the database is still at the version
+// the reads of the requests whose events it writes assumed (domain.CheckAtCommit): the store's
+// read cache's generation. The trail knows nothing of what it is.
+type Assumed struct {
+	// Read reads the version (one int64) in the append's transaction, after the chain's turn
+	// was taken.
+	Read string
+	// Where ends the one-statement append (appendAfter): a FROM and WHERE clause whose last
+	// placeholder takes the version assumed, matching no row when the database is no longer at
+	// it.
+	Where string
+}
+
+// Log is the audit trail of one database.
+type Log struct {
+	db     DB
+	engine Engine
+	// assumed puts appends on the version the requests' reads assumed (see Assumed).
+	assumed Assumed
+	audits  auditWriter
+	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
+	// costs sets it (export_test.go).
+	withoutReadBack bool
+	// withoutTrailGuard: audit appends check nothing of the trail's catalog (trailguard.go). Only
+	// the benchmark of what the check costs sets it (export_test.go).
+	withoutTrailGuard bool
+	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
+	memories commitMemories
+	// signer makes the audit chain's links (SetChainSigner).
+	signer ChainSigner
+	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
+	// do not make; while set, the chain links no event.
+	trailHeld atomic.Pointer[TrailCatalogError]
+	// trailClean is what the append's own check of the trail's catalog last found clean: SQLite's
+	// schema version, PostgreSQL's writer's function row (trailguard.go).
+	trailClean atomic.Pointer[string]
+}
+
+// New is the audit trail on db, its appends put on the condition assumed describes.
+func New(db DB, assumed Assumed) *Log {
+	return &Log{db: db, engine: db.Engine(), assumed: assumed}
+}
+
+// Close stops the group writer; later events are refused.
+func (s *Log) Close() { s.audits.stop() }
+
+// The store's errors, as the trail's errors match them.
+var (
+	errUnavailable = domain.ErrUnavailable
+	errStale       = domain.ErrStale
+	errNotFound    = domain.ErrNotFound
+)
+
+// noRows turns sql.ErrNoRows into the domain's not-found sentinel.
+func noRows(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound
+	}
+	return err
+}
