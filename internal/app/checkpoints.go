@@ -25,10 +25,11 @@ const checkpointInterval = 30 * time.Second
 
 // checkpointer signs checkpoints of the audit trail, off the request path. It follows the trail
 // with one walk of the chain (auditlog.Follower), from the last checkpoint in its file that is
-// signed under a key of the ring (or from the genesis), and signs only what that walk verified,
-// link by link under keys the ring holds, just before: the head it signs is the one of a
-// auditlog.Verified that holds (Err nil), and its tree must extend the checkpoint before it
-// (checkpoint.Consistent). A trail that does not verify is logged as an error and never signed.
+// signed under a key of the ring (or from the genesis), carried over what this process committed
+// (auditlog.CommitMemory) and link by link under keys the ring holds over what others did, and
+// signs only what that walk verified: the head it signs is the one of an auditlog.Verified that
+// holds (Err nil), and its tree must extend the checkpoint before it (checkpoint.Consistent). A
+// trail that does not verify is logged as an error and never signed.
 type checkpointer struct {
 	st   auditTrail
 	ring *secrets.Ring
@@ -36,7 +37,7 @@ type checkpointer struct {
 	log  *slog.Logger
 	now  func() time.Time
 	// base is the checkpoint the walk starts from (nil: from the genesis); follow the walk, made
-	// at the first tick.
+	// as the checkpointer starts to run (or at the first tick that can make it).
 	base   *auditlog.ChainExpect
 	follow *auditlog.Follower
 	// mem is what this process committed since the walk last checked: the walk
@@ -177,8 +178,9 @@ func (c *checkpointer) report(ctx context.Context, err error) {
 		slog.Int64("last_checkpoint_seq", c.signed))
 }
 
-// sign walks the events written since the last tick and signs a checkpoint of the trail as that
-// walk verified it. It first checks that the trail's tables are what the migrations made: tables
+// sign carries the walk on over the events written since the last tick (the follower carries it
+// over this process's own, and walks the rows of others) and signs a checkpoint of the trail as
+// it verified it, cosigned by the witnesses when a policy names them. It first checks that the trail's tables are what the migrations made: tables
 // that may drop events as they are written (a trigger, a rule, a policy) leave a trail that
 // verifies, and signing it would vouch for it.
 func (c *checkpointer) sign(ctx context.Context) error {
@@ -214,9 +216,9 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	at := c.now()
 	// A checkpoint extends the one before it: its tree must prove consistent with that one's,
-	// over the stored hashes, or nothing is signed.
-	// Once it is, the witnesses cosign it before it is written: a checkpoint another process
-	// appended first (prev covers it) is not written, and not sent.
+	// over the stored hashes, or nothing is signed. Once it does, the witnesses cosign it before
+	// it is written; one another process appended first (prev covers it) is neither written nor
+	// sent.
 	sign := func(prev *checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
 		cp, err := checkpoint.Sign(head, c.origin, idOf(prev), at, keyID, key)
 		if err == nil && prev != nil && cp.Seq > prev.Seq {
