@@ -42,7 +42,7 @@ func BenchmarkAuditLogAtScale(b *testing.B) {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()
 			st := testdb.Open(b, engine)
-			sealAsServeDoes(b, st)
+			testdb.SealAsServeDoes(b, st)
 			auditlog.SkipFollowRests(b) // the whole walk's rests are serve's courtesy, not its cost
 			started := time.Now()
 			buildTrail(b, st, n)

@@ -30,34 +30,6 @@ func auditEvents(t *testing.T, st *store.Store, from, n int) {
 	}
 }
 
-// verify walks the chain with the default test ring.
-func verify(t *testing.T, st *store.Store, head string) auditlog.ChainReport {
-	t.Helper()
-	var expects []auditlog.ChainExpect
-	if head != "" {
-		link, err := hex.DecodeString(head)
-		if err != nil {
-			t.Fatal(err)
-		}
-		expects = []auditlog.ChainExpect{{Link: link}}
-	}
-	rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t), expects)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
-
-func wantIntact(t *testing.T, rep auditlog.ChainReport, events int64) {
-	t.Helper()
-	if rep.Break != nil || rep.Unchecked != nil || rep.Events != events || rep.Head.Seq != events || (events > 0 && len(rep.Head.Hash) != 64) {
-		t.Fatalf("want an intact chain of %d events: %+v %v %v", events, rep, rep.Break, rep.Unchecked)
-	}
-	if _, err := rep.Verified(); err != nil {
-		t.Fatalf("an intact chain is not verified: %v", err)
-	}
-}
-
 func wantBreak(t *testing.T, rep auditlog.ChainReport, seq int64, reason string) {
 	t.Helper()
 	if rep.Break == nil {
@@ -65,19 +37,6 @@ func wantBreak(t *testing.T, rep auditlog.ChainReport, seq int64, reason string)
 	}
 	if rep.Break.Seq != seq || !strings.Contains(rep.Break.Error(), reason) {
 		t.Fatalf("break %q, want at seq %d saying %q", rep.Break.Error(), seq, reason)
-	}
-}
-
-// sealAsServeDoes seals the genesis the migration left unsealed, as serve's first start without
-// checkpoints does.
-func sealAsServeDoes(t testing.TB, st *store.Store) {
-	t.Helper()
-	if _, err := st.BuildAuditTree(ctx); err != nil {
-		t.Fatalf("build the audit tree: %v", err)
-	}
-	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]auditlog.ChainExpect, bool, error) { return nil, true, nil })
-	if err != nil || (o.Unsealed && !o.Sealed) {
-		t.Fatalf("seal the genesis: %+v %v", o, err)
 	}
 }
 
@@ -99,16 +58,16 @@ func blob(st *store.Store, hexText string) string {
 
 func TestAuditChainIntact(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		wantIntact(t, verify(t, st, ""), 0)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 0)
 		auditEvents(t, st, 0, 5)
-		rep := verify(t, st, "")
-		wantIntact(t, rep, 5)
+		rep := testdb.VerifyChain(t, st, "")
+		testdb.WantIntact(t, rep, 5)
 		if rep.Legacy != 0 || rep.Head.TargetID != principalA.String() || rep.Head.Detail != "field ssn 4" {
 			t.Fatalf("head %+v, legacy %d", rep.Head, rep.Legacy)
 		}
 		// The head recorded now is still in the chain after it grows.
 		auditEvents(t, st, 5, 2)
-		wantIntact(t, verify(t, st, rep.Head.Hash), 7)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, rep.Head.Hash), 7)
 	})
 }
 
@@ -124,7 +83,7 @@ func TestAuditChainCatchesAlteredRow(t *testing.T) {
 		} {
 			t.Run(change, func(t *testing.T) {
 				sqlExec(t, st, `UPDATE audit_events SET `+change+` WHERE seq = 3`)
-				wantBreak(t, verify(t, st, ""), 3, "")
+				wantBreak(t, testdb.VerifyChain(t, st, ""), 3, "")
 			})
 		}
 	})
@@ -134,17 +93,17 @@ func TestAuditChainCatchesRemovedRow(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		auditEvents(t, st, 0, 5)
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 3`)
-		wantBreak(t, verify(t, st, ""), 3, "removed")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 3, "removed")
 		// Closing the gap by renumbering does not help: the next link no longer follows.
 		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 1 WHERE seq > 3`)
-		wantBreak(t, verify(t, st, ""), 3, "does not match")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 3, "does not match")
 	})
 }
 
 func TestAuditChainCatchesInsertedRow(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		auditEvents(t, st, 0, 3)
-		good := verify(t, st, "")
+		good := testdb.VerifyChain(t, st, "")
 		fake := strings.Repeat("ab", 32)
 		insert := func(id domain.ID, seq int, keyID, hash string) {
 			sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq, chain_key_id, hash)
@@ -152,33 +111,33 @@ func TestAuditChainCatchesInsertedRow(t *testing.T) {
 		}
 		// At the end, with a made-up link.
 		insert(id(9001), 4, "'"+testdb.DefaultKeyID+"'", blob(st, fake))
-		wantBreak(t, verify(t, st, ""), 4, "does not match")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 4, "does not match")
 		// With the link of the event before it, copied.
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 4`)
 		insert(id(9001), 4, "'"+testdb.DefaultKeyID+"'", blob(st, good.Head.Hash))
-		wantBreak(t, verify(t, st, ""), 4, "does not match")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 4, "does not match")
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 4`)
-		wantIntact(t, verify(t, st, ""), 3)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 3)
 		// In the middle, the later events moved up to make room.
 		sqlExec(t, st, `UPDATE audit_events SET seq = seq + 10 WHERE seq >= 2`)
 		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 9 WHERE seq >= 12`)
 		insert(id(9002), 2, "'"+testdb.DefaultKeyID+"'", blob(st, fake))
-		wantBreak(t, verify(t, st, ""), 2, "does not match")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 2, "does not match")
 		// Without a link, posing as an event from before the chain.
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 2`)
 		insert(id(9003), 2, "NULL", "NULL")
-		wantBreak(t, verify(t, st, ""), 2, "no link")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 2, "no link")
 		// Without a number.
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq = 2`)
 		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 1 WHERE seq > 2`)
-		wantIntact(t, verify(t, st, ""), 3)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 3)
 		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail)
 			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', '')`, id(9004), staffUser))
 		if st.Engine() == "sqlite" {
 			// seq is SQLite's rowid: a row given none is numbered next, and has no link.
-			wantBreak(t, verify(t, st, ""), 4, "no link")
+			wantBreak(t, testdb.VerifyChain(t, st, ""), 4, "no link")
 		} else {
-			wantBreak(t, verify(t, st, ""), 4, "no sequence number")
+			wantBreak(t, testdb.VerifyChain(t, st, ""), 4, "no sequence number")
 		}
 	})
 }
@@ -186,23 +145,23 @@ func TestAuditChainCatchesInsertedRow(t *testing.T) {
 func TestAuditChainCatchesCutTail(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		auditEvents(t, st, 0, 5)
-		recorded := verify(t, st, "").Head.Hash
+		recorded := testdb.VerifyChain(t, st, "").Head.Hash
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq >= 4`)
 		// The tree still holds the cut events: the walk sees the cut, and nothing is appended
 		// after it.
-		wantBreak(t, verify(t, st, ""), 4, "audit tree holds leaves past the trail's end")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 4, "audit tree holds leaves past the trail's end")
 		if err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"}); !errors.Is(err, auditlog.ErrTree) {
 			t.Fatalf("append after a cut tail: %v, want ErrAuditTree", err)
 		}
 		// Cut from the tree too (tlog.StoredHashCount(3) rows remain), the database alone cannot
 		// tell a cut from a shorter trail; a head recorded elsewhere can.
 		sqlExec(t, st, `DELETE FROM audit_tree WHERE id >= 4`)
-		wantIntact(t, verify(t, st, ""), 3)
-		wantBreak(t, verify(t, st, recorded), 4, "cut off")
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 3)
+		wantBreak(t, testdb.VerifyChain(t, st, recorded), 4, "cut off")
 		// New events after the cut make no difference to that.
 		auditEvents(t, st, 5, 3)
-		wantIntact(t, verify(t, st, ""), 6)
-		wantBreak(t, verify(t, st, recorded), 7, "cut off")
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 6)
+		wantBreak(t, testdb.VerifyChain(t, st, recorded), 7, "cut off")
 	})
 }
 
@@ -219,7 +178,7 @@ func TestAuditChainAcrossKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantIntact(t, rep, 4)
+		testdb.WantIntact(t, rep, 4)
 		if rep.Head.ChainKeyID != "knew" {
 			t.Fatalf("newest link under %q, want knew", rep.Head.ChainKeyID)
 		}
@@ -276,25 +235,25 @@ func TestAuditChainCatchesStrippedLinks(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		auditEvents(t, st, 0, 8)
 		sqlExec(t, st, `UPDATE audit_events SET hash = NULL, chain_key_id = NULL`)
-		wantBreak(t, verify(t, st, ""), 1, "no link")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 1, "no link")
 		sqlExec(t, st, `DELETE FROM audit_events WHERE seq <= 3`)
 		sqlExec(t, st, `UPDATE audit_events SET seq = seq - 3`)
 		sqlExec(t, st, `UPDATE audit_events SET actor_user_id = '`+userA.String()+`' WHERE seq = 2`)
 		sqlExec(t, st, fmt.Sprintf(`INSERT INTO audit_events (id, at, actor_user_id, action, target_id, outcome, detail, seq)
 			VALUES ('%s', 1, '%s', 'principal.decrypt', 'x', 'granted', 'field ssn', 6)`, id(9300), staffUser))
-		wantBreak(t, verify(t, st, ""), 1, "no link")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 1, "no link")
 		// A service writing on top of it (its tree made anew) does not make it whole.
 		sqlExec(t, st, `DELETE FROM audit_tree`)
 		if _, err := st.BuildAuditTree(ctx); err != nil {
 			t.Fatal(err)
 		}
 		auditEvents(t, st, 10, 2)
-		wantBreak(t, verify(t, st, ""), 1, "no link")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 1, "no link")
 		// Nor does moving the genesis, or removing it: it is sealed, and always there.
 		sqlExec(t, st, `UPDATE audit_chain_genesis SET last_unlinked_seq = 6`)
-		wantBreak(t, verify(t, st, ""), 1, "genesis")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 1, "genesis")
 		sqlExec(t, st, `DELETE FROM audit_chain_genesis`)
-		wantBreak(t, verify(t, st, ""), 1, "genesis record")
+		wantBreak(t, testdb.VerifyChain(t, st, ""), 1, "genesis record")
 	})
 }
 
@@ -314,7 +273,7 @@ func TestAuditChainFromTwoStores(t *testing.T) {
 					t.Fatal(err)
 				}
 				st.SetChainSigner(testdb.Ring(t))
-				sealAsServeDoes(t, st)
+				testdb.SealAsServeDoes(t, st)
 				stores = append(stores, st)
 			}
 			const each = 100
@@ -333,7 +292,7 @@ func TestAuditChainFromTwoStores(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			wantIntact(t, verify(t, stores[0], ""), 2*each)
+			testdb.WantIntact(t, testdb.VerifyChain(t, stores[0], ""), 2*each)
 		})
 	}
 }

@@ -24,7 +24,7 @@ func TestAuditWriterFollowsAHeadMovedByAnotherReplica(t *testing.T) {
 			auditEvents(t, b, 2, 1) // b moves it
 			auditEvents(t, a, 3, 2) // a's head is stale for its first group, then its own again
 			auditEvents(t, b, 5, 1)
-			wantIntact(t, verify(t, a, ""), 6)
+			testdb.WantIntact(t, testdb.VerifyChain(t, a, ""), 6)
 		})
 	}
 }
@@ -82,7 +82,7 @@ func TestAuditWriterRetriesAGroupWhoseConnectionWasLost(t *testing.T) {
 			if lost != 1 {
 				t.Errorf("the group whose connection was lost is in the trail %d times, want once", lost)
 			}
-			wantIntact(t, verify(t, st, ""), 3)
+			testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 3)
 		})
 	}
 }

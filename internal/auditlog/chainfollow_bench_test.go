@@ -22,7 +22,7 @@ func BenchmarkFollowAuditChain(b *testing.B) {
 	for _, engine := range testdb.Engines() {
 		b.Run(engine, func(b *testing.B) {
 			st := testdb.Open(b, engine)
-			sealAsServeDoes(b, st)
+			testdb.SealAsServeDoes(b, st)
 			writeDecryptEvents(b, st, events)
 			auditlog.SkipFollowRests(b)
 			ring := testdb.Ring(b)
@@ -78,7 +78,7 @@ func BenchmarkFollowNext(b *testing.B) {
 		for _, how := range []string{"carried", "walked"} {
 			b.Run(engine+"/"+how, func(b *testing.B) {
 				st := testdb.Open(b, engine)
-				sealAsServeDoes(b, st)
+				testdb.SealAsServeDoes(b, st)
 				auditlog.SkipFollowRests(b)
 				var mem *auditlog.CommitMemory
 				if how == "carried" {

@@ -19,7 +19,7 @@ import (
 // seconds 30 s after serve started without a checkpoint file. Every event is still verified.
 func TestFollowFromGenesisWalksInPages(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		const n = 2*auditlog.FollowPage + auditlog.FollowPage/2
 		auditEvents(t, st, 0, n)
 		rests := auditlog.CountFollowRests(t)
@@ -65,7 +65,7 @@ func TestFollowFromGenesisFindsBreaks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-				sealAsServeDoes(t, st)
+				testdb.SealAsServeDoes(t, st)
 				auditEvents(t, st, 0, n)
 				sqlExec(t, st, c.stmt)
 				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
@@ -88,7 +88,7 @@ func TestFollowFromGenesisFindsBreaks(t *testing.T) {
 // format before it) vouches for none, so the walk checks the whole trail, the tree with it.
 func TestFollowFromACheckpointChecksItsTree(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		auditEvents(t, st, 0, 10)
 		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
 		if err != nil {
@@ -143,7 +143,7 @@ func TestFollowFromACheckpointFindsRowsWithoutASeq(t *testing.T) {
 		if st.Engine() == "sqlite" {
 			t.Skip("seq is SQLite's rowid: a row given none is numbered next")
 		}
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		auditEvents(t, st, 0, 4)
 		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
 		if err != nil {

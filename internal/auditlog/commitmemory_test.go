@@ -43,7 +43,7 @@ func TestFollowChecksThisProcessCommits(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-				sealAsServeDoes(t, st)
+				testdb.SealAsServeDoes(t, st)
 				mem := st.RememberCommits()
 				auditEvents(t, st, 0, 3)
 				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
@@ -83,7 +83,7 @@ func TestFollowChecksThisProcessCommits(t *testing.T) {
 // once its transaction committed: deleted, and the gap linked over, it is a break at its seq.
 func TestFollowChecksEventsOfTransactions(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		mem := st.RememberCommits()
 		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
@@ -117,7 +117,7 @@ func TestFollowChecksEventsOfTransactions(t *testing.T) {
 // are carried over again.
 func TestFollowCarriesOverThisProcessCommits(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		mem := st.RememberCommits()
 		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem) // on the empty trail
 		if err != nil {
@@ -130,7 +130,7 @@ func TestFollowCarriesOverThisProcessCommits(t *testing.T) {
 			if err != nil || v.Seq() != want {
 				t.Fatalf("Next: seq %d, %v; want %d", v.Seq(), err, want)
 			}
-			walked := verify(t, st, "")
+			walked := testdb.VerifyChain(t, st, "")
 			root, err := tlog.TreeHash(want, st.AuditHashReader(ctx))
 			if err != nil {
 				t.Fatal(err)
@@ -171,7 +171,7 @@ func TestFollowCarriesOverThisProcessCommits(t *testing.T) {
 // the signer compares the tree's right edge it carried with the database's.
 func TestFollowComparesTheTreeItCarried(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		sealAsServeDoes(t, st)
+		testdb.SealAsServeDoes(t, st)
 		mem := st.RememberCommits()
 		auditEvents(t, st, 0, 3)
 		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)

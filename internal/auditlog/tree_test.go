@@ -160,7 +160,7 @@ func TestAuditTreeIsTheEventsLeaves(t *testing.T) {
 		if _, err := st.AuditEventAt(ctx, 265); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("an event past the tree: %v, want ErrNotFound", err)
 		}
-		wantIntact(t, verify(t, st, ""), 265)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 265)
 	})
 }
 
@@ -181,7 +181,7 @@ func TestAuditTreeOfReplicas(t *testing.T) {
 			}
 			wg.Wait()
 			wantTree(t, a, 315)
-			wantIntact(t, verify(t, b, ""), 315)
+			testdb.WantIntact(t, testdb.VerifyChain(t, b, ""), 315)
 		})
 	}
 }
@@ -195,7 +195,7 @@ func TestAuditTreeBuiltForEventsWrittenBeforeIt(t *testing.T) {
 		recordConcurrently(t, st, 40, 30)
 		sqlExec(t, st, `DELETE FROM audit_tree`)
 		// Verify before the tree is built: the tree is unchecked, not broken.
-		if rep := verify(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 1 || !strings.Contains(rep.Unchecked.Error(), "does not hold these events yet") {
+		if rep := testdb.VerifyChain(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 1 || !strings.Contains(rep.Unchecked.Error(), "does not hold these events yet") {
 			t.Fatalf("verify of a trail without its tree: %v %v, want unchecked from seq 1", rep.Break, rep.Unchecked)
 		}
 		if err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"}); !errors.Is(err, auditlog.ErrTree) {
@@ -207,7 +207,7 @@ func TestAuditTreeBuiltForEventsWrittenBeforeIt(t *testing.T) {
 		wantTree(t, st, 70)
 		// Stopped after 33 leaves.
 		sqlExec(t, st, fmt.Sprintf(`DELETE FROM audit_tree WHERE id >= %d`, tlog.StoredHashCount(33)))
-		if rep := verify(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 34 {
+		if rep := testdb.VerifyChain(t, st, ""); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 34 {
 			t.Fatalf("verify of a tree built to seq 33: %v %v, want unchecked from seq 34", rep.Break, rep.Unchecked)
 		}
 		if n, err := st.BuildAuditTree(ctx); err != nil || n != 37 {
@@ -264,7 +264,7 @@ func TestAuditTreeCheckedByTheWalk(t *testing.T) {
 		auditEvents(t, st, 0, 6)
 		recordConcurrently(t, st, 6, 1100) // more than a page of the walk
 		want := rootOf(t, allEvents(t, st))
-		v, err := verify(t, st, "").Verified()
+		v, err := testdb.VerifyChain(t, st, "").Verified()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +301,7 @@ func TestAuditTreeCheckedByTheWalk(t *testing.T) {
 					sqlExec(t, st, `DROP TABLE tree_backup`)
 				}()
 				sqlExec(t, st, c.query)
-				wantBreak(t, verify(t, st, ""), c.seq, c.says)
+				wantBreak(t, testdb.VerifyChain(t, st, ""), c.seq, c.says)
 				f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -312,7 +312,7 @@ func TestAuditTreeCheckedByTheWalk(t *testing.T) {
 				}
 			})
 		}
-		wantIntact(t, verify(t, st, ""), 1106)
+		testdb.WantIntact(t, testdb.VerifyChain(t, st, ""), 1106)
 	})
 }
 

@@ -1,13 +1,11 @@
 package store_test
 
 import (
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -41,10 +39,10 @@ func TestMigrationNumbersLegacyAuditEvents(t *testing.T) {
 			if err := st.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			sealAsServeDoes(t, st)
+			testdb.SealAsServeDoes(t, st)
 			auditEvents(t, st, 0, 2)
-			rep := verify(t, st, "")
-			wantIntact(t, rep, 5)
+			rep := testdb.VerifyChain(t, st, "")
+			testdb.WantIntact(t, rep, 5)
 			if rep.Legacy != 3 {
 				t.Fatalf("%d legacy events, want 3", rep.Legacy)
 			}
@@ -85,8 +83,6 @@ func TestTrailCatalogOfAnUpgradedDatabase(t *testing.T) {
 	}
 }
 
-// The trail's tests' helpers (internal/auditlog/chain_test.go), for these.
-
 // auditEvents records n events one after another (each its own group), the i-th at second i.
 func auditEvents(t *testing.T, st *store.Store, from, n int) {
 	t.Helper()
@@ -96,46 +92,5 @@ func auditEvents(t *testing.T, st *store.Store, from, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// verify walks the chain with the default test ring.
-func verify(t *testing.T, st *store.Store, head string) auditlog.ChainReport {
-	t.Helper()
-	var expects []auditlog.ChainExpect
-	if head != "" {
-		link, err := hex.DecodeString(head)
-		if err != nil {
-			t.Fatal(err)
-		}
-		expects = []auditlog.ChainExpect{{Link: link}}
-	}
-	rep, err := st.VerifyAuditChain(ctx, testdb.Ring(t), expects)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
-
-func wantIntact(t *testing.T, rep auditlog.ChainReport, events int64) {
-	t.Helper()
-	if rep.Break != nil || rep.Unchecked != nil || rep.Events != events || rep.Head.Seq != events || (events > 0 && len(rep.Head.Hash) != 64) {
-		t.Fatalf("want an intact chain of %d events: %+v %v %v", events, rep, rep.Break, rep.Unchecked)
-	}
-	if _, err := rep.Verified(); err != nil {
-		t.Fatalf("an intact chain is not verified: %v", err)
-	}
-}
-
-// sealAsServeDoes seals the genesis the migration left unsealed, as serve's first start without
-// checkpoints does.
-func sealAsServeDoes(t testing.TB, st *store.Store) {
-	t.Helper()
-	if _, err := st.BuildAuditTree(ctx); err != nil {
-		t.Fatalf("build the audit tree: %v", err)
-	}
-	o, err := st.SealUnsealedAuditGenesis(ctx, testdb.Ring(t), func() ([]auditlog.ChainExpect, bool, error) { return nil, true, nil })
-	if err != nil || (o.Unsealed && !o.Sealed) {
-		t.Fatalf("seal the genesis: %+v %v", o, err)
 	}
 }
