@@ -177,7 +177,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 		return chainTip{}, err
 	}
 	tip.edge = tree.edge
-	switch run := newCommitRun(chainTip{seq: seq, hash: prev}, written, tip); {
+	switch run := newCommitRun(chainTip{seq: seq, hash: prev, edge: edge}, written, tip); {
 	case c.expect != nil:
 		c.expect(run)
 	case c.memories != nil:

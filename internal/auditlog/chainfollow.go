@@ -225,9 +225,14 @@ func (f *Follower) carryOn() error {
 	return nil
 }
 
-// point is the head the walk verified, with the trail's digest there.
+// point is the head the walk verified, with the tree's root and the trail's digest there (no
+// root while the walk's tree is not at its head).
 func (w *ChainWalk) point() commitPoint {
-	return commitPoint{seq: w.rep.Events, id: w.rep.Head.ID, link: w.prev, digest: w.rep.Digest}
+	p := commitPoint{seq: w.rep.Events, id: w.rep.Head.ID, link: w.prev, digest: w.rep.Digest}
+	if t := w.tree; t != nil && t.short == 0 && len(t.pending) == 0 && t.n == w.rep.Events {
+		p.root, p.rooted = treeRoot(t.n, t.edge)
+	}
+	return p
 }
 
 // carryOver moves the walk's head over r, a run this process committed from that head, as a walk

@@ -3,8 +3,11 @@ package auditlog
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"backoffice/internal/domain"
 )
@@ -15,11 +18,14 @@ const maxRemembered = 1 << 19
 
 // CommitMemory is what the checkpoint signer knows first-hand of the trail: every append this
 // process committed and answered for (RecordAudit's groups, and the events a transaction records
-// in its own body: credentials, documents), as a run: the head it appended after, the head it
-// ended at, and the audit tree's right edge there. The appender read each run back in its own
-// transaction, so the signer carries its verified head over the runs that follow it, one after
-// another, without reading them again (Follower.Next): signing costs the same whatever was
-// written since the last checkpoint, and the checkpoint signs the trail as this process wrote it.
+// in its own body: credentials, documents), as a run: the head it appended after with the audit
+// tree's root there (of the right edge it grew the run from), the head it ended at, and the
+// tree's right edge there. The appender linked, hashed and read back each run in its own
+// transaction; what it did not check is that the edge it grew from is the tree the signer
+// verified, so a run carries the signer's head on only from a head with the same link and the same
+// root (commitPoint.same): the signer carries its verified head over the runs that follow it, one
+// after another, without reading them again (Follower.Next), and signing costs the same whatever
+// was written since the last checkpoint; the checkpoint signs the trail as this process wrote it.
 // The signer reads the trail only where other processes appended (another replica, a command),
 // and checks there that every run it meets is what this process committed.
 //
@@ -33,15 +39,15 @@ const maxRemembered = 1 << 19
 // the head the signer verified last (learn). Until it can be (before the signer's first walk;
 // after another process appended), the run keeps its events, at most maxRemembered of them; past
 // that (the signer's walks failed for that long: the database was away, say) it stops
-// remembering, and the next walk breaks, naming the first seq it did not keep: what it cannot
+// remembering (so too past maxRemembered runs: the signer failed to move on for that long), and
+// the next walk breaks, naming the first seq it did not keep: what it cannot
 // vouch for is not signed by this process again (a restart walks on from the last checkpoint,
 // with a new memory).
 //
 // It is kept only while a signer follows the trail (Log.RememberCommits).
 type CommitMemory struct {
 	mu sync.Mutex
-	// runs are in the order their heads were taken (under the chain's turn, so in seq order but
-	// where the trail was cut under them).
+	// runs are in the order of their ends (seq).
 	runs    []*commitRun
 	commits uint64
 	// base is the newest head a walk of the trail verified, once known (the empty trail's has
@@ -58,18 +64,30 @@ type CommitMemory struct {
 	stopped bool
 }
 
-// commitPoint is a head of the chain: the newest event's seq, id and link, and the trail's
-// digest up to it (nil while not known).
+// commitPoint is a head of the chain: the newest event's seq, id and link, the audit tree's root
+// at it (rooted: known), and the trail's digest up to it (nil while not known).
 type commitPoint struct {
 	seq    int64
 	id     domain.ID
 	link   []byte
+	root   tlog.Hash
+	rooted bool
 	digest []byte
 }
 
-// same: p and q are the same head (seq and link).
+// same: p and q are the same head: the same seq and link, and the same tree under it. A run
+// appended this process read the tree's right edge it grew from out of the database (or from its
+// last commit): one that is not the tree the signer verified there (a row altered in between)
+// makes a head another than the verified one, and the run is not carried over, but walked.
 func (p commitPoint) same(q commitPoint) bool {
-	return p.seq == q.seq && bytes.Equal(p.link, q.link)
+	return p.seq == q.seq && bytes.Equal(p.link, q.link) && p.rooted && q.rooted && p.root == q.root
+}
+
+// treeRoot is the root of the tree of n leaves whose right edge is edge; ok false when the edge
+// lacks a hash it needs.
+func treeRoot(n int64, edge edgeHashes) (root tlog.Hash, ok bool) {
+	root, err := tlog.TreeHash(n, mapReader(edge))
+	return root, err == nil
 }
 
 // commitRun is one append: from the head it was linked after to the one it ended at.
@@ -83,11 +101,15 @@ type commitRun struct {
 	at uint64
 }
 
-// newCommitRun is the run of written, linked after from up to to, with the tree's edge there.
+// newCommitRun is the run of written, linked after from up to to, grown from the tree's right
+// edge at from and ending with the edge at to.
 func newCommitRun(from chainTip, written []domain.AuditEvent, to chainTip) commitRun {
 	last := written[len(written)-1]
-	return commitRun{from: commitPoint{seq: from.seq, link: from.hash},
+	r := commitRun{from: commitPoint{seq: from.seq, link: from.hash},
 		to: commitPoint{seq: to.seq, id: last.ID, link: to.hash}, edge: to.edge, events: written}
+	r.from.root, r.from.rooted = treeRoot(from.seq, from.edge)
+	r.to.root, r.to.rooted = treeRoot(to.seq, to.edge)
+	return r
 }
 
 // rememberRun tells each memory of ms of r, about to be sent, and returns what tells them whether
@@ -156,12 +178,18 @@ func (m *CommitMemory) expect(r *commitRun) {
 	if m.stopped || m.lost != 0 {
 		return
 	}
-	if m.held+len(r.events) > m.limit {
+	if m.held+len(r.events) > m.limit || len(m.runs) >= m.limit {
 		m.lost = r.from.seq + 1
 		return
 	}
 	m.held += len(r.events)
-	m.runs = append(m.runs, r)
+	// Kept in the order of their ends: a one-statement append is told before its head is checked,
+	// and one linked after a head that moved meanwhile ends below the run that moved it.
+	i := len(m.runs)
+	for i > 0 && m.runs[i-1].to.seq > r.to.seq {
+		i--
+	}
+	m.runs = slices.Insert(m.runs, i, r)
 }
 
 // settle tells what became of a run expect was told of.

@@ -189,3 +189,37 @@ func TestFollowComparesTheTreeItCarried(t *testing.T) {
 		}
 	})
 }
+
+// A tree row on the right edge at the head the signer verified, altered before this process
+// appends (a transaction that reads the edge from the database), grows the run from another tree:
+// the signer does not carry its head over that run, and its walk of the rows breaks, where it
+// would otherwise have signed a root the attacker chose.
+func TestFollowRefusesARunGrownFromAnAlteredEdge(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.SealAsServeDoes(t, st)
+		seed(t, st, testdb.Ring(t, "k1"), 0)
+		auditEvents(t, st, 0, 3)
+		mem := st.RememberCommits()
+		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edge := tlog.StoredHashIndex(0, v.Seq()-1) // the newest leaf is on every right edge
+		sqlExec(t, st, fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, strings.Repeat("11", 32)), edge))
+		key, prefix := secrets.NewAPIKey()
+		id := domain.NewID()
+		k := store.NewAPIKey{ID: id, UserID: staffID, Name: "ci", Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: time.Now().UTC()}
+		if err := st.CreateAPIKey(ctx, k, event("api_key.create", id)); err != nil {
+			t.Fatal(err)
+		}
+		var b *auditlog.ChainBreak
+		if got, err := f.Next(ctx); !errors.As(err, &b) {
+			size, root := got.Tree()
+			t.Fatalf("Next: seq %d, tree %d %v, %v; want a break", got.Seq(), size, root, err)
+		}
+	})
+}
