@@ -156,15 +156,16 @@ func witnessedLines(files []string, keys map[string]ed25519.PublicKey, policy *w
 		short = append(short, "no checkpoints given (set BACKOFFICE_AUDIT_CHECKPOINTS or --checkpoints)")
 	}
 	for _, file := range files {
-		read, err := checkpoint.ReadFile(file)
+		// The walk checked the whole file already; only its end is read again.
+		tail, err := checkpoint.ReadLast(file)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCannotCheck, err)
 		}
-		if len(read.Entries) == 0 {
+		if tail.Last == nil {
 			short = append(short, file+" holds no checkpoint")
 			continue
 		}
-		newest := read.Entries[len(read.Entries)-1]
+		newest := *tail.Last
 		signed, met, err := witnessedBy(newest, keys, policy)
 		if err != nil {
 			short = append(short, fmt.Sprintf("%s: %v", newest.What(), err))

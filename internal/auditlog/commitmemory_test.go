@@ -85,15 +85,7 @@ func TestFollowChecksEventsOfTransactions(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		testdb.SealAsServeDoes(t, st)
 		seed(t, st, testdb.Ring(t, "k1"), 0)
-		mem := st.RememberCommits()
-		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := f.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, v := followFromHere(t, st)
 		key, prefix := secrets.NewAPIKey()
 		id := domain.NewID()
 		k := store.NewAPIKey{ID: id, UserID: staffID, Name: "ci", Prefix: prefix, Hash: secrets.HashCredential(domain.CredentialAPIKey, key), CreatedAt: time.Now().UTC()}
@@ -199,15 +191,7 @@ func TestFollowRefusesARunGrownFromAnAlteredEdge(t *testing.T) {
 		testdb.SealAsServeDoes(t, st)
 		seed(t, st, testdb.Ring(t, "k1"), 0)
 		auditEvents(t, st, 0, 3)
-		mem := st.RememberCommits()
-		f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := f.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, v := followFromHere(t, st)
 		edge := tlog.StoredHashIndex(0, v.Seq()-1) // the newest leaf is on every right edge
 		sqlExec(t, st, fmt.Sprintf(`UPDATE audit_tree SET hash = %s WHERE id = %d`, blob(st, strings.Repeat("11", 32)), edge))
 		key, prefix := secrets.NewAPIKey()
@@ -222,4 +206,19 @@ func TestFollowRefusesARunGrownFromAnAlteredEdge(t *testing.T) {
 			t.Fatalf("Next: seq %d, tree %d %v, %v; want a break", got.Seq(), size, root, err)
 		}
 	})
+}
+
+// followFromHere starts a signer's follower, with its memory of this process's commits, on the
+// trail as it is, and walks it once.
+func followFromHere(t *testing.T, st *store.Store) (*auditlog.Follower, auditlog.Verified) {
+	t.Helper()
+	f, err := st.FollowAuditChain(ctx, testdb.Ring(t), nil, st.RememberCommits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, v
 }
