@@ -155,7 +155,7 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	}
 	if at != nil {
 		var n int64
-		if err := q.QueryRow(ctx, c.assumed.Read).Scan(&n); err != nil {
+		if err := q.ReadCachedRow(ctx, c.assumed.Read, nil, []any{&n}); err != nil {
 			return chainTip{}, fmt.Errorf("store: audit event: the read cache's generation: %w", err)
 		}
 		if n != *at {
@@ -456,7 +456,12 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // of one never has while the transaction holds its connection.
 func (s *Log) prepareAudit(ctx context.Context) error {
 	texts := append([]string{chainHead, auditReadBack, treeReadBack}, auditInsertRows...)
-	for _, text := range append(texts, treeInsertRows...) {
+	texts = append(texts, treeInsertRows...)
+	if s.assumed.Read != "" {
+		texts = append(texts, s.assumed.Read)
+	}
+	texts = append(texts, s.trailGuard().appendReads()...)
+	for _, text := range texts {
 		if err := s.db.Prepare(ctx, text); err != nil {
 			return fmt.Errorf("store: audit event: %w", err)
 		}

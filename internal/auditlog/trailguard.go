@@ -195,7 +195,7 @@ func (g trailGuard) remember(ctx context.Context, r runner, before string) error
 func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
 	if g.engine != "postgres" {
 		var v int64
-		if err := r.QueryRow(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		if err := readSchemaVersion(ctx, r, &v); err != nil {
 			return "", fmt.Errorf("store: the audit trail's catalog: the schema version: %w", err)
 		}
 		return strconv.FormatInt(v, 10), nil
@@ -206,6 +206,27 @@ func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
 		return "", fmt.Errorf("store: the audit trail's function %s: %w", appendFunction, err)
 	}
 	return row.String, nil
+}
+
+// appendReads are the statements an append's own check runs in its transaction, to be prepared
+// with the writer's (prepareAudit).
+func (g trailGuard) appendReads() []string {
+	if g.engine == "postgres" {
+		return nil
+	}
+	return []string{schemaVersion}
+}
+
+// schemaVersion is SQLite's count of the schema's changes.
+const schemaVersion = `PRAGMA schema_version`
+
+// readSchemaVersion reads SQLite's schema version into v: in an append's transaction with its
+// cached statement (it is read in every one), elsewhere as a plain read.
+func readSchemaVersion(ctx context.Context, r runner, v *int64) error {
+	if q, ok := r.(*sqltx.Tx); ok {
+		return q.ReadCachedRow(ctx, schemaVersion, nil, []any{v})
+	}
+	return r.QueryRow(ctx, schemaVersion).Scan(v)
 }
 
 // compare reads the catalog's rows and holds the trail on what differs from the migrations'.

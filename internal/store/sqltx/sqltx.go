@@ -111,6 +111,17 @@ func (t *Tx) ReadRow(ctx context.Context, query string, args, dest []any) error 
 	return t.errs.Classify(t.tx.QueryRowContext(ctx, t.dialect.Rebind(query), args...).Scan(dest...))
 }
 
+// ReadCachedRow is ReadRow with the cached prepared statement of query (Cached): for the reads
+// every write transaction of a kind makes, which would otherwise be parsed and planned each time.
+func (t *Tx) ReadCachedRow(ctx context.Context, query string, args, dest []any) error {
+	st, err := t.Cached(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return t.errs.Classify(st.QueryRowContext(ctx, args...).Scan(dest...))
+}
+
 // Prepare prepares query for this transaction, to be run many times in it; where the engine keeps
 // no statements its text is sent each time instead.
 func (t *Tx) Prepare(ctx context.Context, query string) (Stmt, error) {
