@@ -123,9 +123,7 @@ func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
 			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
 		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
-			if !errors.Is(auditErr, domain.ErrStale) { // not a failure: the request runs again (checkedAtCommit)
-				m.ObserveDecrypt("audit_failed")
-			}
+			m.ObserveDecrypt("audit_failed")
 			return fmt.Errorf("audit of decrypt: %w", auditErr)
 		}
 		m.ObserveDecrypt(event.Outcome)

@@ -228,13 +228,6 @@ func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerF
 			}
 		}
 		actor, err := a.Verify(ctx, attempt)
-		if err != nil && readUnchecked(ctx) {
-			// A refusal is never audited, so no commit would check the reads it rests on: check
-			// them before refusing (a user enabled again, say, since the cache read it).
-			ctx = domain.ShareFreshness(ctx)
-			r = r.WithContext(ctx)
-			actor, err = a.Verify(ctx, attempt)
-		}
 		if err != nil {
 			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
 				if d := g.failures.Allow(addr); !d.Allowed {
@@ -256,38 +249,10 @@ func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerF
 			}
 			setRateHeaders(w.Header(), g.credentialPolicy, d)
 		}
-		err = h(w, r, actor)
-		if errors.Is(err, domain.ErrStale) {
-			// What the request read changed before its audit commit, which wrote nothing, and it
-			// has answered nothing: again from its credential, every read checked.
-			r = r.WithContext(domain.ShareFreshness(ctx))
-			if actor, err = a.Verify(r.Context(), attempt); err == nil {
-				err = h(w, r, actor)
-			}
-		}
-		if err != nil {
+		if err := h(w, r, actor); err != nil {
 			writeError(log, w, r, err)
 		}
 	})
-}
-
-// checkedAtCommit lets the reads of a request whose answer waits for its own audit commit (a
-// decrypt) take the read cache's answers without a check of their own: the commit checks them,
-// and writes nothing if the database moved since the version they assumed (domain.CheckAtCommit).
-// Such a request is then run again with checked reads (authenticated). So the answer rests on the
-// database as it was after the request began, as with a check before the reads, and the request
-// spares the check's round trip to the database.
-func checkedAtCommit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(domain.CheckAtCommit(r.Context())))
-	})
-}
-
-// readUnchecked reports whether any of the request's reads so far took the read cache's answer
-// without a check (checkedAtCommit).
-func readUnchecked(ctx context.Context) bool {
-	_, ok := domain.FreshnessOf(ctx).Assumed()
-	return ok
 }
 
 // soleAuthorization is the request's one Authorization header, or "" (refused as no credential)

@@ -129,9 +129,7 @@ func New(d Deps) http.Handler {
 	c.route(mux, "GET /v1/crm/leads/{leadId}/service-acceptance", withAuth(handleServiceAcceptance(d.Store, newAcceptanceBodies())))
 	// The mux lets HEAD match a GET pattern: a HEAD of decrypt would decrypt and be audited for an
 	// answer without a body. Decrypt answers GET alone; the method-less pattern takes the rest.
-	// A decrypt answers only after its audit event is committed, so that commit checks its reads
-	// (checkedAtCommit) instead of a read of its own before them.
-	c.route(mux, "GET "+decryptRoute, onlyGET(checkedAtCommit(withAuth(handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics, log)))))
+	c.route(mux, "GET "+decryptRoute, onlyGET(withAuth(handleDecrypt(d.Store, d.Ring, d.Now, d.Metrics, log))))
 	mux.Handle(decryptRoute, allowOnly(http.MethodGet))
 	c.route(mux, "DELETE /v1/crm/merchants/{merchantId}/documents/{documentId}", withAuth(handleDeleteDocument(d.Store, d.Now)))
 	c.route(mux, "GET /v1/audit-events", withAuth(handleListAuditEvents(d.Store, d.Now)))

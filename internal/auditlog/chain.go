@@ -101,8 +101,6 @@ type auditChain struct {
 	// known is the chain's head as the group writer committed it last, with the tree's right
 	// edge there (nil: not known).
 	known *chainTip
-	// assumed puts an append on the version its requests' reads assumed (Log.assumed).
-	assumed Assumed
 }
 
 // Chain is the audit chain, for a transaction of the store to append its own event to.
@@ -125,7 +123,7 @@ func (s *Log) chain() auditChain {
 	pg := s.engine.Name() == "postgres"
 	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
 		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
-		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active(), assumed: s.assumed}
+		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active()}
 }
 
 // Append writes events at the end of the chain in the transaction q: it locks the head,
@@ -135,14 +133,12 @@ func (s *Log) chain() auditChain {
 // so that every event is chained; on PostgreSQL the group writer may also append in one
 // statement after the head it committed last (appendAfter).
 func (c auditChain) Append(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) error {
-	_, err := c.appendLocked(ctx, q, events, nil)
+	_, err := c.appendLocked(ctx, q, events)
 	return err
 }
 
-// appendLocked is Append, and the chain's head after it. With at, it appends only if the read
-// cache's generation, read in q after the chain's turn was taken, is still *at (errStale
-// otherwise).
-func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent, at *int64) (chainTip, error) {
+// appendLocked is Append, and the chain's head after it.
+func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []domain.AuditEvent) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
@@ -152,15 +148,6 @@ func (c auditChain) appendLocked(ctx context.Context, q *sqltx.Tx, events []doma
 	}
 	if err != nil {
 		return chainTip{}, fmt.Errorf("store: audit chain head: %w", err)
-	}
-	if at != nil {
-		var n int64
-		if err := q.ReadCachedRow(ctx, c.assumed.Read, nil, []any{&n}); err != nil {
-			return chainTip{}, fmt.Errorf("store: audit event: the read cache's generation: %w", err)
-		}
-		if n != *at {
-			return chainTip{}, errStale
-		}
 	}
 	edge := c.known.edgeAt(seq, prev)
 	if edge == nil {
@@ -324,7 +311,7 @@ var errChainMoved = errors.New("store: the audit chain's head moved")
 // the rows the statement read back), and so does an answer other than the group's size. It fails with
 // errChainMoved, having written nothing, when the head is no longer tip; the caller then appends
 // with Append, which reads the head under the chain's lock. It returns the head after the events.
-func (c auditChain) appendAfter(ctx context.Context, q Pool, tip chainTip, events []domain.AuditEvent, at *int64) (chainTip, error) {
+func (c auditChain) appendAfter(ctx context.Context, q Pool, tip chainTip, events []domain.AuditEvent) (chainTip, error) {
 	if c.signer == nil {
 		return chainTip{}, ErrNoChainSigner
 	}
@@ -350,9 +337,6 @@ func (c auditChain) appendAfter(ctx context.Context, q Pool, tip chainTip, event
 	} else {
 		args = append(args, tree.rows.functionArgs(tip.edge)...)
 	}
-	if at != nil {
-		text, args = text+c.assumed.Where, append(args, *at)
-	}
 	if c.expect != nil {
 		c.expect(newCommitRun(tip, written, next))
 	}
@@ -370,8 +354,6 @@ func (c auditChain) appendAfter(ctx context.Context, q Pool, tip chainTip, event
 		return chainTip{}, &notLandedError{what: err.Error()} // the database's check saw what this one did not
 	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows) && at != nil:
-		return chainTip{}, errStale // the generation moved: the function did not run
 	case err == nil && c.unread:
 		return next, nil
 	case err == nil && !landed.Valid:
@@ -457,9 +439,6 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 func (s *Log) prepareAudit(ctx context.Context) error {
 	texts := append([]string{chainHead, auditReadBack, treeReadBack}, auditInsertRows...)
 	texts = append(texts, treeInsertRows...)
-	if s.assumed.Read != "" {
-		texts = append(texts, s.assumed.Read)
-	}
 	texts = append(texts, s.trailGuard().appendReads()...)
 	for _, text := range texts {
 		if err := s.db.Prepare(ctx, text); err != nil {

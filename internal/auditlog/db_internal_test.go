@@ -52,10 +52,6 @@ func openTestDB(t testing.TB, name string) *testDB {
 	return d
 }
 
-// testAssumed is the store's condition on its read cache's generation (store/trail.go).
-var testAssumed = Assumed{Read: `SELECT n FROM cache_generation WHERE id = 1`,
-	Where: ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`}
-
 func (d *testDB) Engine() Engine { return d.engine }
 func (d *testDB) Pool() Pool     { return testPool{d} }
 

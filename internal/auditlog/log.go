@@ -71,26 +71,11 @@ type runner interface {
 	QueryRow(ctx context.Context, query string, args ...any) sqltx.Row
 }
 
-// Assumed is how an append is put on the condition that the database is still at the version
-// the reads of the requests whose events it writes assumed (domain.CheckAtCommit): the store's
-// read cache's generation. The trail knows nothing of what it is.
-type Assumed struct {
-	// Read reads the version (one int64) in the append's transaction, after the chain's turn
-	// was taken.
-	Read string
-	// Where ends the one-statement append (appendAfter): a FROM and WHERE clause whose last
-	// placeholder takes the version assumed, matching no row when the database is no longer at
-	// it.
-	Where string
-}
-
 // Log is the audit trail of one database.
 type Log struct {
 	db     DB
 	engine Engine
-	// assumed puts appends on the version the requests' reads assumed (see Assumed).
-	assumed Assumed
-	audits  auditWriter
+	audits auditWriter
 	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
 	// costs sets it (export_test.go).
 	withoutReadBack bool
@@ -109,9 +94,9 @@ type Log struct {
 	trailClean atomic.Pointer[string]
 }
 
-// New is the audit trail on db, its appends put on the condition assumed describes.
-func New(db DB, assumed Assumed) *Log {
-	return &Log{db: db, engine: db.Engine(), assumed: assumed}
+// New is the audit trail on db.
+func New(db DB) *Log {
+	return &Log{db: db, engine: db.Engine()}
 }
 
 // Close stops the group writer; later events are refused.
@@ -120,7 +105,6 @@ func (s *Log) Close() { s.audits.stop() }
 // The store's errors, as the trail's errors match them.
 var (
 	errUnavailable = domain.ErrUnavailable
-	errStale       = domain.ErrStale
 	errNotFound    = domain.ErrNotFound
 )
 

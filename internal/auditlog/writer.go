@@ -19,11 +19,9 @@ import (
 // before. One commit per group instead of per event is what lets decrypts scale: the commit,
 // not the insert, is the expensive part of a write.
 //
-// It writes and does nothing else: no read of the read cache and no check of it for a read
-// passes through it (that check is a read of its own, see generation), so a group waiting for the
-// write lock (another process's import, say) holds up no request but those waiting for their
-// events. The one check it makes is part of a commit: the events of requests whose reads assumed
-// the cache's generation (domain.CheckAtCommit) are written only if it still holds (commitGroup).
+// It writes and does nothing else: it knows nothing of the reads of the requests whose events it
+// writes, so a group waiting for the write lock (another process's import, say) holds up no
+// request but those waiting for their events.
 type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
@@ -39,10 +37,6 @@ type auditWriter struct {
 type auditReq struct {
 	event domain.AuditEvent
 	errc  chan error
-	// assumes: the caller's reads assumed the read cache's version generation unchecked
-	// (domain.CheckAtCommit); its event is written only if the database is still at it.
-	assumes    bool
-	generation int64
 }
 
 const maxAuditGroup = 128
@@ -71,7 +65,6 @@ func (w *auditWriter) start(s *Log) {
 func (w *auditWriter) record(ctx context.Context, s *Log, e domain.AuditEvent) error {
 	w.start(s)
 	req := auditReq{event: e, errc: make(chan error, 1)}
-	req.generation, req.assumes = domain.FreshnessOf(ctx).Assumed()
 	// The event is written whatever the caller's request does meanwhile (a client that went away
 	// has made its attempt all the same), and the caller is told what became of it: decrypts are
 	// counted by their audited outcome, and an audit reported as failed must be one that was not
@@ -157,48 +150,9 @@ func (w *auditWriter) commit(s *Log, t *writerTurn) {
 	t.group = t.group[:0]
 }
 
-// commitGroup writes the group's events and answers their callers. Those whose reads assumed a
-// version of the read cache (domain.CheckAtCommit) are written only if the database is still at
-// it when they commit: the group is written on that condition, and if it fails, without them,
-// who are answered errStale. At most one version is the database's: callers who assumed another
-// than the last one assumed in the group are answered errStale at once.
+// commitGroup writes the group's events and answers their callers with the commit's outcome.
 func (w *auditWriter) commitGroup(s *Log, group []auditReq) {
-	var at *int64
-	for i := len(group) - 1; i >= 0 && at == nil; i-- {
-		if group[i].assumes {
-			at = &group[i].generation
-		}
-	}
-	if at == nil {
-		answer(group, w.write(s, eventsOf(group), nil))
-		return
-	}
-	var kept, plain, stale []auditReq
-	for _, r := range group {
-		switch {
-		case !r.assumes:
-			plain = append(plain, r)
-			kept = append(kept, r)
-		case r.generation == *at:
-			kept = append(kept, r)
-		default:
-			stale = append(stale, r)
-		}
-	}
-	err := w.write(s, eventsOf(kept), at)
-	if errors.Is(err, errStale) {
-		for _, r := range kept {
-			if r.assumes {
-				stale = append(stale, r)
-			}
-		}
-		kept, err = plain, nil
-		if len(plain) > 0 {
-			err = w.write(s, eventsOf(plain), nil)
-		}
-	}
-	answer(kept, err)
-	answer(stale, errStale)
+	answer(group, w.write(s, eventsOf(group)))
 }
 
 // answer tells each caller of group the outcome of its commit.
@@ -220,14 +174,13 @@ func eventsOf(group []auditReq) []domain.AuditEvent {
 // (PostgreSQL, auditChain.appendAfter) and the writer knows the head it committed last, in one
 // statement that appends only if the head is still that one; otherwise, or when another writer
 // moved the head meanwhile (another replica, a transaction of this process recording its own
-// event), or its connection was lost, in a transaction that reads the head under the chain's lock (Append). A failure forgets
-// the head: a commit whose answer was lost may have moved it, and the next group reads it again.
-// With at, it writes only if the read cache's generation is still *at, and fails with errStale,
-// having written nothing, otherwise. Either way the group is read back before it commits, and a
+// event), or its connection was lost, in a transaction that reads the head under the chain's
+// lock (Append). A failure forgets the head: a commit whose answer was lost may have moved it, and
+// the next group reads it again. Either way the group is read back before it commits, and a
 // group that does not read back as written fails with ErrNotLanded (see readBack). The checkpoint
 // signers' memories (CommitMemory) are told each try's run before its rows are sent, and what
 // became of them once it is answered.
-func (w *auditWriter) write(s *Log, events []domain.AuditEvent, at *int64) error {
+func (w *auditWriter) write(s *Log, events []domain.AuditEvent) error {
 	ctx := context.Background()
 	chain := s.chain()
 	var sent func(committed bool) // settles the last try's run
@@ -245,7 +198,7 @@ func (w *auditWriter) write(s *Log, events []domain.AuditEvent, at *int64) error
 	chain.known = w.tip
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
-		tip, err = chain.appendAfter(ctx, s.db.Pool(), *w.tip, events, at)
+		tip, err = chain.appendAfter(ctx, s.db.Pool(), *w.tip, events)
 	}
 	// A connection lost under the statement (a server process ended, a failover) most likely
 	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read
@@ -255,14 +208,11 @@ func (w *auditWriter) write(s *Log, events []domain.AuditEvent, at *int64) error
 		settle(false)
 		err = s.db.Tx(ctx, func(q *sqltx.Tx) error {
 			var err error
-			tip, err = chain.appendLocked(ctx, q, events, at)
+			tip, err = chain.appendLocked(ctx, q, events)
 			return err
 		})
 	}
 	settle(err == nil)
-	if errors.Is(err, errStale) {
-		return err // nothing written: the head is where it was
-	}
 	w.tip = nil
 	if err == nil {
 		w.tip = &tip

@@ -3,7 +3,6 @@ package auditlog
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -20,7 +19,7 @@ import (
 func auditStore(t *testing.T) (*testLog, *secrets.Ring) {
 	t.Helper()
 	d := openTestDB(t, "audit.db")
-	st := &testLog{Log: New(d, testAssumed), sql: d.db}
+	st := &testLog{Log: New(d), sql: d.db}
 	t.Cleanup(st.Close)
 	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
 	if err != nil {
@@ -192,60 +191,4 @@ type countingSigner struct {
 func (c *countingSigner) ActiveKeyID() string {
 	c.groups.Add(1)
 	return c.ChainSigner.ActiveKeyID()
-}
-
-// Requests of one group that assumed different versions of the read cache (domain.CheckAtCommit)
-// cannot all rest on the database as it is: whichever order they come in, none whose version is
-// not the database's is written, each is answered as it fared (nil with its event written,
-// errStale with nothing written), and the group's plain requests are written whatever the others'
-// fate.
-func TestAuditGroupOfMixedAssumptions(t *testing.T) {
-	ctx := context.Background()
-	st, _ := auditStore(t)
-	var current int64
-	if err := st.sql.QueryRowContext(ctx, testAssumed.Read).Scan(&current); err != nil {
-		t.Fatal(err)
-	}
-	left := current + 1 // a generation the database has left
-	kinds := map[string]struct {
-		assumes bool
-		version int64
-	}{"current": {true, current}, "left": {true, left}, "plain": {false, 0}}
-	for _, order := range [][]string{{"left", "current", "plain"}, {"current", "plain", "left"}, {"plain", "left", "current"}} {
-		name := fmt.Sprint(order)
-		group := make([]auditReq, len(order))
-		for i, kind := range order {
-			k := kinds[kind]
-			group[i] = auditReq{errc: make(chan error, 1), assumes: k.assumes, generation: k.version,
-				event: domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
-					TargetID: name + " " + kind, Outcome: domain.OutcomeGranted}}
-		}
-		if err := st.audits.prepare(st.Log); err != nil {
-			t.Fatal(err)
-		}
-		st.audits.commitGroup(st.Log, group)
-		for i, kind := range order {
-			var answered error
-			select {
-			case answered = <-group[i].errc:
-			default:
-				t.Errorf("%s: %s was not answered", name, kind)
-				continue
-			}
-			var n int
-			if err := st.sql.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE target_id = ?`, group[i].event.TargetID).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case answered == nil && n != 1, errors.Is(answered, errStale) && n != 0:
-				t.Errorf("%s: %s answered %v with %d events written", name, kind, answered, n)
-			case answered != nil && !errors.Is(answered, errStale):
-				t.Errorf("%s: %s answered %v", name, kind, answered)
-			case kind == "left" && answered == nil:
-				t.Errorf("%s: the request that assumed a generation the database left was written", name)
-			case kind == "plain" && answered != nil:
-				t.Errorf("%s: the plain request was answered %v", name, answered)
-			}
-		}
-	}
 }

@@ -48,10 +48,6 @@ func (g generation) Version(ctx context.Context) (int64, error) {
 // generationQuery reads the read cache's generation (cache_generation.n).
 const generationQuery = `SELECT n FROM cache_generation WHERE id = 1`
 
-// ErrStale is an audit event not written because the reads of the request that made it
-// assumed a generation the database had left (domain.CheckAtCommit).
-var ErrStale = domain.ErrStale
-
 // readCache keeps the answers of the per-request reads (credentials, service acceptance, sealed
 // SSNs, SAM log pages) for as long as what they read has not changed. Every entry was read after
 // the version it is filed under was; a lookup reads the version afresh and empties the cache when
@@ -63,7 +59,7 @@ type readCache struct {
 	changes versioner
 	mu      sync.Mutex
 	version int64
-	known   bool // version was read (a request checking at commit may assume it)
+	known   bool // version was read
 	entries map[cacheKey]any
 }
 
@@ -114,11 +110,6 @@ func newReadCache(changes versioner) *readCache {
 // nothing is to be filed). err is a check that found the database unavailable (ErrUnavailable:
 // its file removed or replaced, say): then nothing may be read at all.
 func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool, err error) {
-	if f := domain.FreshnessOf(ctx); f != nil && f.AtCommit() {
-		if v, hit, version, ok := c.getAssumed(f, key); ok {
-			return v, hit, version, true, nil
-		}
-	}
 	version, err = c.currentVersion(ctx)
 	if errors.Is(err, ErrUnavailable) {
 		return nil, false, 0, false, err
@@ -134,26 +125,6 @@ func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, ver
 	}
 	v, hit = c.entries[key]
 	return v, hit, version, true, nil
-}
-
-// getAssumed answers a request whose audit commit checks its reads (domain.CheckAtCommit)
-// without a check: under the version the cache holds, which the request assumes (the first of
-// its reads fixes it). Its commit then fails unless the database is still at that version, so an
-// answer from a cache that missed a change is never acted on. Once the cache holds another
-// version the request's is stale: its reads miss, and what they load is not filed. ok is false
-// when the cache holds no version yet: the request checks.
-func (c *readCache) getAssumed(f *domain.Freshness, key cacheKey) (v any, hit bool, version int64, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.known {
-		return nil, false, 0, false
-	}
-	version = f.Assume(c.version)
-	if version != c.version {
-		return nil, false, version, true
-	}
-	v, hit = c.entries[key]
-	return v, hit, version, true
 }
 
 // currentVersion reads the database's version, or takes the one the request's earlier read

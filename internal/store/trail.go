@@ -11,16 +11,8 @@ import (
 // store's.
 type trailLog = auditlog.Log
 
-// newTrail is the audit trail on s's SQL plumbing, its appends put on the read cache's generation
-// where the requests' reads assumed it (domain.CheckAtCommit).
-func newTrail(s *Store) *auditlog.Log {
-	return auditlog.New(trailDB{s}, auditlog.Assumed{Read: generationQuery, Where: generationAt})
-}
-
-// generationAt puts a one-statement append on the condition that the read cache's generation is
-// still the one given (the last argument), read in the same statement: one row when it is and
-// the group was appended, none when it is not and nothing was.
-const generationAt = ` FROM cache_generation WHERE id = 1 AND n = ?::bigint`
+// newTrail is the audit trail on s's SQL plumbing.
+func newTrail(s *Store) *auditlog.Log { return auditlog.New(trailDB{s}) }
 
 // trailDB is the store's SQL plumbing as the audit trail runs on it (auditlog.DB).
 type trailDB struct{ s *Store }
