@@ -18,3 +18,10 @@ func BenchmarkOperationsPostgres(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) { serveLoop(b, h, c.path) })
 	}
 }
+
+// BenchmarkDecryptParallelPostgres is BenchmarkDecryptParallel on PostgreSQL.
+func BenchmarkDecryptParallelPostgres(b *testing.B) {
+	st, ring := fixtureStore(b, "postgres")
+	h := benchHandler(st, st, ring, nil)
+	serveParallel(b, h, decryptPath(leadA, principalA, "ssn"))
+}
