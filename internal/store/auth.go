@@ -32,8 +32,8 @@ const (
 // next request on, on every replica sharing the database: the read cache keeps a credential only
 // while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
-	return cached(ctx, s.cache, cacheKey{read: credentialRead, a: kind, b: string(hash)},
-		func() (domain.Credential, error) { return s.credential(ctx, kind, hash) }, copyCredential)
+	return readCached(ctx, s, cacheKey{read: credentialRead, a: kind, b: string(hash)},
+		func(r cachedReader) (domain.Credential, error) { return credential(ctx, r, kind, hash) }, copyCredential)
 }
 
 func copyCredential(c domain.Credential) domain.Credential {
@@ -42,7 +42,7 @@ func copyCredential(c domain.Credential) domain.Credential {
 	return c
 }
 
-func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
+func credential(ctx context.Context, r cachedReader, kind string, hash []byte) (domain.Credential, error) {
 	query := apiKeyLookup
 	if kind == domain.CredentialSession {
 		query = sessionLookup
@@ -51,7 +51,7 @@ func (s *Store) credential(ctx context.Context, kind string, hash []byte) (domai
 	var partner sql.NullString
 	var perms string
 	var expires, revoked, lastUsed sql.NullInt64
-	err := s.q().QueryRow(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.UserDisabled, &c.Hash, &expires, &revoked, &lastUsed)
+	err := r.QueryRow(ctx, query, hash).Scan(&c.ID, &c.Actor.UserID, &partner, &perms, &c.UserDisabled, &c.Hash, &expires, &revoked, &lastUsed)
 	if err != nil {
 		return c, notFoundOr(err, "credential lookup")
 	}
@@ -69,8 +69,8 @@ func (s *Store) Account(ctx context.Context, ref domain.UserRef) (domain.Account
 	if ref.Key == domain.UserKeyExternalID {
 		by = "external id"
 	}
-	return cached(ctx, s.cache, cacheKey{read: accountRead, a: by, b: ref.Value},
-		func() (domain.Account, error) { return s.account(ctx, ref) }, copyAccount)
+	return readCached(ctx, s, cacheKey{read: accountRead, a: by, b: ref.Value},
+		func(r cachedReader) (domain.Account, error) { return account(ctx, r, ref) }, copyAccount)
 }
 
 func copyAccount(a domain.Account) domain.Account {
@@ -78,7 +78,7 @@ func copyAccount(a domain.Account) domain.Account {
 	return a
 }
 
-func (s *Store) account(ctx context.Context, ref domain.UserRef) (domain.Account, error) {
+func account(ctx context.Context, r cachedReader, ref domain.UserRef) (domain.Account, error) {
 	query := accountByID
 	if ref.Key == domain.UserKeyExternalID {
 		query = accountByExternalID
@@ -86,7 +86,7 @@ func (s *Store) account(ctx context.Context, ref domain.UserRef) (domain.Account
 	var a domain.Account
 	var partner sql.NullString
 	var perms string
-	err := s.q().QueryRow(ctx, query, ref.Value).Scan(&a.Actor.UserID, &partner, &perms, &a.Disabled)
+	err := r.QueryRow(ctx, query, ref.Value).Scan(&a.Actor.UserID, &partner, &perms, &a.Disabled)
 	if err != nil {
 		return a, notFoundOr(err, "account lookup")
 	}

@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // cacheEntries bounds the read cache: when full it is emptied and fills again from the reads
@@ -70,9 +73,10 @@ type cacheKey struct {
 	page, size int64
 }
 
-// cachedRead is one of the reads the read cache keeps. Each lists the statements it runs:
-// TestTriggersCoverWhatCachedReadsRead has the engine say which columns those read, and fails
-// unless the generation's triggers move on every change to them.
+// cachedRead is one of the reads the read cache keeps. Each lists the statements it runs, and
+// its load can run no other (cachedReader): TestTriggersCoverWhatCachedReadsRead has the engine
+// say which columns those read, and fails unless the generation's triggers move on every change
+// to them.
 type cachedRead uint8
 
 const (
@@ -179,4 +183,50 @@ func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() 
 		fresh = copyOf(fresh)
 	}
 	return fresh, err
+}
+
+// readCached is cached for one of the store's reads: read is given the pool as a cachedReader,
+// which runs only the statements the read lists.
+func readCached[T any](ctx context.Context, s *Store, key cacheKey, read func(r cachedReader) (T, error), copyOf func(T) T) (T, error) {
+	return cached(ctx, s.cache, key, func() (T, error) { return read(cachedReader{q: s.q(), read: key.read}) }, copyOf)
+}
+
+// cachedReader is the pool as one cached read's load reads it: it runs only the statements the
+// read lists (cachedRead.queries), which are the ones TestTriggersCoverWhatCachedReadsRead proves
+// watched by the generation's triggers. A load that ran another statement would read what no
+// trigger may watch, and its answer could be served after that changed: it fails instead.
+type cachedReader struct {
+	q    querier
+	read cachedRead
+}
+
+// errUnlisted is a statement a cached read's load ran that the read does not list.
+var errUnlisted = errors.New("a cached read runs a statement it does not list")
+
+func (r cachedReader) listed(query string) error {
+	if slices.Contains(r.read.queries(), query) {
+		return nil
+	}
+	return fmt.Errorf("store: %w (read %d): %s", errUnlisted, r.read, query)
+}
+
+// Query is querier.Query, of a listed statement.
+func (r cachedReader) Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error) {
+	if err := r.listed(query); err != nil {
+		return nil, err
+	}
+	return r.q.Query(ctx, query, args...)
+}
+
+// QueryRow is querier.QueryRow, of a listed statement.
+func (r cachedReader) QueryRow(ctx context.Context, query string, args ...any) sqltx.Row {
+	return sqltx.NewRow(ctx, r, query, args)
+}
+
+// ReadRow is querier.ReadRow, of a listed statement.
+func (r cachedReader) ReadRow(ctx context.Context, query string, args, dest []any) error {
+	if err := r.listed(query); err != nil {
+		return err
+	}
+	return r.q.ReadRow(ctx, query, args, dest)
 }

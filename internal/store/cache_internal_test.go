@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -162,5 +163,39 @@ func TestAuditCommitsKeepTheReadCache(t *testing.T) {
 	read()
 	if loads != 2 {
 		t.Errorf("%d loads after a change to a cached table; want the read to go to the database again", loads)
+	}
+}
+
+// A cached read's load runs only the statements its read lists, the ones the coverage test proves
+// watched by the generation's triggers (TestTriggersCoverWhatCachedReadsRead): a statement it does
+// not list fails, whichever way it is run, and a listed one runs.
+func TestCachedReadsRunOnlyTheirListedStatements(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, "sqlite:"+t.TempDir()+"/cached.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const unlisted = `SELECT count(*) FROM users`
+	for read := range cachedReads {
+		r := cachedReader{q: s.q(), read: read}
+		var n int64
+		if err := r.QueryRow(ctx, unlisted).Scan(&n); !errors.Is(err, errUnlisted) {
+			t.Errorf("cached read %d ran a statement it does not list (QueryRow)", read)
+		}
+		if rows, err := r.Query(ctx, unlisted); !errors.Is(err, errUnlisted) {
+			if err == nil {
+				rows.Close()
+			}
+			t.Errorf("cached read %d ran a statement it does not list (Query)", read)
+		}
+	}
+	r := cachedReader{q: s.q(), read: ssnRead}
+	var partner, keyID, sealed any
+	if err := r.QueryRow(ctx, principalSSNQuery, "p", "l").Scan(&partner, &keyID, &sealed); !errors.Is(err, errNotFound) && !errors.Is(err, sql.ErrNoRows) {
+		t.Errorf("the read's own statement: %v, want no rows", err)
 	}
 }

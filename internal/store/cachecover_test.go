@@ -18,7 +18,10 @@ import (
 // cache generation, in the same transaction, on every INSERT and DELETE of its table and on
 // every UPDATE of the column (and TRUNCATE, on PostgreSQL), whoever writes. A new cached read, a
 // new statement of one, a new column read by one, or a new table, fails
-// TestTriggersCoverWhatCachedReadsRead until a migration gives it its trigger. The test asks
+// TestTriggersCoverWhatCachedReadsRead until a migration gives it its trigger. The statements are
+// each read's list (cachedRead.queries), and a read's load runs no other: it reads through a
+// cachedReader, which refuses a statement the read does not list
+// (TestCachedReadsRunOnlyTheirListedStatements). The test asks
 // each engine: the columns a statement reads come from the engine's own analysis of it (SQLite:
 // the program EXPLAIN compiles it to; PostgreSQL: the columns a view made of it depends on), the
 // triggers from the engine's catalog (SQLite: the trigger programs EXPLAIN compiles into each

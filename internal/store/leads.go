@@ -31,8 +31,10 @@ const principalSSNQuery = `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM 
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
-	owned, err := cached(ctx, s.cache, cacheKey{read: acceptanceRead, a: string(leadID)},
-		rereading(ctx, s, func() (ownedAcceptance, error) { return s.serviceAcceptance(ctx, leadID) }), copyAcceptance)
+	owned, err := readCached(ctx, s, cacheKey{read: acceptanceRead, a: string(leadID)},
+		func(r cachedReader) (ownedAcceptance, error) {
+			return rereading(ctx, s, func() (ownedAcceptance, error) { return serviceAcceptance(ctx, r, leadID) })()
+		}, copyAcceptance)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
 	}
@@ -53,9 +55,9 @@ type ownedAcceptance struct {
 	partner domain.ID
 }
 
-func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedAcceptance, error) {
+func serviceAcceptance(ctx context.Context, r cachedReader, leadID domain.ID) (ownedAcceptance, error) {
 	var sa domain.ServiceAcceptance
-	rows, err := s.q().Query(ctx, acceptanceQuery, leadID)
+	rows, err := r.Query(ctx, acceptanceQuery, leadID)
 	if err != nil {
 		return ownedAcceptance{}, fmt.Errorf("store: lead %s: %w", leadID, err)
 	}
@@ -91,8 +93,8 @@ func (s *Store) serviceAcceptance(ctx context.Context, leadID domain.ID) (ownedA
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error) {
-	owned, err := cached(ctx, s.cache, cacheKey{read: ssnRead, a: string(leadID), b: string(principalID)},
-		func() (ownedSSN, error) { return s.principalSSN(ctx, leadID, principalID) }, copySSN)
+	owned, err := readCached(ctx, s, cacheKey{read: ssnRead, a: string(leadID), b: string(principalID)},
+		func(r cachedReader) (ownedSSN, error) { return principalSSN(ctx, r, leadID, principalID) }, copySSN)
 	if err != nil {
 		return domain.SealedSSN{}, err
 	}
@@ -113,11 +115,11 @@ type ownedSSN struct {
 	partner domain.ID
 }
 
-func (s *Store) principalSSN(ctx context.Context, leadID, principalID domain.ID) (ownedSSN, error) {
+func principalSSN(ctx context.Context, r cachedReader, leadID, principalID domain.ID) (ownedSSN, error) {
 	var out domain.SealedSSN
 	var partner string
 	var keyID sql.NullString
-	err := s.q().QueryRow(ctx, principalSSNQuery, principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
+	err := r.QueryRow(ctx, principalSSNQuery, principalID, leadID).Scan(&partner, &keyID, &out.Sealed)
 	if err != nil {
 		return ownedSSN{}, notFoundOr(err, "principal %s", principalID)
 	}

@@ -96,11 +96,13 @@ func visibleArgs(scope domain.Scope, id domain.ID) []any {
 //
 // The page is cached for the scope's partner (see readCache): visibility is part of the answer.
 func (s *Store) ListVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
-	p, err := cached(ctx, s.cache, cacheKey{read: samPageRead, a: string(entity), b: string(scope.PartnerID), page: page, size: size},
-		rereading(ctx, s, func() (samPage, error) {
-			logs, total, visible, err := s.listVisibleSAMActionLogs(ctx, scope, entity, page, size)
-			return samPage{logs, total, visible}, err
-		}), copySAMPage)
+	p, err := readCached(ctx, s, cacheKey{read: samPageRead, a: string(entity), b: string(scope.PartnerID), page: page, size: size},
+		func(r cachedReader) (samPage, error) {
+			return rereading(ctx, s, func() (samPage, error) {
+				logs, total, visible, err := listVisibleSAMActionLogs(ctx, r, scope, entity, page, size)
+				return samPage{logs, total, visible}, err
+			})()
+		}, copySAMPage)
 	return p.logs, p.total, p.visible, err
 }
 
@@ -116,11 +118,11 @@ func copySAMPage(p samPage) samPage {
 	return p
 }
 
-func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
+func listVisibleSAMActionLogs(ctx context.Context, r cachedReader, scope domain.Scope, entity domain.ID, page, size int64) (logs []domain.SAMActionLog, total int64, visible bool, err error) {
 	offset := sqltx.PageOffset(page, size)
 	key := column.UUIDArg(entity)
 	args := append(samPageArgs(key, offset), visibleArgs(scope, entity)...)
-	rows, err := s.q().Query(ctx, samVisiblePageQuery, append(args, samPageLimitArgs(offset, size)...)...)
+	rows, err := r.Query(ctx, samVisiblePageQuery, append(args, samPageLimitArgs(offset, size)...)...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
@@ -142,7 +144,7 @@ func (s *Store) listVisibleSAMActionLogs(ctx context.Context, scope domain.Scope
 	}
 	// No page: past the end, an entity without logs, or one the scope may not see.
 	var vis int64
-	err = s.q().QueryRow(ctx, samTotalVisibleQuery, append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
+	err = r.QueryRow(ctx, samTotalVisibleQuery, append([]any{key}, visibleArgs(scope, entity)...)...).Scan(&total, &vis)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("store: SAM logs of %s: %w", entity, err)
 	}
