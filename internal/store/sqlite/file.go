@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"backoffice/internal/pause"
 )
 
 // busyTimeout is how long a writer waits for another process's write lock (ms).
@@ -74,8 +76,10 @@ type walPurger struct {
 	start   sync.Once
 	stopped sync.Once
 	kicks   chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
+	// ctx ends when the purger is stopped (cancel).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu              sync.Mutex
 	cond            *sync.Cond
@@ -84,7 +88,8 @@ type walPurger struct {
 }
 
 func newWALPurger(db *sql.DB) *walPurger {
-	p := &walPurger{db: db, kicks: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &walPurger{db: db, kicks: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		first: 10 * time.Millisecond, maxDelay: time.Second}
 	p.cond = sync.NewCond(&p.mu)
 	return p
@@ -120,7 +125,7 @@ func (p *walPurger) run() {
 	defer close(p.done)
 	for {
 		select {
-		case <-p.quit:
+		case <-p.ctx.Done():
 			return
 		case <-p.kicks:
 		}
@@ -141,12 +146,8 @@ func (p *walPurger) run() {
 func (p *walPurger) untilTruncated() bool {
 	delay := p.first
 	for !p.try() {
-		t := time.NewTimer(delay)
-		select {
-		case <-p.quit:
-			t.Stop()
+		if pause.For(p.ctx, delay) != nil {
 			return false
-		case <-t.C:
 		}
 		delay = min(2*delay, p.maxDelay)
 	}
@@ -178,7 +179,7 @@ func (p *walPurger) stop() {
 	}
 	p.stopped.Do(func() {
 		p.start.Do(func() { close(p.done) }) // never started
-		close(p.quit)
+		p.cancel()
 		<-p.done
 		p.mu.Lock()
 		due := p.purged < p.wanted
