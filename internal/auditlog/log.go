@@ -99,8 +99,8 @@ type Log struct {
 	withoutTrailGuard bool
 	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
 	memories commitMemories
-	// signer makes the audit chain's links (SetChainSigner).
-	signer ChainSigner
+	// signer makes the audit chain's links (SetChainSigner; read with chainSigner).
+	signer atomic.Pointer[ChainSigner]
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
 	// do not make; while set, the chain links no event.
 	trailHeld atomic.Pointer[TrailCatalogError]
