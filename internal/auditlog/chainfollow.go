@@ -65,8 +65,8 @@ const settleWait = 15 * time.Second
 // FollowAuditChain starts following the trail under ver's keys: from base (a checkpoint signed
 // under a key of the ring; its event must still be in the trail with its link), or, with base
 // nil, from the genesis, with a walk of the whole trail: by seq in pages with a rest after each,
-// as Next walks (a whole trail read in one stretch held the server's core for seconds, and every
-// request of those seconds waited tens of milliseconds), then the rows without a seq, which no
+// as Next walks (a whole trail read in one stretch holds the server's core, and every request
+// meanwhile waits behind it), then the rows without a seq, which no
 // page by seq meets: they are breaks too. With mem (RememberCommits), every event this process
 // committed must be met as it was written (see CommitMemory).
 func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {

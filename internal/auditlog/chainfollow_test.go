@@ -17,8 +17,8 @@ import (
 )
 
 // The first follow of a trail, from its genesis, walks it a page at a time with a rest after each
-// full page, as later follows do: read in one stretch, a long trail held the server's core for
-// seconds 30 s after serve started without a checkpoint file. Every event is still verified.
+// full page, as later follows do: read in one stretch, a long trail would hold the server's core
+// once serve started without a checkpoint file. Every event is still verified.
 func TestFollowFromGenesisWalksInPages(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		testdb.SealAsServeDoes(t, st)

@@ -68,8 +68,8 @@ func (f *dbFile) check() error {
 // walPurger checkpoints the WAL in the background until it is truncated, so that the copies of
 // a deleted document's pages that the WAL still holds leave the disk. A checkpoint that
 // truncates must wait for every reader to leave the WAL, and it holds the write lock while it
-// waits: run on the request, one DELETE beside a long export took seconds and stalled every
-// writer. Here each attempt has no busy timeout, so it gives up at once when a reader or writer
+// waits: run on the request, a DELETE beside a long export would wait for the export, and every
+// writer behind it. Here each attempt has no busy timeout, so it gives up at once when a reader or writer
 // is in the way, and the next attempt comes after a growing pause.
 type walPurger struct {
 	db      *sql.DB

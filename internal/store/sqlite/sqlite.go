@@ -157,7 +157,7 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 // BeginImport gives the import's connection a page cache of 32 MiB instead of the default 2 MiB:
 // the logs' ids go into their index a chunk at a time, in id order within the chunk, and the small
 // cache misses on nearly every one. A bigger one was no faster (the misses left are reads from the
-// operating system's cache) and is the import's memory: at 256 MiB it was most of it
+// operating system's cache) and is the import's memory, which it would soon be most of
 // (docs/performance.md). Imports need no lock of their own: SQLite's
 // write transactions already run one at a time.
 //
