@@ -131,9 +131,9 @@ func (c Chain) Adopt(ctx context.Context, q *sqltx.Tx) error { return c.c.Adopt(
 
 // chain is the log's audit chain, for a transaction to append to.
 func (s *Log) chain() auditChain {
-	pg := s.engine.Name() == "postgres"
-	return auditChain{signer: s.chainSigner(), arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
+	e := s.engine
+	return auditChain{signer: s.chainSigner(), arrays: e.ArrayArgs(), typed: e.TypedArgs, lockHead: !e.SingleWriter(), busy: e.IsBusy,
+		afterTip: e.AppendsAfterTip(), moved: e.IsChainMoved, held: s.TrailCatalogHeld, deferrable: e.DeferredTrailChecks(), notLanded: e.NotLanded,
 		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active(), assumed: s.assumed}
 }
 

@@ -268,6 +268,26 @@ func (Engine) PromptReads() bool { return true }
 // latency away under load.
 func (Engine) SingleWriter() bool { return true }
 
+// ArrayArgs is false: SQLite has no array type; the audit rows go in as rows of values.
+func (Engine) ArrayArgs() bool { return false }
+
+// AppendsAfterTip is false: the migrations make no function to append with; SQLite's single
+// writer appends after the head it reads in the same transaction.
+func (Engine) AppendsAfterTip() bool { return false }
+
+// DeferredTrailChecks is false: SQLite's triggers run with their statement.
+func (Engine) DeferredTrailChecks() bool { return false }
+
+// FailedStatementEndsTx is false: a statement that fails in a SQLite transaction leaves the
+// transaction as it was before the statement.
+func (Engine) FailedStatementEndsTx() bool { return false }
+
+// SchemaVersion reads SQLite's schema version, which every change of the schema moves.
+func (Engine) SchemaVersion() string { return `PRAGMA schema_version` }
+
+// DBSystem is SQLite's name in OpenTelemetry's semantic conventions.
+func (Engine) DBSystem() string { return "sqlite" }
+
 // BusyTimeout is the busy timeout every connection is opened with: how long a writer waits for
 // another's write lock, in this process (the store's queue) or another.
 func (Engine) BusyTimeout() time.Duration { return busyTimeout * time.Millisecond }
