@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"backoffice/internal/pause"
 )
 
 // Client calls one back-office service. It is safe for concurrent use.
@@ -86,7 +88,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
-	c := &Client{base: u, http: http.DefaultClient, rateLimitRetries: DefaultRateLimitRetries, sleep: sleep}
+	c := &Client{base: u, http: http.DefaultClient, rateLimitRetries: DefaultRateLimitRetries, sleep: pause.For}
 	for _, o := range opts {
 		o(c)
 	}
@@ -512,16 +514,4 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return min(max(t.Sub(now), 0), 24*time.Hour), true
 	}
 	return 0, false
-}
-
-// sleep waits d, or less when ctx ends first (its error is returned).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

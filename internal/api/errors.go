@@ -143,7 +143,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // bodyBuffers keeps writeJSON's buffers from one answer to the next: a new one for each answer
-// was a quarter of the bytes a request allocated (BenchmarkRequestPath). A buffer goes back only
+// was a large share of the bytes a request allocated (BenchmarkRequestPath). A buffer goes back only
 // once the answer's Write has returned, and a Writer must not keep the bytes it is given
 // (io.Writer; every writer here copies them or passes them on), so no two answers share one.
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -13,8 +13,8 @@ import (
 // store returned for it, so a kept answer is written again only when what the store has just
 // returned for this request equals, to the field, what it was encoded from: nothing is served
 // that encoding it now would not produce, and freshness stays the store's (the value compared is
-// the one read for this request). Encoding was a third of a served SAM page and a tenth of a
-// service acceptance (docs/performance.md); comparing costs a fraction of a microsecond.
+// the one read for this request). Encoding is a large part of serving a read
+// (docs/performance.md); comparing the values costs far less.
 type keptBodies[K comparable, V any] struct {
 	same   func(a, b V) bool // equal to the field, as the answer writes them
 	answer func(V) any       // what encodeJSON is given

@@ -56,7 +56,7 @@ func runAuditList(ctx context.Context, env Env, cfg Config, args []string) error
 	}
 	format := fs.String("format", "table", "table, or json (one event per line)")
 	limit := fs.Int64("limit", 100, "print at most this many events (0: all)")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *format != "table" && *format != "json" {
@@ -193,7 +193,7 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 	fs.BoolVar(&f.limit, "limit-to-keys", false, "claim only what the keys given prove: checkpoints under other keys, and events no checkpoint checked covers, are named as not proved (exit 0 covers the seqs it names)")
 	fs.StringVar(&f.from, "from-checkpoint", "", "a `FILE` holding one checkpoint you trust (a signed note): check its signature and that the log's tree extends it, then walk only the events after it (exit 0 covers the seqs it names)")
 	fs.StringVar(&f.witnesses, "witnesses", "", "a witness policy `FILE` (c2sp.org/tlog-policy; default BACKOFFICE_AUDIT_WITNESSES): each checkpoints file's newest checkpoint must carry its quorum of cosignatures, and the answer says which witnesses signed")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	policy, err := verifyPolicy(f.witnesses, cfg.AuditWitnessPolicy)
@@ -216,9 +216,6 @@ func runAuditVerify(ctx context.Context, env Env, cfg Config, args []string) err
 			return usagef("--export needs --checkpoints and --public-key: an export alone proves nothing")
 		}
 		return verifyExport(env, f, keys, expects)
-	}
-	if _, err := demoConfig(&cfg, false); err != nil {
-		return err
 	}
 	ring, err := masterRing(cfg)
 	if errors.Is(err, errNoMasterKey) {
@@ -760,7 +757,7 @@ func runAuditPublicKey(ctx context.Context, env Env, cfg Config, args []string) 
 	fs.BoolVar(&cfg.Demo, "demo", false, demoFlagText)
 	keyID := fs.String("key-id", "", "the master key whose checkpoint key to print (default: the active key)")
 	asNote := fs.Bool("note", false, "print it as a signed note's verifier key (ORIGIN+HASH+BASE64), for golang.org/x/mod/sumdb/note")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	ring, err := masterRing(cfg)

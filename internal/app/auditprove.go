@@ -28,15 +28,12 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 	target := fs.String("target-id", "", "write this object's (uuid) complete history: its tags and every event about it, proved")
 	checkpointFile := fs.String("checkpoint", "", "the signed checkpoint (a c2sp.org/tlog-checkpoint note, as GET /v1/audit-log/checkpoint serves it) to prove against (default: the newest note of BACKOFFICE_AUDIT_CHECKPOINTS)")
 	out := fs.String("out", "-", "write the proof here (- is stdout)")
-	pos, err := parseArgs(fs, args)
+	pos, err := cfg.parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if (*target == "") == (len(pos) == 0) || len(pos) > 1 {
 		return usagef("give one event id, or --target-id ID")
-	}
-	if _, err := demoConfig(&cfg, false); err != nil {
-		return err
 	}
 	note, err := proofCheckpoint(*checkpointFile, cfg.AuditCheckpoints)
 	if err != nil {

@@ -343,6 +343,33 @@ func TestDemoFlagWithoutDemo(t *testing.T) {
 	}
 }
 
+// Every command that takes --demo (its help lists it) resolves it as it parses its command line,
+// before anything else: without a demo, --demo alone is the error that says how to get one, never
+// a command run on the configured database. serve makes the demo.
+func TestEveryDemoFlagIsResolved(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var checked int
+	for _, d := range commandDocs {
+		name := strings.Fields(d.name)
+		if d.name == "serve" || len(subcommands(d.name)) > 0 {
+			continue
+		}
+		if help, _, _ := runMain(noEnv, append(name, "--help")...); !strings.Contains(help, "-demo") {
+			continue
+		}
+		checked++
+		if _, errOut, code := runMain(noEnv, append(name, "--demo")...); code != 1 || !strings.Contains(errOut, "--demo: no demo in ") {
+			t.Errorf("%s --demo: exit %d: %s", d.name, code, errOut)
+		}
+	}
+	if checked < 10 {
+		t.Errorf("%d commands list --demo in their help; want every command that opens the database", checked)
+	}
+	if files, _ := os.ReadDir("."); len(files) != 0 {
+		t.Errorf("--demo without a demo created %v", files)
+	}
+}
+
 // Commands with --demo beside a running `serve --demo` use its database and key: the lines the
 // demo prints work, a key made with apikey create --demo is accepted by the demo at once, and
 // keys status sees the demo's SSN under the demo's key.

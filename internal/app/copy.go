@@ -17,14 +17,11 @@ func runCopy(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("copy")
 	cfg.databaseFlags(fs)
 	to := fs.String("to", "", "the database to copy into: postgres://… or sqlite:PATH (made when missing); it must hold no records")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *to == "" {
 		return usagef("want --to URL: the database to copy into (postgres://… or sqlite:PATH)")
-	}
-	if _, err := demoConfig(&cfg, false); err != nil {
-		return err
 	}
 	if sameDatabase(cfg.DatabaseURL, *to) {
 		return usagef("--to names the database to copy from (%s): give another one", shownURL(*to))

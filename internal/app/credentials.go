@@ -165,7 +165,7 @@ func runAPIKeyCreate(ctx context.Context, env Env, cfg Config, args []string) er
 	expires := fs.String("expires", "", "lifetime (720h, 90d) or end (2027-01-31, RFC 3339); default: never")
 	name := fs.String("name", "", "what the key is for, shown by apikey list")
 	actorID := actorFlag(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	now := time.Now().UTC()
@@ -230,7 +230,7 @@ func runAPIKeyList(ctx context.Context, env Env, cfg Config, args []string) erro
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "only the keys of this user id")
 	prefix := fs.String("prefix", "", "only the key with this prefix (the 8 characters after bo_; a whole key works too, only its prefix is read)")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	userID, err := optionalIDArg("--user", *user)
@@ -305,7 +305,7 @@ func runRevoke(ctx context.Context, env Env, cfg Config, args []string, cmd, wha
 	fs := newFlagSet(cmd)
 	cfg.databaseFlags(fs)
 	actorID := actorFlag(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := cfg.parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func runSessionCreate(ctx context.Context, env Env, cfg Config, args []string) e
 	user := fs.String("user", "", "id of the user the session acts as (required)")
 	ttl := fs.Duration("ttl", defaultSessionTTL, "how long the session lasts")
 	actorID := actorFlag(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	userID, err := parseIDArg("--user", *user)
@@ -372,7 +372,7 @@ func runSessionList(ctx context.Context, env Env, cfg Config, args []string) err
 	fs := newFlagSet("session list")
 	cfg.databaseFlags(fs)
 	user := fs.String("user", "", "only the sessions of this user id")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	userID, err := optionalIDArg("--user", *user)

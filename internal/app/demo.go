@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -74,9 +75,9 @@ func prepareDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoSetup
 }
 
 // demoConfig points a --demo configuration at the demo's database and development master key,
-// wherever no other is configured. serve makes them (create); every other command finds them, so
-// that it reads and writes what the running demo serves. It does nothing without --demo, and
-// nothing the second time.
+// wherever no other is configured. serve makes them (create, prepareDemo); every other command
+// finds them, so that it reads and writes what the running demo serves, and resolves them once,
+// as it parses its command line (Config.parseArgs). It does nothing without --demo.
 func demoConfig(cfg *Config, create bool) (keyFromDemo bool, err error) {
 	if !cfg.Demo {
 		return false, nil
@@ -101,6 +102,29 @@ func demoConfig(cfg *Config, create bool) (keyFromDemo bool, err error) {
 	}
 	cfg.MasterKey = secret(key)
 	return true, nil
+}
+
+// parseArgs parses the command line of a command with --demo (databaseFlags) as parseArgs does,
+// and resolves --demo in c (demoConfig): the one place a command does, so that everything it
+// calls after reads the demo's database, key and checkpoints from c as they are.
+func (c *Config) parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := demoConfig(c, false); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+// parseNoArgs is parseNoArgs, for a command with --demo: see Config.parseArgs.
+func (c *Config) parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	_, err := demoConfig(c, false)
+	return err
 }
 
 func noDemoError(err error) error {

@@ -33,7 +33,7 @@ func runKeys(ctx context.Context, env Env, cfg Config, args []string) error {
 func runKeysStatus(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("keys status")
 	cfg.databaseFlags(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	ring, err := masterRing(cfg)
@@ -336,7 +336,7 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	cfg.databaseFlags(fs)
 	batch := fs.Int("batch", defaultRewrapBatch, fmt.Sprintf("values per transaction (1 to %d)", maxRewrapBatch))
 	actorID := actorFlag(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *batch < 1 || *batch > maxRewrapBatch {

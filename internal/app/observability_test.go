@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"backoffice/internal/testdb"
@@ -260,5 +261,20 @@ func TestStoreSpansOfEachOperation(t *testing.T) {
 		if diff := cmp.Diff(op.want, names); diff != "" {
 			t.Errorf("%s %s store spans (-want +got):\n%s", op.method, op.path, diff)
 		}
+	}
+}
+
+// The traced store's spans name the database system as OpenTelemetry's conventions spell it, on
+// each engine: the engine says which system it is, and nothing here compares its name.
+func TestTracedStoreNamesEachEngine(t *testing.T) {
+	want := map[string]attribute.KeyValue{"sqlite": semconv.DBSystemNameSQLite, "postgres": semconv.DBSystemNamePostgreSQL}
+	for _, engine := range testdb.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			got, want := newTracedStore(st, sdktrace.NewTracerProvider()).system, want[st.Engine()]
+			if got.Key != want.Key || got.Value.AsString() != want.Value.AsString() {
+				t.Errorf("the store's spans say %s=%q, want %s=%q", got.Key, got.Value.AsString(), want.Key, want.Value.AsString())
+			}
+		})
 	}
 }

@@ -39,11 +39,7 @@ type tracedStore struct {
 var _ tracedBackend = (*tracedStore)(nil)
 
 func newTracedStore(st *store.Store, tp trace.TracerProvider) *tracedStore {
-	system := semconv.DBSystemNameSQLite
-	if st.Engine() == "postgres" {
-		system = semconv.DBSystemNamePostgreSQL
-	}
-	return &tracedStore{next: st, tracer: tp.Tracer("backoffice/internal/store"), system: system}
+	return &tracedStore{next: st, tracer: tp.Tracer("backoffice/internal/store"), system: semconv.DBSystemNameKey.String(st.DBSystem())}
 }
 
 func (s *tracedStore) start(ctx context.Context, method string) (context.Context, trace.Span) {

@@ -80,7 +80,7 @@ func runUserCreate(ctx context.Context, env Env, cfg Config, args []string) erro
 	external := fs.String("external-id", "", "the id the identity provider knows the user by (BACKOFFICE_OAUTH_USER_MATCH=external_id)")
 	id := fs.String("id", "", "the user's id, a uuid, as an upstream system knows it; default: a new one")
 	actorID := actorFlag(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *email == "" {
@@ -145,7 +145,7 @@ func warnStaffOnly(w io.Writer, u domain.User) {
 func runUserList(ctx context.Context, env Env, cfg Config, args []string) error {
 	fs := newFlagSet("user list")
 	cfg.databaseFlags(fs)
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := cfg.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	st, err := openStore(ctx, cfg, nil)
@@ -219,7 +219,7 @@ func changeUser(ctx context.Context, env Env, cfg Config, args []string, cmd str
 	fs := newFlagSet(cmd)
 	cfg.databaseFlags(fs)
 	actorID := actorFlag(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := cfg.parseArgs(fs, args)
 	if err != nil {
 		return err
 	}

@@ -30,9 +30,18 @@ type ChainSigner interface {
 // event without its link would break the chain, so none is written.
 var ErrNoChainSigner = errors.New("store: audit events are chained under the master key ring, and this store was given none (set BACKOFFICE_MASTER_KEY or BACKOFFICE_MASTER_KEYS)")
 
-// SetChainSigner gives the store the signer of the audit chain. Call it once, before the store
-// writes audit events (serve, and the commands that write events, do so when they open it).
-func (s *Log) SetChainSigner(sig ChainSigner) { s.signer = sig }
+// SetChainSigner gives the store the signer of the audit chain, before it writes audit events
+// (serve, and the commands that write events, do so when they open it). It is safe beside appends:
+// each takes the signer once (chainSigner), and keeps it whole.
+func (s *Log) SetChainSigner(sig ChainSigner) { s.signer.Store(&sig) }
+
+// chainSigner is the signer SetChainSigner gave last; nil before any.
+func (s *Log) chainSigner() ChainSigner {
+	if p := s.signer.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 const (
 	// chainLockedHead makes appenders take turns where the engine lets many writers in
@@ -120,9 +129,9 @@ func (c Chain) Adopt(ctx context.Context, q *sqltx.Tx) error { return c.c.Adopt(
 
 // chain is the log's audit chain, for a transaction to append to.
 func (s *Log) chain() auditChain {
-	pg := s.engine.Name() == "postgres"
-	return auditChain{signer: s.signer, arrays: pg, typed: s.engine.TypedArgs, lockHead: !s.engine.SingleWriter(), busy: s.engine.IsBusy,
-		afterTip: pg, moved: s.engine.IsChainMoved, held: s.TrailCatalogHeld, deferrable: pg, notLanded: s.engine.NotLanded,
+	e := s.engine
+	return auditChain{signer: s.chainSigner(), arrays: e.ArrayArgs(), typed: e.TypedArgs, lockHead: !e.SingleWriter(), busy: e.IsBusy,
+		afterTip: e.AppendsAfterTip(), moved: e.IsChainMoved, held: s.TrailCatalogHeld, deferrable: e.DeferredTrailChecks(), notLanded: e.NotLanded,
 		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active()}
 }
 

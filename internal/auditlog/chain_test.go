@@ -326,3 +326,38 @@ func TestAuditListHugePage(t *testing.T) {
 		}
 	})
 }
+
+// The chain signer may be given again while the writer appends (a key ring read anew): each
+// append takes one signer, whole, and every event is linked under a key of the ring. Run with
+// -race, a setter that wrote the field the writer reads is a data race.
+func TestSetChainSignerWhileAppending(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.SealAsServeDoes(t, st)
+		ring := testdb.Ring(t)
+		const writers, each = 4, 25
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range each {
+					errs <- st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser,
+						Action: "principal.decrypt", TargetID: fmt.Sprint(w, "-", i), Outcome: domain.OutcomeGranted})
+				}
+			})
+		}
+		for range writers * each {
+			st.SetChainSigner(ring)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := st.VerifyAuditChain(ctx, ring, nil)
+		if err != nil || rep.Break != nil || rep.Events < writers*each {
+			t.Fatalf("after appends beside the setter: %+v, %v; want an intact chain of at least %d events", rep, err, writers*each)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/pause"
 	"backoffice/internal/store/sqltx"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -45,6 +46,9 @@ type Follower struct {
 	// carried: the walk was carried over runs of this process (its head's tree edge is the
 	// writer's, which Next compares with the database's).
 	carried bool
+	// restAfterPage rests after each full page a walk read: pause.For, unless a test's follower
+	// counts or skips the rests (export_test.go).
+	restAfterPage func(ctx context.Context, d time.Duration) error
 }
 
 // unsettledRow is a row a walk met at a seq the memory held as still being committed.
@@ -61,12 +65,17 @@ const settleWait = 15 * time.Second
 // FollowAuditChain starts following the trail under ver's keys: from base (a checkpoint signed
 // under a key of the ring; its event must still be in the trail with its link), or, with base
 // nil, from the genesis, with a walk of the whole trail: by seq in pages with a rest after each,
-// as Next walks (a whole trail read in one stretch held the server's core for seconds, and every
-// request of those seconds waited tens of milliseconds), then the rows without a seq, which no
+// as Next walks (a whole trail read in one stretch holds the server's core, and every request
+// meanwhile waits behind it), then the rows without a seq, which no
 // page by seq meets: they are breaks too. With mem (RememberCommits), every event this process
 // committed must be met as it was written (see CommitMemory).
 func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {
-	f := &Follower{s: s, ver: ver, mem: mem}
+	return s.follow(ctx, &Follower{s: s, ver: ver, mem: mem, restAfterPage: pause.For}, base)
+}
+
+// follow starts f following the trail from base (see FollowAuditChain).
+func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Follower, error) {
+	ver := f.ver
 	if base == nil || base.Root == nil {
 		// A checkpoint that signed no tree vouches for none: the walk checks the whole trail, the
 		// tree with it, and meets the checkpoint on its way.
@@ -280,7 +289,7 @@ func (f *Follower) checkMemory(ctx context.Context, before uint64) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("store: follow audit chain: seq %d: this process has not yet answered for the audit event it is committing there; the next walk checks it", r.seq)
 			}
-			if err := rest(ctx, followRest); err != nil {
+			if err := pause.For(ctx, followRest); err != nil {
 				return err
 			}
 			continue
@@ -352,14 +361,11 @@ func (f *Follower) walkOn(ctx context.Context) error {
 		if f.w.rep.Break != nil || read < followPage {
 			return nil
 		}
-		if err := restAfterPage(ctx, followRest); err != nil {
+		if err := f.restAfterPage(ctx, followRest); err != nil {
 			return err
 		}
 	}
 }
-
-// restAfterPage is rest; a test counts the pages by it.
-var restAfterPage = rest
 
 // stillExtends checks that the newest event walked is still in the trail as it was: a tail cut
 // off under the walk, and written again, is a break even where the new events link.
@@ -423,16 +429,4 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// rest waits d, or until ctx ends.
-func rest(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

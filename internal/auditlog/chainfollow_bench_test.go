@@ -24,10 +24,9 @@ func BenchmarkFollowAuditChain(b *testing.B) {
 			st := testdb.Open(b, engine)
 			testdb.SealAsServeDoes(b, st)
 			writeDecryptEvents(b, st, events)
-			auditlog.SkipFollowRests(b)
 			ring := testdb.Ring(b)
 			for b.Loop() {
-				f, err := st.FollowAuditChain(context.Background(), ring, nil, nil)
+				f, err := auditlog.FollowAuditChainResting(context.Background(), st.Trail(), auditlog.NoRest, ring, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -79,12 +78,11 @@ func BenchmarkFollowNext(b *testing.B) {
 			b.Run(engine+"/"+how, func(b *testing.B) {
 				st := testdb.Open(b, engine)
 				testdb.SealAsServeDoes(b, st)
-				auditlog.SkipFollowRests(b)
 				var mem *auditlog.CommitMemory
 				if how == "carried" {
 					mem = st.RememberCommits()
 				}
-				f, err := st.FollowAuditChain(context.Background(), testdb.Ring(b), nil, mem)
+				f, err := auditlog.FollowAuditChainResting(context.Background(), st.Trail(), auditlog.NoRest, testdb.Ring(b), nil, mem)
 				if err != nil {
 					b.Fatal(err)
 				}

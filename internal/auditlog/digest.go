@@ -35,11 +35,11 @@ func ChainDigest(prev []byte, e domain.AuditEvent) ([]byte, error) {
 
 // ActionAnchor is the event that fixes the trail up to an earlier event under the active
 // key: `keys rewrap` writes one, so that the links made under the key being retired stay proven
-// once it leaves the ring (see AnchorDetail).
+// once it leaves the ring (see anchorDetail).
 const ActionAnchor = "audit.anchor"
 
-// AnchorDetail is an anchor's detail: the events it fixes (1 to seq) and their digest.
-func AnchorDetail(seq int64, digest []byte) string {
+// anchorDetail is an anchor's detail: the events it fixes (1 to seq) and their digest.
+func anchorDetail(seq int64, digest []byte) string {
 	return fmt.Sprintf("events 1 to %d: digest %s", seq, hex.EncodeToString(digest))
 }
 
@@ -68,6 +68,6 @@ func (s *Log) AnchorAudit(ctx context.Context, v Verified, e domain.AuditEvent) 
 	if v.seq == 0 {
 		return nil
 	}
-	e.Action, e.TargetID, e.Detail = ActionAnchor, "audit_events", AnchorDetail(v.seq, v.digest)
+	e.Action, e.TargetID, e.Detail = ActionAnchor, "audit_events", anchorDetail(v.seq, v.digest)
 	return s.RecordAudit(ctx, e)
 }

@@ -3,7 +3,6 @@ package auditlog
 import (
 	"context"
 	"strings"
-	"testing"
 	"time"
 
 	"backoffice/internal/domain"
@@ -34,23 +33,14 @@ func ChainLink(sig ChainSigner, prev []byte, e domain.AuditEvent) ([]byte, error
 // FollowPage is how many events a follower walks between rests.
 const FollowPage = followPage
 
-// CountFollowRests has followers count their rests between pages until the test ends.
-func CountFollowRests(t *testing.T) *int {
-	n := new(int)
-	restAfterPage = func(ctx context.Context, d time.Duration) error {
-		*n++
-		return rest(ctx, d)
-	}
-	t.Cleanup(func() { restAfterPage = rest })
-	return n
+// FollowAuditChainResting is l.FollowAuditChain with a follower whose walks call rest, not
+// pause.For, after each full page: a test counts the rests, a benchmark skips them (NoRest).
+func FollowAuditChainResting(ctx context.Context, l *Log, rest func(context.Context, time.Duration) error, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {
+	return l.follow(ctx, &Follower{s: l, ver: ver, mem: mem, restAfterPage: rest}, base)
 }
 
-// SkipFollowRests has followers walk without resting between pages until the benchmark ends:
-// it measures the walk's own work.
-func SkipFollowRests(tb testing.TB) {
-	restAfterPage = func(context.Context, time.Duration) error { return nil }
-	tb.Cleanup(func() { restAfterPage = rest })
-}
+// NoRest rests not at all: a follower built with it measures the walk's own work.
+func NoRest(context.Context, time.Duration) error { return nil }
 
 // TrailCatalog is the audit trail's catalog as CheckTrailCatalog reads it, a line per object, and
 // the lines the engine expects.

@@ -112,10 +112,10 @@ func readGenesis(ctx context.Context, q *sqltx.Tx) (Genesis, error) {
 // migration left unsealed is sealed (SealUnsealedAuditGenesis). It writes only if the row still
 // names what v proved; it reports whether it wrote.
 func (s *Log) SealAuditGenesis(ctx context.Context, v Verified) (sealed bool, err error) {
-	if s.signer == nil {
+	sig := s.chainSigner()
+	if sig == nil {
 		return false, ErrNoChainSigner
 	}
-	sig := s.signer
 	err = s.db.Tx(ctx, func(q *sqltx.Tx) error {
 		sealed, err = sealGenesis(ctx, q, sig, v)
 		return err

@@ -36,9 +36,9 @@ type DB interface {
 }
 
 // Engine is what differs between the database engines, as far as the trail is concerned
-// (internal/store's Engine has it all).
+// (internal/store's Engine has it all). It does not name the engine: the trail asks for what an
+// engine does, never which one it is.
 type Engine interface {
-	Name() string
 	// IsBusy tells a database locked by another writer past the busy timeout.
 	IsBusy(err error) bool
 	// IsChainMoved tells the error of an append after a head that is no longer the chain's
@@ -51,6 +51,22 @@ type Engine interface {
 	TypedArgs(args []any) []any
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
+	// ArrayArgs tells an engine that takes a column of values as one array argument
+	// (PostgreSQL's unnest): the audit trail's rows go in one statement of arrays.
+	ArrayArgs() bool
+	// AppendsAfterTip tells an engine whose migrations made the audit trail's one-statement
+	// append after a head the caller knows (PostgreSQL's audit_chain_append).
+	AppendsAfterTip() bool
+	// DeferredTrailChecks tells an engine whose audit tables carry triggers deferred to the
+	// commit (PostgreSQL's constraint triggers), which an append's read-back runs first.
+	DeferredTrailChecks() bool
+	// FailedStatementEndsTx tells an engine on which a failed statement leaves its transaction
+	// unusable until it is rolled back (PostgreSQL): nothing more can be read in it.
+	FailedStatementEndsTx() bool
+	// SchemaVersion is the query that reads a number every change of the schema moves (SQLite's
+	// schema version), "" on an engine without one: what an append's check of the audit trail's
+	// catalog compares, where it has one.
+	SchemaVersion() string
 	// TrailCatalog is the query that reads the audit trail's catalog, and the lines the engine's
 	// migrations make of it (CheckTrailCatalog).
 	TrailCatalog() (query string, expected []byte)
@@ -84,14 +100,17 @@ type Log struct {
 	withoutTrailGuard bool
 	// memories are told what the audit writer commits, for the checkpoint signer (RememberCommits).
 	memories commitMemories
-	// signer makes the audit chain's links (SetChainSigner).
-	signer ChainSigner
+	// signer makes the audit chain's links (SetChainSigner; read with chainSigner).
+	signer atomic.Pointer[ChainSigner]
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
 	// do not make; while set, the chain links no event.
 	trailHeld atomic.Pointer[TrailCatalogError]
 	// trailClean is what the append's own check of the trail's catalog last found clean: SQLite's
 	// schema version, PostgreSQL's writer's function row (trailguard.go).
 	trailClean atomic.Pointer[string]
+	// trailLines are the lines of the catalog the engine's migrations make (Engine.TrailCatalog),
+	// split once (trailGuard).
+	trailLines atomic.Pointer[[]string]
 }
 
 // New is the audit trail on db.

@@ -54,9 +54,13 @@ var errTrailGuard = errors.New("store: the audit trail's table or the writer's f
 
 // trailGuard is what an append checks of the trail's catalog in its own transaction.
 type trailGuard struct {
-	// engine is the engine's name; off: check nothing (the benchmark of what the check costs).
-	engine string
-	off    bool
+	// schemaVersion is the engine's query of its schema version ("" when it has none, as
+	// PostgreSQL: then the table and the writer's function are checked); failedEndsTx: a failed
+	// statement leaves the transaction unusable (Engine.FailedStatementEndsTx). off: check nothing
+	// (the benchmark of what the check costs).
+	schemaVersion string
+	failedEndsTx  bool
+	off           bool
 	// query and expected are the engine's catalog query and the lines its migrations make.
 	query    string
 	expected []string
@@ -69,16 +73,15 @@ type trailGuard struct {
 // trailGuard is the store's.
 func (s *Log) trailGuard() trailGuard {
 	query, expected := s.engine.TrailCatalog()
-	lines, ok := expectedLines.Load(s.engine.Name())
-	if !ok {
-		lines, _ = expectedLines.LoadOrStore(s.engine.Name(), catalogLines(expected))
+	lines := s.trailLines.Load()
+	if lines == nil {
+		l := catalogLines(expected)
+		lines = &l
+		s.trailLines.Store(lines)
 	}
-	return trailGuard{engine: s.engine.Name(), off: s.withoutTrailGuard, query: query,
-		expected: lines.([]string), clean: &s.trailClean, hold: s.holdTrail}
+	return trailGuard{schemaVersion: s.engine.SchemaVersion(), failedEndsTx: s.engine.FailedStatementEndsTx(), off: s.withoutTrailGuard, query: query,
+		expected: *lines, clean: &s.trailClean, hold: s.holdTrail}
 }
-
-// expectedLines are the lines of each engine's expected catalog, split once.
-var expectedLines sync.Map
 
 // catalogLines are the lines of an expected catalog.
 func catalogLines(expected []byte) []string {
@@ -94,7 +97,7 @@ const pgTableGuard = `SELECT relkind = 'r' FROM pg_class WHERE oid = 'audit_even
 // the insert: the difference is what to name), not on PostgreSQL, whose failed statement ended
 // the transaction's use.
 func (g trailGuard) check(ctx context.Context, q *sqltx.Tx, inserted error) error {
-	if g.off || inserted != nil && g.engine == "postgres" {
+	if g.off || inserted != nil && g.failedEndsTx {
 		return inserted
 	}
 	if err := g.checkAfter(ctx, q); err != nil {
@@ -106,8 +109,8 @@ func (g trailGuard) check(ctx context.Context, q *sqltx.Tx, inserted error) erro
 // checkAfter is check, after an insert.
 func (g trailGuard) checkAfter(ctx context.Context, q *sqltx.Tx) error {
 	var version string
-	switch g.engine {
-	case "postgres":
+	switch {
+	case g.schemaVersion == "":
 		var table sql.NullBool
 		if err := q.QueryRow(ctx, pgTableGuard).Scan(&table); err != nil {
 			return fmt.Errorf("store: the audit trail's table: %w", err)
@@ -132,7 +135,7 @@ func (g trailGuard) checkAfter(ctx context.Context, q *sqltx.Tx) error {
 	if err := g.compare(rows); err != nil {
 		return err
 	}
-	if g.engine == "postgres" {
+	if g.schemaVersion == "" {
 		// The table check saw what the whole catalog does not: it changed in between. Nothing to
 		// name, nothing written: refuse this group, hold nothing.
 		return &TrailCatalogError{Findings: []string{"audit_events was not a table when this group was appended"}}
@@ -193,9 +196,9 @@ func (g trailGuard) remember(ctx context.Context, r runner, before string) error
 // fingerprint is what the append's check compares with the last clean check's: SQLite's schema
 // version, PostgreSQL's writer's function row ("" when there is none).
 func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
-	if g.engine != "postgres" {
+	if g.schemaVersion != "" {
 		var v int64
-		if err := readSchemaVersion(ctx, r, &v); err != nil {
+		if err := readSchemaVersion(ctx, r, g.schemaVersion, &v); err != nil {
 			return "", fmt.Errorf("store: the audit trail's catalog: the schema version: %w", err)
 		}
 		return strconv.FormatInt(v, 10), nil
@@ -211,22 +214,19 @@ func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
 // appendReads are the statements an append's own check runs in its transaction, to be prepared
 // with the writer's (prepareAudit).
 func (g trailGuard) appendReads() []string {
-	if g.engine == "postgres" {
+	if g.schemaVersion == "" {
 		return nil
 	}
-	return []string{schemaVersion}
+	return []string{g.schemaVersion}
 }
 
-// schemaVersion is SQLite's count of the schema's changes.
-const schemaVersion = `PRAGMA schema_version`
-
-// readSchemaVersion reads SQLite's schema version into v: in an append's transaction with its
-// cached statement (it is read in every one), elsewhere as a plain read.
-func readSchemaVersion(ctx context.Context, r runner, v *int64) error {
+// readSchemaVersion reads the schema version (query, the engine's) into v: in an append's
+// transaction with its cached statement (it is read in every one), elsewhere as a plain read.
+func readSchemaVersion(ctx context.Context, r runner, query string, v *int64) error {
 	if q, ok := r.(*sqltx.Tx); ok {
-		return q.ReadCachedRow(ctx, schemaVersion, nil, []any{v})
+		return q.ReadCachedRow(ctx, query, nil, []any{v})
 	}
-	return r.QueryRow(ctx, schemaVersion).Scan(v)
+	return r.QueryRow(ctx, query).Scan(v)
 }
 
 // compare reads the catalog's rows and holds the trail on what differs from the migrations'.

@@ -581,7 +581,7 @@ const treeBuildBatch = 4096
 // in the events the tree lacks (a read of each and about two rows written for each), and one
 // query when it lacks none. It returns how many events it added.
 func (s *Log) BuildAuditTree(ctx context.Context) (int64, error) {
-	if s.signer == nil {
+	if s.chainSigner() == nil {
 		return 0, ErrNoChainSigner
 	}
 	var added int64

@@ -167,7 +167,7 @@ func TestAuditGroupTakesTheCallersReadyTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every commit appends its group under the active key, which it asks the signer for once.
-	commits := &countingSigner{ChainSigner: st.signer}
+	commits := &countingSigner{ChainSigner: st.chainSigner()}
 	st.SetChainSigner(commits)
 
 	const callers = 16

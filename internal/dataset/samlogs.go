@@ -14,8 +14,8 @@ import (
 	"backoffice/internal/domain"
 )
 
-// A big dataset file is nearly all SAM action logs: a million of them are 175 MB, five million
-// close to a gigabyte. The first reading (reader.samLogs) checks each log as it streams by and
+// A big dataset file is nearly all SAM action logs, far more than an import could hold in memory
+// at once. The first reading (reader.samLogs) checks each log as it streams by and
 // keeps none: it counts them, notes where every chunk of samChunkLogs logs starts, and whether an
 // entity's logs mostly come newest first. The import (stream.go) reads them again, a chunk at a
 // time.

@@ -18,8 +18,8 @@ import (
 // replaces are removed first, all of them, so that a log the file gives twice still fails the
 // insert rather than replacing its own first copy.
 
-// samChunkLogs is how many SAM logs go to the store at a time: 25 MB of them decoded, about 50 MB
-// with the store's plan of them. Fewer cost speed on a big file: each chunk's ids go into the
+// samChunkLogs is how many SAM logs go to the store at a time: what the import holds in memory,
+// decoded and with the store's plan of them, grows with it. Fewer cost speed on a big file: each chunk's ids go into the
 // ids' index in one sorted run, and a small run into an index of millions touches nearly every
 // page of it.
 var samChunkLogs = 200_000

@@ -36,15 +36,3 @@ func fitsBudget(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return !ok || time.Until(deadline) > d
 }
-
-// sleep waits d, or returns false as soon as ctx is done.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"backoffice/internal/pause"
 	"backoffice/internal/reqlog"
 )
 
@@ -264,7 +265,7 @@ func (p *push) run(ctx context.Context) (Result, error) {
 			return Result{}, gaveUp(again, answered, attempts)
 		}
 		p.logAttempt(ctx, attempts, status, err, took, delay)
-		if !sleep(budget, delay) {
+		if pause.For(budget, delay) != nil {
 			if ctx.Err() != nil {
 				return Result{}, ctx.Err()
 			}

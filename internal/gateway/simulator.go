@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"backoffice/internal/pause"
 )
 
 // maxSimBody caps what the simulator accepts as one terminal's parameters.
@@ -143,7 +145,7 @@ func (s *Simulator) wait(r *http.Request) bool {
 	if s.opts.Latency <= 0 {
 		return true
 	}
-	return sleep(r.Context(), s.opts.Latency)
+	return pause.For(r.Context(), s.opts.Latency) == nil
 }
 
 func (s *Simulator) authorized(r *http.Request) bool {

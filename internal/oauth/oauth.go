@@ -26,6 +26,7 @@ import (
 
 	"backoffice/internal/auth"
 	"backoffice/internal/domain"
+	"backoffice/internal/pause"
 )
 
 // Leeway is how far the service's clock and the provider's may disagree: a token is accepted up
@@ -157,14 +158,7 @@ func checkIssuer(issuer string) error {
 // fetches them again once half their trusted time has passed, and while the provider cannot be
 // reached, as often as fetches may be made.
 func (v *Verifier) Run(ctx context.Context) {
-	for {
-		t := time.NewTimer(v.keys.untilDue(v.now()))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	for pause.For(ctx, v.keys.untilDue(v.now())) == nil {
 		_ = v.keys.refresh(ctx)
 	}
 }

@@ -105,6 +105,24 @@ type Engine interface {
 	KeepsStatements() bool
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
+	// ArrayArgs tells an engine that takes a column of values as one array argument
+	// (PostgreSQL's unnest): the audit trail's rows go in one statement of arrays.
+	ArrayArgs() bool
+	// AppendsAfterTip tells an engine whose migrations made the audit trail's one-statement
+	// append after a head the caller knows (PostgreSQL's audit_chain_append).
+	AppendsAfterTip() bool
+	// DeferredTrailChecks tells an engine whose audit tables carry triggers deferred to the
+	// commit (PostgreSQL's constraint triggers), which an append's read-back runs first.
+	DeferredTrailChecks() bool
+	// FailedStatementEndsTx tells an engine on which a failed statement leaves its transaction
+	// unusable until it is rolled back (PostgreSQL): nothing more can be read in it.
+	FailedStatementEndsTx() bool
+	// SchemaVersion is the query that reads a number every change of the schema moves (SQLite's
+	// schema version), "" on an engine without one: what an append's check of the audit trail's
+	// catalog compares, where it has one.
+	SchemaVersion() string
+	// DBSystem is the engine's name in OpenTelemetry's semantic conventions (db.system.name).
+	DBSystem() string
 	// PromptReads tells an engine whose point reads wait on nothing but the local disk and, at
 	// worst, the busy timeout (SQLite in WAL mode), never on a network: the read cache's freshness
 	// check runs there without the request's cancellation, which database/sql and the driver would
@@ -168,6 +186,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 
 // Engine names the engine: "sqlite" or "postgres".
 func (s *Store) Engine() string { return s.engine.Name() }
+
+// DBSystem names the engine as OpenTelemetry's semantic conventions do (db.system.name), for the
+// traced store's spans.
+func (s *Store) DBSystem() string { return s.engine.DBSystem() }
 
 // Migrate applies pending schema migrations, then has the engine purge deleted bytes it may still
 // keep from before a crash (SQLite: a WAL left behind).

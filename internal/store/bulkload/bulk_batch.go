@@ -10,9 +10,9 @@ import (
 // Batcher inserts rows into one table insertBatchRows at a time, in one statement each, skipping a
 // row that a unique constraint refuses as Inserter does. On PostgreSQL every statement is a round
 // trip to the server, and the import's leads, principals and line items are tens of thousands of
-// rows: one statement a row was most of a big import's time there (5 s of 9 for the load
-// benchmark's file). A skipped row is told by the ids the statement returns, and its caller's
-// onSkip says what that means, once the batch has run: rows go in, or fail, in order.
+// rows: one statement a row was most of a big import's time there. A skipped row is told by the
+// ids the statement returns, and its caller's onSkip says what that means, once the batch has
+// run: rows go in, or fail, in order.
 type Batcher struct {
 	b             *Bulk
 	table, head   string

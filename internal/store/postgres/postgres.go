@@ -288,6 +288,29 @@ func (*Engine) PromptReads() bool { return false }
 // SingleWriter: PostgreSQL runs writers side by side.
 func (*Engine) SingleWriter() bool { return false }
 
+// ArrayArgs: PostgreSQL takes a column of values as one array (unnest), so a group's audit rows
+// go in one statement.
+func (*Engine) ArrayArgs() bool { return true }
+
+// AppendsAfterTip: the migrations make audit_chain_append, which appends a group in one
+// statement after a head the caller knows.
+func (*Engine) AppendsAfterTip() bool { return true }
+
+// DeferredTrailChecks: the migrations' checks of the audit tables are constraint triggers
+// deferred to the commit.
+func (*Engine) DeferredTrailChecks() bool { return true }
+
+// FailedStatementEndsTx: after a failed statement, PostgreSQL refuses every other one of its
+// transaction until it is rolled back.
+func (*Engine) FailedStatementEndsTx() bool { return true }
+
+// SchemaVersion is "": PostgreSQL numbers no change of its schema; an append checks the audit
+// trail's table and its writer's function instead.
+func (*Engine) SchemaVersion() string { return "" }
+
+// DBSystem is PostgreSQL's name in OpenTelemetry's semantic conventions.
+func (*Engine) DBSystem() string { return "postgresql" }
+
 // BusyTimeout is how long an appender waits for the audit chain's turn (audit_chain_head's
 // lock_timeout, migration 0017), as long as SQLite's writers wait for its write lock.
 func (*Engine) BusyTimeout() time.Duration { return 10 * time.Second }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"backoffice/internal/pause"
 )
 
 // busyTimeout is how long a writer waits for another process's write lock (ms).
@@ -66,16 +68,18 @@ func (f *dbFile) check() error {
 // walPurger checkpoints the WAL in the background until it is truncated, so that the copies of
 // a deleted document's pages that the WAL still holds leave the disk. A checkpoint that
 // truncates must wait for every reader to leave the WAL, and it holds the write lock while it
-// waits: run on the request, one DELETE beside a long export took seconds and stalled every
-// writer. Here each attempt has no busy timeout, so it gives up at once when a reader or writer
+// waits: run on the request, a DELETE beside a long export would wait for the export, and every
+// writer behind it. Here each attempt has no busy timeout, so it gives up at once when a reader or writer
 // is in the way, and the next attempt comes after a growing pause.
 type walPurger struct {
 	db      *sql.DB
 	start   sync.Once
 	stopped sync.Once
 	kicks   chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
+	// ctx ends when the purger is stopped (cancel).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu              sync.Mutex
 	cond            *sync.Cond
@@ -84,7 +88,8 @@ type walPurger struct {
 }
 
 func newWALPurger(db *sql.DB) *walPurger {
-	p := &walPurger{db: db, kicks: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &walPurger{db: db, kicks: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		first: 10 * time.Millisecond, maxDelay: time.Second}
 	p.cond = sync.NewCond(&p.mu)
 	return p
@@ -120,7 +125,7 @@ func (p *walPurger) run() {
 	defer close(p.done)
 	for {
 		select {
-		case <-p.quit:
+		case <-p.ctx.Done():
 			return
 		case <-p.kicks:
 		}
@@ -141,12 +146,8 @@ func (p *walPurger) run() {
 func (p *walPurger) untilTruncated() bool {
 	delay := p.first
 	for !p.try() {
-		t := time.NewTimer(delay)
-		select {
-		case <-p.quit:
-			t.Stop()
+		if pause.For(p.ctx, delay) != nil {
 			return false
-		case <-t.C:
 		}
 		delay = min(2*delay, p.maxDelay)
 	}
@@ -178,7 +179,7 @@ func (p *walPurger) stop() {
 	}
 	p.stopped.Do(func() {
 		p.start.Do(func() { close(p.done) }) // never started
-		close(p.quit)
+		p.cancel()
 		<-p.done
 		p.mu.Lock()
 		due := p.purged < p.wanted

@@ -157,7 +157,7 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 // BeginImport gives the import's connection a page cache of 32 MiB instead of the default 2 MiB:
 // the logs' ids go into their index a chunk at a time, in id order within the chunk, and the small
 // cache misses on nearly every one. A bigger one was no faster (the misses left are reads from the
-// operating system's cache) and is the import's memory: at 256 MiB it was most of it
+// operating system's cache) and is the import's memory, which it would soon be most of
 // (docs/performance.md). Imports need no lock of their own: SQLite's
 // write transactions already run one at a time.
 //
@@ -267,6 +267,26 @@ func (Engine) PromptReads() bool { return true }
 // millisecond and more; queueing this process's writers in Go instead takes most of a write's
 // latency away under load.
 func (Engine) SingleWriter() bool { return true }
+
+// ArrayArgs is false: SQLite has no array type; the audit rows go in as rows of values.
+func (Engine) ArrayArgs() bool { return false }
+
+// AppendsAfterTip is false: the migrations make no function to append with; SQLite's single
+// writer appends after the head it reads in the same transaction.
+func (Engine) AppendsAfterTip() bool { return false }
+
+// DeferredTrailChecks is false: SQLite's triggers run with their statement.
+func (Engine) DeferredTrailChecks() bool { return false }
+
+// FailedStatementEndsTx is false: a statement that fails in a SQLite transaction leaves the
+// transaction as it was before the statement.
+func (Engine) FailedStatementEndsTx() bool { return false }
+
+// SchemaVersion reads SQLite's schema version, which every change of the schema moves.
+func (Engine) SchemaVersion() string { return `PRAGMA schema_version` }
+
+// DBSystem is SQLite's name in OpenTelemetry's semantic conventions.
+func (Engine) DBSystem() string { return "sqlite" }
 
 // BusyTimeout is the busy timeout every connection is opened with: how long a writer waits for
 // another's write lock, in this process (the store's queue) or another.
