@@ -31,7 +31,7 @@ import (
 )
 
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
-	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve})
+	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve, "prune": runAuditPrune})
 }
 
 // auditFlags maps each flag of audit list to the HTTP list's query parameter, so that both read
@@ -708,6 +708,10 @@ func reportChain(env Env, rep auditlog.ChainReport, notes []string, files int, c
 	p := proofOf(rep, c)
 	var uncheckable error
 	switch {
+	case p.whole() && rep.PrunedBelow > 0:
+		fmt.Fprintf(env.Stdout, "intact: %d events (%s), pruned by policy below %d\n", rep.Events-rep.PrunedBelow+1, seqRange(rep.PrunedBelow, rep.Events), rep.PrunedBelow)
+		fmt.Fprintf(env.Stdout, "pruned: %s were archived (archive sha256 %s) and removed under a prune note signed %s under key %s\n",
+			seqRange(1, rep.PrunedBelow-1), hex.EncodeToString(rep.Prune.Archive[:]), rep.Prune.At, rep.Prune.KeyID)
 	case p.whole():
 		fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
 		if rep.Legacy > 0 {

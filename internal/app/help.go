@@ -153,6 +153,17 @@ var commandDocs = []commandDoc{
 			"those tags (docs/examples/auditcheck -complete; docs/compliance.md).",
 		example: "backoffice audit prove --checkpoint checkpoint.txt 00000000-0000-4000-8000-000000000901\n" +
 			"backoffice audit prove --checkpoint checkpoint.txt --target-id 00000000-0000-4000-8000-000000000401 --out subject.json"},
+	{name: "audit prune", synopsis: "--before (SEQ | TIME) --archive FILE [flags]",
+		summary: "archive the audit events older than the retention policy, then remove them under a signed record",
+		details: "Prunes the events below --before (a seq, the first kept; or an RFC 3339 time, the first event at or after it\n" +
+			"kept). It verifies the whole trail against BACKOFFICE_AUDIT_CHECKPOINTS, writes the events with their entry\n" +
+			"bundles, hash tiles and the newest checkpoint to the new zip --archive (read back and checked), appends a\n" +
+			"prune note signed with the checkpoint key beside the checkpoints (FILE.pruned), then records the note and\n" +
+			"removes the events in one transaction. The tree's hashes stay: proofs of kept events still verify, and\n" +
+			"audit verify reports \"pruned by policy below N\". It refuses, changing nothing, without --archive, past the\n" +
+			"newest signed checkpoint, within BACKOFFICE_AUDIT_RETENTION (default 12months; 90 days at least), or when\n" +
+			"the trail does not verify. See docs/compliance.md, \"Retention\".",
+		example: "backoffice audit prune --demo --before 2025-12-01T00:00:00Z --archive audit-2025.zip"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
 		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
 			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +

@@ -134,7 +134,10 @@ func (f *Follower) fromGenesis(ctx context.Context, expects []ChainExpect) error
 	err := f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
 		w, err := startWalk(ctx, q, f.ver, expects)
 		f.w = w
-		return err
+		if err != nil {
+			return err
+		}
+		return w.prunedRowsLeft(ctx, q)
 	})
 	if err != nil {
 		return fmt.Errorf("store: follow audit chain: %w", err)
