@@ -130,3 +130,135 @@ func TestAuditPruneThenVerify(t *testing.T) {
 }
 
 var _ = auditlog.ErrNothingToPrune
+
+// trailState is what a prune changes: the events left, the prune records, and the seq the trail
+// starts at.
+type trailState struct {
+	events, prunes, first int64
+}
+
+func stateOf(t *testing.T, url string) trailState {
+	t.Helper()
+	db := testdb.SQL(t, url)
+	var s trailState
+	if err := db.QueryRow(`SELECT count(*), coalesce(min(seq), 0) FROM audit_events`).Scan(&s.events, &s.first); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM audit_prune`).Scan(&s.prunes); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Each refusal changes nothing, writes no archive, and says why: no archive, events within the
+// retention policy, a seq no checkpoint covers, a trail that does not verify, no checkpoints, an
+// archive that exists; a policy under 3 months is refused as configuration.
+func TestAuditPruneRefusals(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			before := stateOf(t, p.url)
+			refused := func(name string, want error, words string, args ...string) {
+				t.Helper()
+				out, errOut, err := p.prune(name, args...)
+				if !errors.Is(err, want) || !strings.Contains(out+errOut+fmt.Sprint(err), words) {
+					t.Fatalf("prune %v: %v, want %v saying %q\n%s%s", args, err, want, words, out, errOut)
+				}
+				if got := stateOf(t, p.url); got != before {
+					t.Fatalf("prune %v refused, and the trail changed: %+v, was %+v", args, got, before)
+				}
+				if _, err := os.Stat(filepath.Join(p.dir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("prune %v refused, and wrote its archive (%v)", args, err)
+				}
+			}
+			old := fmt.Sprint(p.oldSeq(100))
+			if _, _, err := p.c.run("audit", "prune", "--before", old); !errors.Is(err, ErrUsage) || stateOf(t, p.url) != before {
+				t.Fatalf("prune without --archive: %v", err)
+			}
+			refused("fresh.zip", errPruneRefused, "within the retention policy", "--before", fmt.Sprint(p.head))
+			// Two years old, and the policy keeps 800 days.
+			p.c.vars["BACKOFFICE_AUDIT_RETENTION"] = "800d"
+			refused("policy.zip", errPruneRefused, "BACKOFFICE_AUDIT_RETENTION 800d", "--before", p.oldAt.Add(100*time.Minute).Format(time.RFC3339))
+			p.c.vars["BACKOFFICE_AUDIT_RETENTION"] = "30d"
+			refused("short.zip", errShortRetention, "shorter than 3 months", "--before", old)
+			delete(p.c.vars, "BACKOFFICE_AUDIT_RETENTION")
+			refused("beyond.zip", errPruneRefused, "beyond the newest signed checkpoint", "--before", fmt.Sprint(p.head+1))
+			if err := os.WriteFile(filepath.Join(p.dir, "there.zip"), []byte("kept"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := p.prune("there.zip", "--before", old); !errors.Is(err, errPruneRefused) || readFile(t, filepath.Join(p.dir, "there.zip")) != "kept" {
+				t.Fatalf("prune onto an existing archive: %v", err)
+			}
+			file := p.c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"]
+			delete(p.c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+			refused("nocp.zip", errPruneRefused, "BACKOFFICE_AUDIT_CHECKPOINTS is not set", "--before", old)
+			p.c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+			// An event altered behind the service's back: nothing unverified is archived or signed.
+			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET detail = 'altered' WHERE seq = %d`, p.oldSeq(3)))
+			refused("broken.zip", errPruneRefused, "does not verify", "--before", old)
+		})
+	}
+}
+
+// A prune record the database attacker wrote, to make removed events look pruned, is a break, and
+// so is removing a real prune's record or its events' rows coming back: only the note signed
+// with the log's key, for exactly the seq the trail starts at, makes a trail pruned.
+func TestAuditPruneForgedRecordIsBroken(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(50)
+			tx := func(stmts ...string) {
+				t.Helper()
+				sqlOn(t, p.url, stmts...)
+			}
+			insert := func(below int64, note string) string {
+				return fmt.Sprintf(`INSERT INTO audit_prune (below, note) VALUES (%d, '%s')`, below, strings.ReplaceAll(note, "'", "''"))
+			}
+			forger := testdb.Ring(t, "kx")
+			key, err := forger.CheckpointKey("kx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: keep, Digest: make([]byte, 32), KeyID: "k1"}, time.Now(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Removed without a record: missing, as ever.
+			tx(fmt.Sprintf(`DELETE FROM audit_events WHERE seq < %d`, keep))
+			wantVerify(t, p.c, errAuditChainBroken, "missing")
+			tx(insert(keep, "not a note"))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("the trail holds a prune record below seq %d that is not a prune note", keep))
+			tx(`DELETE FROM audit_prune`, insert(keep, string(forged.Note)))
+			wantVerify(t, p.c, errAuditChainBroken, `is not signed under key "k1" or any key of the ring`)
+			tx(`DELETE FROM audit_prune`, insert(keep+1, string(forged.Note)))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("holds a note for seq %d", keep))
+		})
+	}
+}
+
+// A real prune's record removed, or its note moved to another seq, or a pruned row put back, is a
+// break.
+func TestAuditPruneRecordTampered(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(50)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+			var note string
+			if err := testdb.SQL(t, p.url).QueryRow(`SELECT note FROM audit_prune`).Scan(&note); err != nil {
+				t.Fatal(err)
+			}
+			sqlOn(t, p.url, `DELETE FROM audit_prune`)
+			wantVerify(t, p.c, errAuditChainBroken, "missing")
+			sqlOn(t, p.url, fmt.Sprintf(`INSERT INTO audit_prune (below, note) VALUES (%d, '%s')`, keep, note))
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+			// A pruned event put back (here: a kept one renumbered into the pruned range).
+			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET seq = %d WHERE seq = %d`, keep-3, p.head))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("pruned below seq %d, and this event is numbered below it", keep))
+		})
+	}
+}
