@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,6 +260,58 @@ func TestAuditPruneRecordTampered(t *testing.T) {
 			// A pruned event put back (here: a kept one renumbered into the pruned range).
 			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET seq = %d WHERE seq = %d`, keep-3, p.head))
 			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("pruned below seq %d, and this event is numbered below it", keep))
+		})
+	}
+}
+
+// A prune killed with -9 at any point leaves the trail as it was (every event, no new record) or
+// pruned with its record, never one without the other, and audit verify passes either way; a
+// prune run again after the kill carries on.
+func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
+			killed, done := 0, 0
+			keep := p.oldSeq(10)
+			// The kills fall anywhere in a run: up to as long as the last run that ended took.
+			span := 400 * time.Millisecond
+			for i := 0; i < 12 && keep < p.oldSeq(pruneOld-1); i++ {
+				before := stateOf(t, p.url)
+				archive := filepath.Join(p.dir, fmt.Sprintf("kill-%d.zip", i))
+				cmd, in, out := importChild(t, p.c.vars, t.TempDir(), "audit", "prune", "--before", fmt.Sprint(keep), "--archive", archive)
+				in.Close()
+				delay := time.Duration(rng.Int64N(int64(span)))
+				start := time.Now()
+				exited := make(chan error, 1)
+				go func() { exited <- cmd.Wait() }()
+				select {
+				case err := <-exited:
+					if err != nil {
+						t.Fatalf("prune ended with %v before its kill:\n%s", err, out)
+					}
+					done++
+					span = time.Since(start)
+				case <-time.After(delay):
+					cmd.Process.Kill()
+					<-exited
+					killed++
+				}
+				after := stateOf(t, p.url)
+				switch {
+				case after == before:
+					// The old state: the archive may be there, the trail is untouched.
+				case after.prunes == before.prunes+1 && after.first == keep && after.events == before.events-(keep-before.first):
+					keep += 1 + int64(rng.IntN(30))
+				default:
+					t.Fatalf("after a kill at %s: the trail is %+v, was %+v: neither the old state nor the pruned one\n%s", delay, after, before, out)
+				}
+				wantVerify(t, p.c, nil, "intact")
+			}
+			t.Logf("%d prunes killed, %d ran to their end", killed, done)
+			if killed == 0 {
+				t.Error("no prune was killed")
+			}
 		})
 	}
 }
