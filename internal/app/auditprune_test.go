@@ -1,17 +1,20 @@
 package app
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/testdb"
@@ -129,8 +132,6 @@ func TestAuditPruneThenVerify(t *testing.T) {
 		})
 	}
 }
-
-var _ = auditlog.ErrNothingToPrune
 
 // trailState is what a prune changes: the events left, the prune records, and the seq the trail
 // starts at.
@@ -313,5 +314,102 @@ func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
 				t.Error("no prune was killed")
 			}
 		})
+	}
+}
+
+// The auditor's own program (docs/examples/auditcheck) checks a real archive offline, as
+// docs/compliance.md says, against the prune note beside the checkpoints; an archive with one
+// event changed fails; and the proof of a kept event still verifies after the prune, the program
+// saying where the trail was pruned.
+func TestAuditPruneArchiveChecksOffline(t *testing.T) {
+	bin := buildAuditCheck(t)
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	archive := filepath.Join(p.dir, "a.zip")
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	vkey := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note"))
+	notes := p.file + prunedNotesSuffix
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append([]string{"-key", vkey}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	// The command docs/compliance.md gives an auditor.
+	out, err := run("-archive", archive, "-pruned", notes)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep)) || !strings.Contains(out, fmt.Sprintf("ok: archive: events seq 1-%d (%d)", keep-1, keep-1)) {
+		t.Fatalf("auditcheck -archive: %v\n%s", err, out)
+	}
+
+	altered := filepath.Join(p.dir, "altered.zip")
+	rewriteZip(t, archive, altered, func(name string, b []byte) []byte {
+		if name != archiveEvents {
+			return b
+		}
+		return bytes.Replace(b, []byte(`"detail":"event 7"`), []byte(`"detail":"event 8"`), 1)
+	})
+	out, err = run("-archive", altered)
+	if err == nil || !strings.Contains(out, "is not its leaf in the tree: altered") {
+		t.Errorf("auditcheck of an altered archive: %v\n%s", err, out)
+	}
+	keys, _ := ringPublicKeys(ringOf(t, p.c))
+	if _, err := checkPruneArchive(readBytes(t, altered), keys, 1, keep); err == nil || !strings.Contains(err.Error(), "altered") {
+		t.Errorf("the prune's own check of an altered archive: %v", err)
+	}
+	out, err = run("-archive", altered, "-pruned", notes)
+	if err == nil || !strings.Contains(out, "not the") {
+		t.Errorf("auditcheck of another archive than the note names: %v\n%s", err, out)
+	}
+
+	var id string
+	if err := testdb.SQL(t, p.url).QueryRow(fmt.Sprintf(`SELECT id FROM audit_events WHERE seq = %d`, keep+3)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	proof := filepath.Join(p.dir, "proof.json")
+	p.c.mustRun("audit", "prove", "--out", proof, id)
+	out, err = run("-proof", proof, "-pruned", notes)
+	if err != nil || !strings.Contains(out, "is in the tree") || !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep)) {
+		t.Errorf("auditcheck of a kept event's proof after the prune: %v\n%s", err, out)
+	}
+}
+
+func readBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rewriteZip copies the zip at from to to, each file's bytes through change.
+func rewriteZip(t *testing.T, from, to string, change func(name string, b []byte) []byte) {
+	t.Helper()
+	r, err := zip.OpenReader(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range r.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := zipFile(w, f.Name, change(f.Name, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
