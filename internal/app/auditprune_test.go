@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,5 +413,39 @@ func rewriteZip(t *testing.T, from, to string, change func(name string, b []byte
 	}
 	if err := os.WriteFile(to, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// After a prune the hash tiles are all still served; an entry bundle holding a pruned leaf is not
+// found (404, with the error body), never a server error.
+func TestAuditPruneTiles(t *testing.T) {
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(10)
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	key := strings.TrimSpace(p.c.mustRun("apikey", "create", "--user", string(testStaff)))
+	st := testdb.OpenAsIs(t, p.url)
+	ring := ringOf(t, p.c)
+	var logs lockedBuffer
+	chk, err := newCheckpointer(p.file, st, ring, newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newServing(Config{}, st, ring, newLogger(&logs, 0), nil, nil, nil, chk)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]int{
+		"/v1/audit-log/tile/0/000":       http.StatusOK,
+		"/v1/audit-log/tile/1/000.p/1":   http.StatusOK,
+		"/v1/audit-log/tile/entries/000": http.StatusNotFound,
+	} {
+		code, body, err := get(t, srv, path, "Api-Key "+key)
+		if err != nil || code != want {
+			t.Errorf("GET %s: %d %v, want %d\n%s", path, code, err, want, body)
+		}
+		if want == http.StatusNotFound && !strings.Contains(string(body), `"not_found"`) {
+			t.Errorf("GET %s: the error body: %s", path, body)
+		}
 	}
 }
