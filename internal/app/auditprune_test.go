@@ -449,3 +449,37 @@ func TestAuditPruneTiles(t *testing.T) {
 		}
 	}
 }
+
+// After a prune the trail goes on: serve's checkpoint signer signs the events written since, from
+// its last checkpoint and from the genesis (no checkpoints file), and keys rewrap rotates the key
+// over the pruned trail, which verify then calls intact and pruned.
+func TestAuditPruneThenSignAndRotate(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(120)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			p.c.mustRun("apikey", "create", "--user", string(testStaff))
+			if cp := signCheckpoint(t, p.c, p.file); cp.Seq != p.head+1 {
+				t.Fatalf("the checkpoint after the prune covers %d events, want %d", cp.Seq, p.head+1)
+			}
+			st := testdb.OpenAsIs(t, p.url)
+			var logs lockedBuffer
+			chk, err := newCheckpointer("", st, ringOf(t, p.c), newLogger(&logs, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chk.sign(context.Background()); err != nil {
+				t.Fatalf("a signer walking from the genesis over the pruned trail: %v", err)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			if out, errOut, err := p.c.run("keys", "rewrap"); err != nil {
+				t.Fatalf("keys rewrap over a pruned trail: %v\n%s%s", err, out, errOut)
+			}
+			signCheckpoint(t, p.c, p.file)
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+		})
+	}
+}

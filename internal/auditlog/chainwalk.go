@@ -548,7 +548,7 @@ func (w *ChainWalk) Finish() ChainReport {
 	if w.ver == nil {
 		return rep
 	}
-	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && !w.begun}
+	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && (!w.begun || w.sealedBeforePrune())}
 	if w.tree != nil && len(w.tree.pending) == 0 && w.tree.n == end {
 		size, root, err := w.tree.head()
 		if err != nil {

@@ -299,3 +299,10 @@ func (s *Log) AuditPrune(ctx context.Context) (note []byte, below int64, ok bool
 	row, found, err := readPrune(ctx, s.db.Pool())
 	return []byte(row.note), row.below, found, err
 }
+
+// sealedBeforePrune tells a walk begun at a prune whose genesis is sealed under a key of the ring:
+// the seal fixes where the chain begins, and the walk placed every event it met against it, so a
+// trail pruned past its beginning still proves it (keys rewrap seals it anew).
+func (w *ChainWalk) sealedBeforePrune() bool {
+	return w.rep.PrunedBelow > 0 && w.pruneGap == nil && w.genesis != nil && w.genesis.verdict == genesisSealed
+}
