@@ -293,13 +293,6 @@ func (s *Log) PruneAudit(ctx context.Context, plan PrunePlan, p checkpoint.Prune
 	})
 }
 
-// AuditPrune is the trail's newest prune note as stored (ok false when never pruned), unchecked:
-// what the service serves beside its tiles for auditors, who check its signature.
-func (s *Log) AuditPrune(ctx context.Context) (note []byte, below int64, ok bool, err error) {
-	row, found, err := readPrune(ctx, s.db.Pool())
-	return []byte(row.note), row.below, found, err
-}
-
 // sealedBeforePrune tells a walk begun at a prune whose genesis is sealed under a key of the ring:
 // the seal fixes where the chain begins, and the walk placed every event it met against it, so a
 // trail pruned past its beginning still proves it (keys rewrap seals it anew).
