@@ -246,14 +246,24 @@ func writePruneArchive(ctx context.Context, st pruneSource, path string, newest 
 			return sum, err
 		}
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return sum, err
 	}
-	if _, err := checkPruneArchive(b, keys, plan.From, plan.Below); err != nil {
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return sum, err
+	}
+	if _, err := checkPruneArchive(f, info.Size(), keys, plan.From, plan.Below); err != nil {
 		return sum, fmt.Errorf("%s does not check as written: %w", path, err)
 	}
-	return sha256.Sum256(b), nil
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, info.Size())); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
 }
 
 // tileRecorder reads hash tiles from the store's stored hashes, keeping each one read: the
@@ -386,8 +396,8 @@ func (a archiveTiles) read(name string) ([]byte, error) {
 // checkPruneArchive checks an archive as an auditor does: its checkpoint signed under one of
 // keys, the tiles making its root, and each event's leaf (its tag and its hash) the tree's at its
 // index, the events numbered from..below-1 without a gap. It returns how many events it checked.
-func checkPruneArchive(b []byte, keys map[string]ed25519.PublicKey, from, below int64) (int64, error) {
-	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+func checkPruneArchive(archive io.ReaderAt, size int64, keys map[string]ed25519.PublicKey, from, below int64) (int64, error) {
+	z, err := zip.NewReader(archive, size)
 	if err != nil {
 		return 0, err
 	}

@@ -111,7 +111,7 @@ func TestAuditPruneThenVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 			keys, _ := ringPublicKeys(ringOf(t, p.c))
-			if n, err := checkPruneArchive(b, keys, 1, keep); err != nil || n != keep-1 {
+			if n, err := checkPruneArchive(bytes.NewReader(b), int64(len(b)), keys, 1, keep); err != nil || n != keep-1 {
 				t.Fatalf("the archive checks %d events: %v", n, err)
 			}
 			out, _, err = p.prune("b.zip", "--before", fmt.Sprint(keep))
@@ -128,7 +128,7 @@ func TestAuditPruneThenVerify(t *testing.T) {
 			}
 			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep2))
 			b, _ = os.ReadFile(filepath.Join(p.dir, "c.zip"))
-			if n, err := checkPruneArchive(b, keys, keep, keep2); err != nil || n != keep2-keep {
+			if n, err := checkPruneArchive(bytes.NewReader(b), int64(len(b)), keys, keep, keep2); err != nil || n != keep2-keep {
 				t.Fatalf("the second archive checks %d events: %v", n, err)
 			}
 		})
@@ -355,7 +355,7 @@ func TestAuditPruneArchiveChecksOffline(t *testing.T) {
 		t.Errorf("auditcheck of an altered archive: %v\n%s", err, out)
 	}
 	keys, _ := ringPublicKeys(ringOf(t, p.c))
-	if _, err := checkPruneArchive(readBytes(t, altered), keys, 1, keep); err == nil || !strings.Contains(err.Error(), "altered") {
+	if _, err := checkPruneArchive(bytes.NewReader(readBytes(t, altered)), int64(len(readBytes(t, altered))), keys, 1, keep); err == nil || !strings.Contains(err.Error(), "altered") {
 		t.Errorf("the prune's own check of an altered archive: %v", err)
 	}
 	out, err = run("-archive", altered, "-pruned", notes)
