@@ -332,7 +332,11 @@ func verifyFromCheckpoint(ctx context.Context, env Env, cfg Config, ring *secret
 	if err := st.CheckTrailCatalog(ctx); err != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %v: an event written while they were so may be missing with no trace in the chain", ErrCannotCheck, err))
 	}
-	if v.Seq() > trusted.Seq {
+	if pruned := follow.PrunedBelow(); pruned > trusted.Seq+1 {
+		// The events after the trusted checkpoint up to the prune are in the prune's archive.
+		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: %s proved (%d events, links and tree), pruned by policy below %d\n", seqRange(pruned, v.Seq()), v.Seq()-pruned+1, pruned)
+		fmt.Fprintf(env.Stdout, "pruned: %s, after the trusted checkpoint, were archived and removed under the prune's signed note\n", seqRange(trusted.Seq+1, pruned-1))
+	} else if v.Seq() > trusted.Seq {
 		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: %s proved (%d events, links and tree)\n", seqRange(trusted.Seq+1, v.Seq()), v.Seq()-trusted.Seq)
 	} else {
 		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: no events after seq %d\n", trusted.Seq)

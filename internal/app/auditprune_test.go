@@ -34,6 +34,7 @@ const (
 type prunable struct {
 	c           *cli
 	url, file   string
+	early       string // a checkpoints file of one checkpoint, after the first 20 old events
 	oldAt       time.Time
 	first, head int64 // the seq of the first old event, and of the newest
 	dir         string
@@ -45,7 +46,7 @@ func pruneTrail(t *testing.T, engine string) *prunable {
 	c := newCLI(t, url, "k1")
 	c.importFile(testDataset(0))
 	dir := t.TempDir()
-	p := &prunable{c: c, url: url, file: filepath.Join(dir, "checkpoints"), oldAt: time.Now().UTC().AddDate(-2, 0, 0).Truncate(time.Second), dir: dir}
+	p := &prunable{c: c, url: url, file: filepath.Join(dir, "checkpoints"), early: filepath.Join(dir, "early"), oldAt: time.Now().UTC().AddDate(-2, 0, 0).Truncate(time.Second), dir: dir}
 	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = p.file
 	st := testdb.OpenAsIs(t, url)
 	st.SetChainSigner(ringOf(t, c))
@@ -59,6 +60,9 @@ func pruneTrail(t *testing.T, engine string) *prunable {
 	}
 	for i := range pruneOld {
 		record(p.oldAt.Add(time.Duration(i)*time.Minute), i)
+		if i == 19 {
+			signCheckpoint(t, c, p.early)
+		}
 	}
 	for i := range pruneFresh {
 		record(time.Now(), pruneOld+i)
@@ -127,6 +131,11 @@ func TestAuditPruneThenVerify(t *testing.T) {
 				t.Fatalf("second prune: %v\n%s%s", err, out, errOut)
 			}
 			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep2))
+			// From a trusted checkpoint whose events were pruned since: the walk starts at the prune.
+			out = wantVerify(t, p.c, nil, fmt.Sprintf("intact after the trusted checkpoint: seq %d-%d proved", keep2, p.head), "--from-checkpoint", p.early)
+			if !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep2)) || !strings.Contains(out, fmt.Sprintf("pruned: seq %d-%d, after the trusted checkpoint", p.oldSeq(20), keep2-1)) {
+				t.Errorf("verify from a pruned checkpoint:\n%s", out)
+			}
 			b, _ = os.ReadFile(filepath.Join(p.dir, "c.zip"))
 			if n, err := checkPruneArchive(bytes.NewReader(b), int64(len(b)), keys, keep, keep2); err != nil || n != keep2-keep {
 				t.Fatalf("the second archive checks %d events: %v", n, err)

@@ -67,11 +67,22 @@ const settleWait = 15 * time.Second
 // committed must be met as it was written (see CommitMemory).
 func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {
 	f := &Follower{s: s, ver: ver, mem: mem}
+	if base != nil {
+		// A checkpoint whose event the retention policy pruned since: the walk starts from the
+		// prune (checked against the ring), whose tree the checkpoint's extends.
+		row, found, err := readPrune(ctx, s.db.Pool())
+		if err != nil {
+			return nil, fmt.Errorf("store: follow audit chain: %w", err)
+		}
+		if found && base.Seq < row.below {
+			base = &ChainExpect{}
+		}
+	}
 	if base == nil || base.Root == nil {
 		// A checkpoint that signed no tree vouches for none: the walk checks the whole trail, the
 		// tree with it, and meets the checkpoint on its way.
 		var expects []ChainExpect
-		if base != nil {
+		if base != nil && base.Seq > 0 {
 			expects = []ChainExpect{*base}
 		}
 		if err := f.fromGenesis(ctx, expects); err != nil {
@@ -119,6 +130,10 @@ func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *Cha
 	f.learn()
 	return f, nil
 }
+
+// PrunedBelow is the seq the trail was pruned below when the walk started from its prune (0: it
+// did not).
+func (f *Follower) PrunedBelow() int64 { return f.w.rep.PrunedBelow }
 
 // learn tells the memory the head the walk starts from, which the runs this process commits from
 // there carry on from.
