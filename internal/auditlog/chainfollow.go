@@ -75,14 +75,14 @@ func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *Cha
 			return nil, fmt.Errorf("store: follow audit chain: %w", err)
 		}
 		if found && base.Seq < row.below {
-			base = &ChainExpect{}
+			base = nil
 		}
 	}
 	if base == nil || base.Root == nil {
 		// A checkpoint that signed no tree vouches for none: the walk checks the whole trail, the
 		// tree with it, and meets the checkpoint on its way.
 		var expects []ChainExpect
-		if base != nil && base.Seq > 0 {
+		if base != nil {
 			expects = []ChainExpect{*base}
 		}
 		if err := f.fromGenesis(ctx, expects); err != nil {
