@@ -35,6 +35,7 @@ const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 ran
   BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
   BACKOFFICE_AUDIT_ORIGIN           the audit log's name in its checkpoints (default backoffice.local/audit)
   BACKOFFICE_AUDIT_WITNESSES        a witness policy file (c2sp.org/tlog-policy): witnesses cosign each checkpoint
+  BACKOFFICE_AUDIT_RETENTION        how long audit events are kept before audit prune may remove them (default 12months)
   BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
                                     database connections per process, and kept idle
   BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
