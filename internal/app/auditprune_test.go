@@ -286,9 +286,10 @@ func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
 			killed, done := 0, 0
 			keep := p.oldSeq(10)
-			// The kills fall anywhere in a run: up to as long as the last run that ended took.
+			// The kills fall anywhere in a run: up to a little longer than the last run that ended
+			// took, the span growing after each kill until one ends.
 			span := 400 * time.Millisecond
-			for i := 0; i < 12 && keep < p.oldSeq(pruneOld-1); i++ {
+			for i := 0; i < 16 && keep < p.oldSeq(pruneOld-1); i++ {
 				before := stateOf(t, p.url)
 				archive := filepath.Join(p.dir, fmt.Sprintf("kill-%d.zip", i))
 				cmd, in, out := importChild(t, p.c.vars, t.TempDir(), "audit", "prune", "--before", fmt.Sprint(keep), "--archive", archive)
@@ -303,11 +304,13 @@ func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
 						t.Fatalf("prune ended with %v before its kill:\n%s", err, out)
 					}
 					done++
-					span = time.Since(start)
+					span = time.Since(start) * 6 / 5
 				case <-time.After(delay):
 					cmd.Process.Kill()
 					<-exited
 					killed++
+					span = span * 3 / 2
+					settled(t, p.url)
 				}
 				after := stateOf(t, p.url)
 				switch {
@@ -321,8 +324,8 @@ func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
 				wantVerify(t, p.c, nil, "intact")
 			}
 			t.Logf("%d prunes killed, %d ran to their end", killed, done)
-			if killed == 0 {
-				t.Error("no prune was killed")
+			if killed == 0 || done == 0 {
+				t.Errorf("%d prunes killed, %d ran to their end: want some of each", killed, done)
 			}
 		})
 	}
@@ -491,4 +494,27 @@ func TestAuditPruneThenSignAndRotate(t *testing.T) {
 			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
 		})
 	}
+}
+
+// settled waits until the killed process's PostgreSQL backends have ended (a backend sees its
+// client gone at its next read, and rolls back what it had not committed), so that the state read
+// next is the one the kill left.
+func settled(t *testing.T, url string) {
+	t.Helper()
+	if !strings.HasPrefix(url, "postgres") {
+		return
+	}
+	db := testdb.SQL(t, url)
+	for range 200 {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatal("the killed prune's backends are still busy")
 }
