@@ -518,3 +518,24 @@ func settled(t *testing.T, url string) {
 	}
 	t.Fatal("the killed prune's backends are still busy")
 }
+
+// An object's complete history over a pruned trail: the auditor's program, told of the prune,
+// checks it from the first entry bundle with no pruned leaf and says from which seq on it is
+// complete; without the prune note it cannot read the pruned bundles and fails.
+func TestAuditPruneCompleteHistory(t *testing.T) {
+	bin := buildAuditCheck(t)
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	hc := newHistoryChecker(t, bin, p.c, p.url, p.file)
+	h := proveHistory(t, p.c, string(testPrincipal(3)))
+	out, err := hc.run(h)
+	hc.wantFailed("a complete history over a pruned trail, not told of the prune", out, err, "404")
+	out, err = hc.run(h, "-pruned", p.file+prunedNotesSuffix)
+	first := (keep-1+255)/256*256 + 1
+	if err != nil || !strings.Contains(out, fmt.Sprintf("ok: complete from seq %d on (pruned by policy below %d", first, keep)) {
+		t.Fatalf("a complete history over a pruned trail: %v\n%s", err, out)
+	}
+}

@@ -25,7 +25,8 @@
 // rebuilding its root, and every event's leaf (its tag and the event's hash) the tree's at its
 // index, the events numbered without a gap. With -pruned FILE, the prune notes beside the
 // checkpoints (`FILE.pruned`): the newest note's signature, and it says "pruned by policy below N";
-// given with -archive, the archive must be the one that note names (its SHA-256) and end at N-1.
+// given with -archive, the archive must be the one that note names (its SHA-256) and end at N-1;
+// given with -complete, the history is checked from the first entry bundle with no pruned leaf.
 //
 //	go run ./docs/examples/auditcheck -key KEY -archive audit-2025.zip [-pruned checkpoints.pruned]
 //	go run ./docs/examples/auditcheck -key KEY -proof event.json -pruned checkpoints.pruned
@@ -205,13 +206,14 @@ func run(o options) error {
 	if o.url != "" || o.tiles != "" {
 		tiles = &tileClient{url: o.url, credential: o.credential, dir: o.tiles, save: o.save, cache: map[string][]byte{}}
 	}
+	var p prune
 	if o.pruned != "" {
-		if _, err := checkPruned(verifier, o.pruned); err != nil {
+		if p, err = checkPruned(verifier, o.pruned); err != nil {
 			return err
 		}
 	}
 	if o.complete {
-		return checkHistory(verifier, f, tiles)
+		return checkHistory(verifier, f, tiles, p.below)
 	}
 	proofs := f.Proofs
 	if f.Proof != "" {
@@ -272,7 +274,11 @@ func checkProof(verifier note.Verifier, p eventProof) (proved, error) {
 // every leaf carrying one of the subject's tags is in the file (one missing is named by its
 // index). A tree holding leaves without a tag (events from before the chain, whose subject
 // cannot be told) cannot be checked whole, and fails.
-func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error {
+//
+// On a trail pruned below seq below (-pruned; 0: not pruned), the entry bundles that hold a pruned
+// leaf are gone: it checks from the first whole bundle after them, and says from which seq on the
+// history is complete.
+func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient, below int64) error {
 	tree, err := openCheckpoint([]byte(f.Checkpoint), verifier)
 	if err != nil {
 		return fmt.Errorf("the history's %w", err)
@@ -293,7 +299,11 @@ func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error 
 		shown[index] = p.Event.ID
 		fmt.Printf("ok: event %s (seq %d) is in the tree\n", p.Event.ID, p.Event.Seq)
 	}
-	tagged, untagged, err := scanTags(tiles, tree, tags)
+	first := (below - 1 + 255) / 256 // the first entry bundle with no pruned leaf
+	if below <= 1 {
+		first = 0
+	}
+	tagged, untagged, err := scanTags(tiles, tree, tags, first)
 	if err != nil {
 		return err
 	}
@@ -305,6 +315,11 @@ func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error 
 	}
 	if err := checkNewest(tiles, verifier, tree); err != nil {
 		return err
+	}
+	if first > 0 {
+		fmt.Printf("ok: complete from seq %d on (pruned by policy below %d; the entry bundles from seq 1 to %d are gone): the events about %s shown are every leaf from there of the tree of %d with one of its %d tags\n",
+			first*256+1, below, first*256, f.TargetID, tree.N, len(f.Tags))
+		return nil
 	}
 	fmt.Printf("ok: complete: the %d events about %s are every leaf of the tree of %d with one of its %d tags\n", len(shown), f.TargetID, tree.N, len(f.Tags))
 	return nil
@@ -355,10 +370,10 @@ type untagged struct {
 	count, first int64
 }
 
-// scanTags reads every entry bundle of the tree, each checked against its level 0 tile (itself
-// checked against the checkpoint's root), and returns the indexes of the leaves tagged with one of
+// scanTags reads every entry bundle of the tree from bundle first on, each checked against its
+// level 0 tile (itself checked against the checkpoint's root), and returns the indexes of the leaves tagged with one of
 // tags, and the leaves with no tag.
-func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte) ([]int64, untagged, error) {
+func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte, first int64) ([]int64, untagged, error) {
 	reader, err := treeReader(tiles, tree)
 	if err != nil {
 		return nil, untagged{}, err
@@ -366,7 +381,7 @@ func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte) ([]int6
 	var tagged []int64
 	none := untagged{}
 	zero := make([]byte, sha256.Size)
-	for n := int64(0); n*256 < tree.N; n++ {
+	for n := first; n*256 < tree.N; n++ {
 		bundle, err := readBundle(tiles, reader, tree, n)
 		if err != nil {
 			return nil, untagged{}, err
