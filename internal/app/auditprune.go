@@ -155,7 +155,7 @@ func runAuditPrune(ctx context.Context, env Env, cfg Config, args []string) erro
 	return nil
 }
 
-// parseBefore reads --before: a seq (2 or more: the first event kept), or an RFC 3339 time.
+// parseBefore reads --before: a seq (the first event kept, 1 or more), or an RFC 3339 time.
 func parseBefore(v string) (seq int64, at time.Time, err error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if n < 1 {
