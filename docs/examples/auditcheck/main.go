@@ -782,11 +782,16 @@ func runArchive(o options) error {
 	if err != nil {
 		return err
 	}
-	events, err := tiles.get("events.jsonl")
+	ef, ok := tiles.zip["events.jsonl"]
+	if !ok {
+		return errors.New("events.jsonl is not in the archive")
+	}
+	events, err := ef.Open() // read as it streams: an archive may hold millions of events
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(events))
+	defer events.Close()
+	dec := json.NewDecoder(events)
 	var first, next int64
 	var level0 []byte
 	tile := int64(-1)
