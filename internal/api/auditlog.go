@@ -103,6 +103,12 @@ func readTile(ctx context.Context, log AuditLog, t tlog.Tile) ([]byte, error) {
 	}
 	start := t.N * trail.TileWidth
 	leaves, err := log.AuditLeaves(ctx, start, start+int64(t.W))
+	if errors.Is(err, domain.ErrNotFound) {
+		// A bundle is whole or not served: one holding a leaf whose event the retention policy
+		// pruned (`audit prune`) is not found; the hash tiles, and the proofs of kept events, stay.
+		return nil, domain.Errorf(domain.KindNotFound, "not_found",
+			"tile %s was not found: the trail no longer holds every event of it (pruned by the retention policy)", trail.TilePath(t))
+	}
 	if err != nil {
 		return nil, err
 	}

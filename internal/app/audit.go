@@ -31,7 +31,7 @@ import (
 )
 
 func runAudit(ctx context.Context, env Env, cfg Config, args []string) error {
-	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve})
+	return runGroup(ctx, env, cfg, "audit", args, map[string]runFunc{"list": runAuditList, "verify": runAuditVerify, "public-key": runAuditPublicKey, "prove": runAuditProve, "prune": runAuditPrune})
 }
 
 // auditFlags maps each flag of audit list to the HTTP list's query parameter, so that both read
@@ -329,7 +329,11 @@ func verifyFromCheckpoint(ctx context.Context, env Env, cfg Config, ring *secret
 	if err := st.CheckTrailCatalog(ctx); err != nil {
 		return reportUncheckable(env, fmt.Errorf("%w: %v: an event written while they were so may be missing with no trace in the chain", ErrCannotCheck, err))
 	}
-	if v.Seq() > trusted.Seq {
+	if pruned := follow.PrunedBelow(); pruned > trusted.Seq+1 {
+		// The events after the trusted checkpoint up to the prune are in the prune's archive.
+		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: %s proved (%d events, links and tree), pruned by policy below %d\n", seqRange(pruned, v.Seq()), v.Seq()-pruned+1, pruned)
+		fmt.Fprintf(env.Stdout, "pruned: %s, after the trusted checkpoint, were archived and removed under the prune's signed note\n", seqRange(trusted.Seq+1, pruned-1))
+	} else if v.Seq() > trusted.Seq {
 		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: %s proved (%d events, links and tree)\n", seqRange(trusted.Seq+1, v.Seq()), v.Seq()-trusted.Seq)
 	} else {
 		fmt.Fprintf(env.Stdout, "intact after the trusted checkpoint: no events after seq %d\n", trusted.Seq)
@@ -705,6 +709,10 @@ func reportChain(env Env, rep auditlog.ChainReport, notes []string, files int, c
 	p := proofOf(rep, c)
 	var uncheckable error
 	switch {
+	case p.whole() && rep.PrunedBelow > 0:
+		fmt.Fprintf(env.Stdout, "intact: %d events (%s), pruned by policy below %d\n", rep.Events-rep.PrunedBelow+1, seqRange(rep.PrunedBelow, rep.Events), rep.PrunedBelow)
+		fmt.Fprintf(env.Stdout, "pruned: %s were archived (archive sha256 %s) and removed under a prune note signed %s under key %s\n",
+			seqRange(1, rep.PrunedBelow-1), hex.EncodeToString(rep.Prune.Archive[:]), rep.Prune.At, rep.Prune.KeyID)
 	case p.whole():
 		fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)
 		if rep.Legacy > 0 {

@@ -65,6 +65,9 @@ type Config struct {
 	// cannot follow (unreadable, or a witness without a URL to send checkpoints to) stops it there.
 	AuditWitnesses     string
 	AuditWitnessPolicy *witness.Policy
+	// AuditRetention is how long audit events are kept before `audit prune` may remove them
+	// (BACKOFFICE_AUDIT_RETENTION, default 12 months: PCI DSS 10.5.1).
+	AuditRetention Retention
 	// OAuth is the identity provider whose access tokens serve accepts (Issuer "": none).
 	OAuth OAuthConfig
 	// AllowWeakCredentials lets serve start (and keys status pass) while usable credentials are
@@ -128,6 +131,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	var err error
 	if c.AuditWitnessPolicy, err = loadWitnessPolicy(c.AuditWitnesses); err != nil {
 		return c, fmt.Errorf("BACKOFFICE_AUDIT_WITNESSES: %w", err)
+	}
+	if c.AuditRetention, err = ParseRetention(getenv("BACKOFFICE_AUDIT_RETENTION")); err != nil {
+		return c, fmt.Errorf("BACKOFFICE_AUDIT_RETENTION: %w", err)
 	}
 	if c.MasterKey, err = secretVar(getenv, "BACKOFFICE_MASTER_KEY"); err != nil {
 		return c, err

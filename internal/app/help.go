@@ -35,6 +35,7 @@ const serveVariablesText = `  BACKOFFICE_MASTER_KEY             base64 of 32 ran
   BACKOFFICE_AUDIT_CHECKPOINTS      the file serve appends signed audit checkpoints to
   BACKOFFICE_AUDIT_ORIGIN           the audit log's name in its checkpoints (default backoffice.local/audit)
   BACKOFFICE_AUDIT_WITNESSES        a witness policy file (c2sp.org/tlog-policy): witnesses cosign each checkpoint
+  BACKOFFICE_AUDIT_RETENTION        how long audit events are kept before audit prune may remove them (default 12months)
   BACKOFFICE_DB_MAX_OPEN_CONNS, BACKOFFICE_DB_MAX_IDLE_CONNS
                                     database connections per process, and kept idle
   BACKOFFICE_DB_CONN_MAX_LIFETIME, BACKOFFICE_DB_CONN_MAX_IDLE_TIME
@@ -153,6 +154,17 @@ var commandDocs = []commandDoc{
 			"those tags (docs/examples/auditcheck -complete; docs/compliance.md).",
 		example: "backoffice audit prove --checkpoint checkpoint.txt 00000000-0000-4000-8000-000000000901\n" +
 			"backoffice audit prove --checkpoint checkpoint.txt --target-id 00000000-0000-4000-8000-000000000401 --out subject.json"},
+	{name: "audit prune", synopsis: "--before (SEQ | TIME) --archive FILE [flags]",
+		summary: "archive the audit events older than the retention policy, then remove them under a signed record",
+		details: "Prunes the events below --before (a seq, the first kept; or an RFC 3339 time, the first event at or after it\n" +
+			"kept). It verifies the whole trail against BACKOFFICE_AUDIT_CHECKPOINTS, writes the events with their entry\n" +
+			"bundles, hash tiles and the newest checkpoint to the new zip --archive (read back and checked), appends a\n" +
+			"prune note signed with the checkpoint key beside the checkpoints (FILE.pruned), then records the note and\n" +
+			"removes the events in one transaction. The tree's hashes stay: proofs of kept events still verify, and\n" +
+			"audit verify reports \"pruned by policy below N\". It refuses, changing nothing, without --archive, past the\n" +
+			"newest signed checkpoint, within BACKOFFICE_AUDIT_RETENTION (default 12months; 90 days at least), or when\n" +
+			"the trail does not verify. See docs/compliance.md, \"Retention\".",
+		example: "backoffice audit prune --demo --before 2025-12-01T00:00:00Z --archive audit-2025.zip"},
 	{name: "version", synopsis: "", summary: "print which build this is (also: backoffice --version)",
 		details: "Module version, commit and its time, Go version, as the build recorded them; the same as the\n" +
 			"backoffice_build_info metric and the start-up log line. A build records its commit when made from a git\n" +

@@ -355,6 +355,11 @@ func (fx *attackFixture) cases(t *testing.T) []attackCase {
 			}
 		}
 		all := column[int64](t, testdb.SQLOf(t, st), `SELECT `+tb.order+` FROM `+tb.name)
+		if len(all) == 0 {
+			// A table the prepared trail leaves empty (audit_prune: it is not pruned) has no row
+			// to change; rows forged into it are TestAuditPruneForgedRecordIsBroken's.
+			continue
+		}
 		last := slices.Max(all)
 		for _, target := range targets {
 			add := func(column, kind string, stmts ...string) {

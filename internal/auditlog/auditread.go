@@ -97,9 +97,9 @@ func (s *Log) VerifyAuditChain(ctx context.Context, ver ChainVerifier, expects [
 	return rep, err
 }
 
-// startWalk starts a walk of the whole trail in q from its genesis, against the anchors and
-// expects.
-func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect) (*ChainWalk, error) {
+// startWalk starts a walk of the whole trail in q from its genesis, or from its newest prune
+// (resumeAtPrune), against the anchors and expects, keeping the digests at the seqs of keep.
+func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect, keep ...int64) (*ChainWalk, error) {
 	g, err := readGenesis(ctx, q)
 	if err != nil {
 		return nil, err
@@ -108,12 +108,17 @@ func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []Ch
 	if err != nil {
 		return nil, err
 	}
-	anchored := make([]int64, len(anchors))
+	anchored := make([]int64, len(anchors), len(anchors)+len(keep))
 	for i, a := range anchors {
 		anchored[i] = a.Covers
 	}
-	w := NewChainWalk(ver, &g, anchored, expects)
+	w := NewChainWalk(ver, &g, append(anchored, keep...), expects)
 	w.tree = newTreeCheck(ver, 0, edgeHashes{})
+	if w.rep.Break == nil {
+		if err := w.resumeAtPrune(ctx, q, ver); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -121,42 +126,54 @@ func startWalk(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []Ch
 // audit tree rows they added.
 const walkPage = 1000
 
-// walkChain checks the whole trail in q from its genesis, against the anchors and expects: by seq
-// a page at a time, each page's tree rows after it, then the rows without a seq (breaks all), and
-// that the tree holds nothing past the trail.
+// walkChain checks the whole trail in q from its genesis (or its newest prune), against the
+// anchors and expects: by seq a page at a time, each page's tree rows after it, then the rows
+// without a seq (breaks all), and that the tree holds nothing past the trail.
 func walkChain(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect) (ChainReport, error) {
-	w, err := startWalk(ctx, q, ver, expects)
+	w, err := walkChainKeeping(ctx, q, ver, expects)
 	if err != nil {
 		return ChainReport{}, err
 	}
-	// A row numbered below 1 comes first in seq order, where no page after the last seq walked
-	// meets it: it breaks the walk at seq 1.
-	if err := auditRowsAfter(ctx, q, `WHERE seq < 1 ORDER BY seq`, nil, w.stepRow); err != nil {
-		return ChainReport{}, err
+	return w.Finish(), nil
+}
+
+// walkChainKeeping is walkChain, keeping the digests at the seqs of keep, and returns the walk.
+func walkChainKeeping(ctx context.Context, q *sqltx.Tx, ver ChainVerifier, expects []ChainExpect, keep ...int64) (*ChainWalk, error) {
+	w, err := startWalk(ctx, q, ver, expects, keep...)
+	if err != nil {
+		return nil, err
 	}
-	for w.rep.Break == nil {
+	// A row numbered below where the walk starts comes first in seq order, where no page after
+	// the last seq walked meets it: it breaks the walk there.
+	if err := auditRowsAfter(ctx, q, `WHERE seq < 1 ORDER BY seq`, nil, w.stepRow); err != nil {
+		return nil, err
+	}
+	if err := w.prunedRowsLeft(ctx, q); err != nil {
+		return nil, err
+	}
+	for w.rep.Break == nil && !w.stopped {
 		read := 0
 		err := auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{w.rep.Events, walkPage}, func(r auditRow) bool {
 			read++
 			return w.stepRow(r)
 		})
 		if err != nil {
-			return ChainReport{}, err
+			return nil, err
 		}
 		if err := w.checkTree(ctx, q); err != nil {
-			return ChainReport{}, err
+			return nil, err
 		}
 		if read < walkPage {
 			break
 		}
 	}
 	if err := auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, w.stepRow); err != nil {
-		return ChainReport{}, err
+		return nil, err
 	}
 	if err := w.finishTree(ctx, q); err != nil {
-		return ChainReport{}, err
+		return nil, err
 	}
-	return w.Finish(), nil
+	return w, nil
 }
 
 // auditRowsAfter reads the rows that tail (a WHERE, an ORDER BY, a LIMIT) selects, as walks read

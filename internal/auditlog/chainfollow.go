@@ -76,6 +76,17 @@ func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *Cha
 // follow starts f following the trail from base (see FollowAuditChain).
 func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Follower, error) {
 	ver := f.ver
+	if base != nil {
+		// A checkpoint whose event the retention policy pruned since: the walk starts from the
+		// prune (checked against the ring), whose tree the checkpoint's extends.
+		row, found, err := readPrune(ctx, s.db.Pool())
+		if err != nil {
+			return nil, fmt.Errorf("store: follow audit chain: %w", err)
+		}
+		if found && base.Seq < row.below {
+			base = nil
+		}
+	}
 	if base == nil || base.Root == nil {
 		// A checkpoint that signed no tree vouches for none: the walk checks the whole trail, the
 		// tree with it, and meets the checkpoint on its way.
@@ -129,6 +140,10 @@ func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Foll
 	return f, nil
 }
 
+// PrunedBelow is the seq the trail was pruned below when the walk started from its prune (0: it
+// did not).
+func (f *Follower) PrunedBelow() int64 { return f.w.rep.PrunedBelow }
+
 // learn tells the memory the head the walk starts from, which the runs this process commits from
 // there carry on from.
 func (f *Follower) learn() {
@@ -143,7 +158,10 @@ func (f *Follower) fromGenesis(ctx context.Context, expects []ChainExpect) error
 	err := f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
 		w, err := startWalk(ctx, q, f.ver, expects)
 		f.w = w
-		return err
+		if err != nil {
+			return err
+		}
+		return w.prunedRowsLeft(ctx, q)
 	})
 	if err != nil {
 		return fmt.Errorf("store: follow audit chain: %w", err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -59,6 +60,10 @@ type ChainReport struct {
 	Unchecked *ChainGap
 	// Notes are what the walk found that neither breaks the chain nor leaves it unchecked.
 	Notes []string
+	// PrunedBelow is the seq the trail was pruned below by the retention policy (0: never), and
+	// Prune its signed note, once checked (the walk starts there: see resumeAtPrune).
+	PrunedBelow int64
+	Prune       checkpoint.Prune
 	// verified is the trail as proven, when it is (see Verified); trusting is the same but for a
 	// genesis nothing proves, which only its first sealing may accept (onTrust).
 	verified, trusting Verified
@@ -225,6 +230,10 @@ type ChainWalk struct {
 	covered int64
 	// tree checks the audit tree beside the events (nil: a walk of an export, which has none).
 	tree *treeCheck
+	// pruneGap is a prune the walk cannot check (a verifier without checkpoint keys); stopped:
+	// the walk goes no further (nothing after such a prune can be checked).
+	pruneGap *ChainGap
+	stopped  bool
 }
 
 // genesisState is the genesis as a walk judged it.
@@ -281,7 +290,7 @@ func resumeChainWalk(ver ChainVerifier, g Genesis, base ChainExpect, head domain
 
 // stepRow checks the next row of audit_events as read (see scanAuditWalkRow).
 func (w *ChainWalk) stepRow(r auditRow) bool {
-	if w.rep.Break != nil {
+	if w.rep.Break != nil || w.stopped {
 		return false
 	}
 	next := w.rep.Events + 1
@@ -298,7 +307,7 @@ func (w *ChainWalk) stepRow(r auditRow) bool {
 
 // Step checks the next event; false once the chain is broken (later events add nothing).
 func (w *ChainWalk) Step(e domain.AuditEvent) bool {
-	if w.rep.Break != nil {
+	if w.rep.Break != nil || w.stopped {
 		return false
 	}
 	broken := func(format string, args ...any) bool {
@@ -505,6 +514,10 @@ func (w *ChainWalk) Finish() ChainReport {
 	if rep.Break != nil {
 		return rep
 	}
+	if w.pruneGap != nil {
+		rep.Unchecked = w.pruneGap
+		return rep
+	}
 	end := rep.Events
 	genesisGap := w.checkBeginning(&rep)
 	if rep.Break != nil {
@@ -535,7 +548,7 @@ func (w *ChainWalk) Finish() ChainReport {
 	if w.ver == nil {
 		return rep
 	}
-	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && !w.begun}
+	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && (!w.begun || w.sealedBeforePrune())}
 	if w.tree != nil && len(w.tree.pending) == 0 && w.tree.n == end {
 		size, root, err := w.tree.head()
 		if err != nil {

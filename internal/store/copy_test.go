@@ -25,7 +25,7 @@ var copyPairs = [][2]string{{"sqlite", "postgres"}, {"postgres", "sqlite"}, {"sq
 
 // copySource is a store holding a row in every table the copy moves: the fixture (credentials'
 // hashes, sealed SSNs, documents, notes, SAM logs and their buckets, an audit event), events the
-// store chained, a push lease, a push record and an idempotency key.
+// store chained (the oldest pruned, with its record), a push lease, a push record and an idempotency key.
 func copySource(t *testing.T, engine string) *store.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -38,6 +38,8 @@ func copySource(t *testing.T, engine string) *store.Store {
 			t.Fatal(err)
 		}
 	}
+	// The oldest event pruned, as the retention policy does: its record is copied too.
+	testdb.Prune(t, st, 2)
 	if ok, err := st.AcquirePushLease(ctx, testdb.ItemA, "replica-1", now, time.Hour); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"backoffice/internal/auditlog"
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/store"
 )
 
@@ -50,5 +52,30 @@ func WantIntact(t testing.TB, rep auditlog.ChainReport, events int64) {
 	}
 	if _, err := rep.Verified(); err != nil {
 		t.Fatalf("an intact chain is not verified: %v", err)
+	}
+}
+
+// Prune removes the events of st's trail below seq below as `audit prune` does once it has
+// archived them (the archive is the command's; see internal/app): planned by a walk under the
+// default test ring, under a prune note signed with its checkpoint key.
+func Prune(t testing.TB, st *store.Store, below int64) {
+	t.Helper()
+	ctx := context.Background()
+	ring := Ring(t)
+	plan, _, err := st.PlanAuditPrune(ctx, ring, below, nil)
+	if err != nil {
+		t.Fatalf("plan the prune: %v", err)
+	}
+	key, err := ring.CheckpointKey(ring.ActiveKeyID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: plan.Below, Root: plan.Root, Link: plan.Link,
+		Digest: plan.Digest, KeyID: ring.ActiveKeyID()}, time.Now(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PruneAudit(ctx, plan, p); err != nil {
+		t.Fatalf("prune: %v", err)
 	}
 }

@@ -20,14 +20,27 @@
 //	go run ./docs/examples/auditcheck -key KEY -proof event.json [-url https://backoffice.example -credential 'Api-Key ...']
 //	go run ./docs/examples/auditcheck -key KEY -proof subject.json -complete (-url URL -credential C [-save DIR] | -tiles DIR)
 //
+// With -archive FILE, the archive `backoffice audit prune` wrote of the events it pruned (a zip of
+// the newest checkpoint, the hash tiles and events.jsonl): the checkpoint's signature, the tiles
+// rebuilding its root, and every event's leaf (its tag and the event's hash) the tree's at its
+// index, the events numbered without a gap. With -pruned FILE, the prune notes beside the
+// checkpoints (`FILE.pruned`): the newest note's signature, and it says "pruned by policy below N";
+// given with -archive, the archive must be the one that note names (its SHA-256) and end at N-1;
+// given with -complete, the history is checked from the first entry bundle with no pruned leaf.
+//
+//	go run ./docs/examples/auditcheck -key KEY -archive audit-2025.zip [-pruned checkpoints.pruned]
+//	go run ./docs/examples/auditcheck -key KEY -proof event.json -pruned checkpoints.pruned
+//
 // It exits 0 when every check passed, 1 when one failed or could not decide, 2 on bad usage.
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -83,6 +96,7 @@ type subjectTag struct {
 // options are the command line's.
 type options struct {
 	key, file, url, credential, tiles, save, policy string
+	archive, pruned                                 string
 	complete                                        bool
 }
 
@@ -149,9 +163,18 @@ func main() {
 	flag.StringVar(&o.tiles, "tiles", "", "read the tiles from this directory instead of -url (as -save wrote them)")
 	flag.StringVar(&o.save, "save", "", "with -url, also write every tile read into this directory")
 	flag.StringVar(&o.policy, "policy", "", "a witness policy file (c2sp.org/tlog-policy): every checkpoint must carry its quorum of cosignatures")
+	flag.StringVar(&o.archive, "archive", "", "check the archive `audit prune` wrote (a zip) instead of a proof")
+	flag.StringVar(&o.pruned, "pruned", "", "the prune notes file (the checkpoints file's name and .pruned): report where the trail was pruned, and check -archive is the one named")
 	flag.Parse()
 	o.url = strings.TrimSuffix(o.url, "/")
-	if o.key == "" || o.file == "" || (o.url != "" && o.tiles != "") || (o.save != "" && o.url == "") || (o.complete && o.url == "" && o.tiles == "") {
+	if o.archive != "" && o.key != "" && o.file == "" && o.url == "" && o.tiles == "" && !o.complete {
+		if err := runArchive(o); err != nil {
+			fmt.Println("FAILED:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.key == "" || o.file == "" || o.archive != "" || (o.url != "" && o.tiles != "") || (o.save != "" && o.url == "") || (o.complete && o.url == "" && o.tiles == "") {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -183,8 +206,14 @@ func run(o options) error {
 	if o.url != "" || o.tiles != "" {
 		tiles = &tileClient{url: o.url, credential: o.credential, dir: o.tiles, save: o.save, cache: map[string][]byte{}}
 	}
+	var p prune
+	if o.pruned != "" {
+		if p, err = checkPruned(verifier, o.pruned); err != nil {
+			return err
+		}
+	}
 	if o.complete {
-		return checkHistory(verifier, f, tiles)
+		return checkHistory(verifier, f, tiles, p.below)
 	}
 	proofs := f.Proofs
 	if f.Proof != "" {
@@ -245,7 +274,11 @@ func checkProof(verifier note.Verifier, p eventProof) (proved, error) {
 // every leaf carrying one of the subject's tags is in the file (one missing is named by its
 // index). A tree holding leaves without a tag (events from before the chain, whose subject
 // cannot be told) cannot be checked whole, and fails.
-func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error {
+//
+// On a trail pruned below seq below (-pruned; 0: not pruned), the entry bundles that hold a pruned
+// leaf are gone: it checks from the first whole bundle after them, and says from which seq on the
+// history is complete.
+func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient, below int64) error {
 	tree, err := openCheckpoint([]byte(f.Checkpoint), verifier)
 	if err != nil {
 		return fmt.Errorf("the history's %w", err)
@@ -266,7 +299,11 @@ func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error 
 		shown[index] = p.Event.ID
 		fmt.Printf("ok: event %s (seq %d) is in the tree\n", p.Event.ID, p.Event.Seq)
 	}
-	tagged, untagged, err := scanTags(tiles, tree, tags)
+	first := (below - 1 + 255) / 256 // the first entry bundle with no pruned leaf
+	if below <= 1 {
+		first = 0
+	}
+	tagged, untagged, err := scanTags(tiles, tree, tags, first)
 	if err != nil {
 		return err
 	}
@@ -278,6 +315,11 @@ func checkHistory(verifier note.Verifier, f proofFile, tiles *tileClient) error 
 	}
 	if err := checkNewest(tiles, verifier, tree); err != nil {
 		return err
+	}
+	if first > 0 {
+		fmt.Printf("ok: complete from seq %d on (pruned by policy below %d; the entry bundles from seq 1 to %d are gone): the events about %s shown are every leaf from there of the tree of %d with one of its %d tags\n",
+			first*256+1, below, first*256, f.TargetID, tree.N, len(f.Tags))
+		return nil
 	}
 	fmt.Printf("ok: complete: the %d events about %s are every leaf of the tree of %d with one of its %d tags\n", len(shown), f.TargetID, tree.N, len(f.Tags))
 	return nil
@@ -328,10 +370,10 @@ type untagged struct {
 	count, first int64
 }
 
-// scanTags reads every entry bundle of the tree, each checked against its level 0 tile (itself
-// checked against the checkpoint's root), and returns the indexes of the leaves tagged with one of
+// scanTags reads every entry bundle of the tree from bundle first on, each checked against its
+// level 0 tile (itself checked against the checkpoint's root), and returns the indexes of the leaves tagged with one of
 // tags, and the leaves with no tag.
-func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte) ([]int64, untagged, error) {
+func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte, first int64) ([]int64, untagged, error) {
 	reader, err := treeReader(tiles, tree)
 	if err != nil {
 		return nil, untagged{}, err
@@ -339,7 +381,7 @@ func scanTags(tiles *tileClient, tree tlog.Tree, tags map[string][]byte) ([]int6
 	var tagged []int64
 	none := untagged{}
 	zero := make([]byte, sha256.Size)
-	for n := int64(0); n*256 < tree.N; n++ {
+	for n := first; n*256 < tree.N; n++ {
 		bundle, err := readBundle(tiles, reader, tree, n)
 		if err != nil {
 			return nil, untagged{}, err
@@ -583,9 +625,10 @@ func tilePath(level int, n int64, width int) string {
 // tileClient reads tiles over HTTP, or from a directory, for tlog.TileHashReader.
 type tileClient struct {
 	url, credential string
-	dir             string            // read here instead of url
-	save            string            // write what is read here too
-	cache           map[string][]byte // tiles above level 0, read again for each bundle's check
+	dir             string               // read here instead of url
+	zip             map[string]*zip.File // read from this archive instead of url
+	save            string               // write what is read here too
+	cache           map[string][]byte    // tiles above level 0, read again for each bundle's check
 }
 
 func (c *tileClient) Height() int { return 8 }
@@ -616,9 +659,12 @@ func (c *tileClient) SaveTiles([]tlog.Tile, [][]byte) {}
 func (c *tileClient) get(path string) ([]byte, error) {
 	var b []byte
 	var err error
-	if c.dir != "" {
+	switch {
+	case c.zip != nil:
+		b, err = readZip(c.zip, path)
+	case c.dir != "":
 		b, err = os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(path)))
-	} else {
+	default:
 		b, err = c.fetch(path)
 	}
 	if err != nil || c.save == "" {
@@ -650,4 +696,155 @@ func (c *tileClient) fetch(path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s", path, res.Status)
 	}
 	return b, nil
+}
+
+// prune is the newest prune note of a notes file, as checked.
+type prune struct {
+	below   int64
+	archive []byte
+}
+
+// checkPruned reads the prune notes file at path (notes one after another, each ending with its
+// signature lines and a blank line), checks the newest one's signature, and says where the trail
+// was pruned. The note's text is documented in docs/compliance.md ("Retention").
+func checkPruned(verifier note.Verifier, path string) (prune, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return prune{}, err
+	}
+	// The newest note starts at the origin line before the file's last label line.
+	text := string(b)
+	label := strings.LastIndex(text, "\nbackoffice audit prune v1\n")
+	if label < 0 {
+		return prune{}, fmt.Errorf("%s holds no prune note", path)
+	}
+	last := strings.TrimRight(text[strings.LastIndex(text[:label], "\n")+1:], "\n") + "\n"
+	n, err := note.Open([]byte(last), note.VerifierList(verifier))
+	if err != nil {
+		return prune{}, fmt.Errorf("the newest prune note's signature: %w", err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	if len(lines) != 8 || lines[0] != verifier.Name() || lines[1] != "backoffice audit prune v1" {
+		return prune{}, errors.New("the newest prune note is not the log's prune note")
+	}
+	below, err1 := strconv.ParseInt(strings.TrimPrefix(lines[2], "below "), 10, 64)
+	sum, err2 := hex.DecodeString(strings.TrimPrefix(lines[5], "archive "))
+	if err1 != nil || err2 != nil || len(sum) != sha256.Size {
+		return prune{}, errors.New("the newest prune note: malformed")
+	}
+	fmt.Printf("pruned by policy below %d: events 1 to %d were archived (archive sha256 %x), as the log's key signed (%s)\n", below, below-1, sum, strings.TrimPrefix(lines[6], "signed "))
+	return prune{below: below, archive: sum}, nil
+}
+
+// archived is a line of an archive's events.jsonl: the event, and its leaf's subject tag.
+type archived struct {
+	Event event  `json:"event"`
+	Tag   []byte `json:"tag"`
+}
+
+// runArchive checks the archive at o.archive (-archive), and with -pruned that it is the one the
+// newest prune note names.
+func runArchive(o options) error {
+	verifier, err := note.NewVerifier(o.key)
+	if err != nil {
+		return fmt.Errorf("verifier key: %w", err)
+	}
+	b, err := os.ReadFile(o.archive)
+	if err != nil {
+		return err
+	}
+	var p prune
+	if o.pruned != "" {
+		if p, err = checkPruned(verifier, o.pruned); err != nil {
+			return err
+		}
+		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], p.archive) {
+			return fmt.Errorf("the archive's SHA-256 is %x, not the %x the newest prune note names", sum, p.archive)
+		}
+	}
+	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	tiles := &tileClient{zip: map[string]*zip.File{}, cache: map[string][]byte{}}
+	for _, f := range z.File {
+		tiles.zip[f.Name] = f
+	}
+	signed, err := tiles.get("checkpoint")
+	if err != nil {
+		return err
+	}
+	tree, err := openCheckpoint(signed, verifier)
+	if err != nil {
+		return fmt.Errorf("the archive's %w", err)
+	}
+	reader, err := treeReader(tiles, tree)
+	if err != nil {
+		return err
+	}
+	ef, ok := tiles.zip["events.jsonl"]
+	if !ok {
+		return errors.New("events.jsonl is not in the archive")
+	}
+	events, err := ef.Open() // read as it streams: an archive may hold millions of events
+	if err != nil {
+		return err
+	}
+	defer events.Close()
+	dec := json.NewDecoder(events)
+	var first, next int64
+	var level0 []byte
+	tile := int64(-1)
+	for {
+		var a archived
+		if err := dec.Decode(&a); err == io.EOF {
+			break
+		} else if err != nil {
+			return fmt.Errorf("events.jsonl: %w", err)
+		}
+		if next == 0 {
+			first, next = a.Event.Seq, a.Event.Seq
+		}
+		if a.Event.Seq != next || next < 1 || next > tree.N {
+			return fmt.Errorf("events.jsonl: seq %d where seq %d was due (the checkpoint's tree has %d)", a.Event.Seq, next, tree.N)
+		}
+		index := next - 1
+		if index/256 != tile {
+			tile = index / 256
+			if level0, err = tlog.ReadTileData(tlog.Tile{H: 8, L: 0, N: tile, W: int(min(tree.N-tile*256, 256))}, reader); err != nil {
+				return fmt.Errorf("level 0 tile: %w", err)
+			}
+		}
+		if len(a.Tag) != sha256.Size {
+			return fmt.Errorf("events.jsonl: seq %d: a tag is 32 bytes", next)
+		}
+		h := tlog.RecordHash(append(bytes.Clone(a.Tag), eventHash(a.Event)...))
+		at := index % 256 * tlog.HashSize
+		if !bytes.Equal(h[:], level0[at:at+tlog.HashSize]) {
+			return fmt.Errorf("events.jsonl: event %s (seq %d) is not its leaf in the tree: altered", a.Event.ID, next)
+		}
+		next++
+	}
+	if next == 0 {
+		return errors.New("events.jsonl holds no event")
+	}
+	if p.below != 0 && next != p.below {
+		return fmt.Errorf("the archive ends at seq %d, and the prune note is below %d", next-1, p.below)
+	}
+	fmt.Printf("ok: archive: events seq %d-%d (%d) are the leaves of the tree of %d the checkpoint signed\n", first, next-1, next-first, tree.N)
+	return nil
+}
+
+// readZip reads the archive's file named path.
+func readZip(files map[string]*zip.File, path string) ([]byte, error) {
+	f, ok := files[path]
+	if !ok {
+		return nil, fmt.Errorf("%s is not in the archive", path)
+	}
+	r, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }

@@ -67,12 +67,12 @@ func TestScanRefusesALeafOfAnotherSize(t *testing.T) {
 	good := append(bytes.Clone(tag), make([]byte, sha256.Size)...)
 	tree := writeTree(t, dir, [][]byte{good, tag[:10], good})
 	tiles := &tileClient{dir: dir, cache: map[string][]byte{}}
-	_, _, err := scanTags(tiles, tree, map[string][]byte{"k1": tag})
+	_, _, err := scanTags(tiles, tree, map[string][]byte{"k1": tag}, 0)
 	if err == nil || !strings.Contains(err.Error(), "leaf 1 is not a 64-byte leaf") {
 		t.Fatalf("a 10-byte leaf: %v", err)
 	}
 	other := writeTree(t, t.TempDir(), [][]byte{good, good, good})
-	if _, _, err := scanTags(&tileClient{dir: dir, cache: map[string][]byte{}}, other, map[string][]byte{"k1": tag}); err == nil || !strings.Contains(err.Error(), "the tree's root from its tiles") {
+	if _, _, err := scanTags(&tileClient{dir: dir, cache: map[string][]byte{}}, other, map[string][]byte{"k1": tag}, 0); err == nil || !strings.Contains(err.Error(), "the tree's root from its tiles") {
 		t.Fatalf("the tiles of another tree: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ var CopiedTables = []string{
 	"deployment_models", "deployment_orders", "inventory_units", "varsheets", "equipment",
 	"line_items", "shipments", "file_builds",
 	"sam_action_logs", "sam_action_log_ids", "sam_log_buckets",
-	"audit_events", "audit_tree",
+	"audit_events", "audit_tree", "audit_prune",
 	"push_leases", "push_records", "push_idempotency",
 }
 

@@ -1,0 +1,541 @@
+package app
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/domain"
+	"backoffice/internal/testdb"
+)
+
+// pruneOld and pruneFresh are how many events pruneTrail writes two years ago, and now.
+const (
+	pruneOld   = 300
+	pruneFresh = 5
+)
+
+// prunable is a trail with old events to prune: the database c uses (engine's), pruneOld events
+// of two years ago (a minute apart from oldAt) after whatever the import wrote, pruneFresh of now,
+// and a checkpoint of them all in file (BACKOFFICE_AUDIT_CHECKPOINTS).
+type prunable struct {
+	c           *cli
+	url, file   string
+	early       string // a checkpoints file of one checkpoint, after the first 20 old events
+	oldAt       time.Time
+	first, head int64 // the seq of the first old event, and of the newest
+	dir         string
+}
+
+func pruneTrail(t *testing.T, engine string) *prunable {
+	t.Helper()
+	url := testdb.URL(t, engine)
+	c := newCLI(t, url, "k1")
+	c.importFile(testDataset(0))
+	dir := t.TempDir()
+	p := &prunable{c: c, url: url, file: filepath.Join(dir, "checkpoints"), early: filepath.Join(dir, "early"), oldAt: time.Now().UTC().AddDate(-2, 0, 0).Truncate(time.Second), dir: dir}
+	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = p.file
+	st := testdb.OpenAsIs(t, url)
+	st.SetChainSigner(ringOf(t, c))
+	ctx := context.Background()
+	record := func(at time.Time, i int) {
+		e := domain.AuditEvent{ID: domain.NewID(), At: at, ActorUserID: testStaff, Action: "test.prune", TargetID: string(testPrincipal(i % 7)),
+			Outcome: "granted", Detail: fmt.Sprintf("event %d", i)}
+		if err := st.RecordAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pruneOld {
+		record(p.oldAt.Add(time.Duration(i)*time.Minute), i)
+		if i == 19 {
+			signCheckpoint(t, c, p.early)
+		}
+	}
+	for i := range pruneFresh {
+		record(time.Now(), pruneOld+i)
+	}
+	st.Close()
+	cp := signCheckpoint(t, c, p.file)
+	p.head = cp.Seq
+	p.first = p.head - pruneOld - pruneFresh + 1
+	return p
+}
+
+// oldSeq is the seq of old event i.
+func (p *prunable) oldSeq(i int) int64 { return p.first + int64(i) }
+
+// prune runs audit prune with args, an archive in the test's folder named name.
+func (p *prunable) prune(name string, args ...string) (string, string, error) {
+	return p.c.run(append([]string{"audit", "prune", "--archive", filepath.Join(p.dir, name)}, args...)...)
+}
+
+// A prune below a time archives the events before it, removes them under a signed record, and
+// audit verify then says the trail is intact and pruned by policy below the first kept; pruning
+// below the same seq again has nothing to do.
+func TestAuditPruneThenVerify(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(200)
+			out, errOut, err := p.prune("a.zip", "--before", p.oldAt.Add(200*time.Minute).Format(time.RFC3339))
+			if err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			if want := fmt.Sprintf("pruned by policy below seq %d: events seq 1-%d archived", keep, keep-1); !strings.Contains(out, want) {
+				t.Fatalf("prune said %q, want %q", out, want)
+			}
+			var n int64
+			if err := testdb.SQL(t, p.url).QueryRow(fmt.Sprintf(`SELECT count(*) FROM audit_events WHERE seq < %d`, keep)).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("%d events below seq %d after the prune (%v)", n, keep, err)
+			}
+			out = wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+			if !strings.Contains(out, fmt.Sprintf("intact: %d events (seq %d-%d)", p.head-keep+1, keep, p.head)) {
+				t.Errorf("verify:\n%s", out)
+			}
+			notes := readFile(t, p.file+prunedNotesSuffix)
+			pn, err := checkpoint.ParsePrune([]byte(notes[:len(notes)-1]))
+			if err != nil || pn.Below != keep {
+				t.Fatalf("the prune note beside the checkpoints: %v %+v\n%s", err, pn, notes)
+			}
+			b, err := os.ReadFile(filepath.Join(p.dir, "a.zip"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, _ := ringPublicKeys(ringOf(t, p.c))
+			if n, err := checkPruneArchive(bytes.NewReader(b), int64(len(b)), keys, 1, keep); err != nil || n != keep-1 {
+				t.Fatalf("the archive checks %d events: %v", n, err)
+			}
+			out, _, err = p.prune("b.zip", "--before", fmt.Sprint(keep))
+			if err != nil || !strings.Contains(out, "nothing to prune") {
+				t.Fatalf("prune again: %v %q", err, out)
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "b.zip")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("nothing to prune wrote an archive: %v", err)
+			}
+			// A second prune carries on from the first.
+			keep2 := p.oldSeq(250)
+			if out, errOut, err := p.prune("c.zip", "--before", fmt.Sprint(keep2)); err != nil {
+				t.Fatalf("second prune: %v\n%s%s", err, out, errOut)
+			}
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep2))
+			// From a trusted checkpoint whose events were pruned since: the walk starts at the prune.
+			out = wantVerify(t, p.c, nil, fmt.Sprintf("intact after the trusted checkpoint: seq %d-%d proved", keep2, p.head), "--from-checkpoint", p.early)
+			if !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep2)) || !strings.Contains(out, fmt.Sprintf("pruned: seq %d-%d, after the trusted checkpoint", p.oldSeq(20), keep2-1)) {
+				t.Errorf("verify from a pruned checkpoint:\n%s", out)
+			}
+			b, _ = os.ReadFile(filepath.Join(p.dir, "c.zip"))
+			if n, err := checkPruneArchive(bytes.NewReader(b), int64(len(b)), keys, keep, keep2); err != nil || n != keep2-keep {
+				t.Fatalf("the second archive checks %d events: %v", n, err)
+			}
+		})
+	}
+}
+
+// trailState is what a prune changes: the events left, the prune records, and the seq the trail
+// starts at.
+type trailState struct {
+	events, prunes, first int64
+}
+
+func stateOf(t *testing.T, url string) trailState {
+	t.Helper()
+	db := testdb.SQL(t, url)
+	var s trailState
+	if err := db.QueryRow(`SELECT count(*), coalesce(min(seq), 0) FROM audit_events`).Scan(&s.events, &s.first); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM audit_prune`).Scan(&s.prunes); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Each refusal changes nothing, writes no archive, and says why: no archive, events within the
+// retention policy, a seq no checkpoint covers, a trail that does not verify, no checkpoints, an
+// archive that exists; a policy under 3 months is refused as configuration.
+func TestAuditPruneRefusals(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			before := stateOf(t, p.url)
+			refused := func(name string, want error, words string, args ...string) {
+				t.Helper()
+				out, errOut, err := p.prune(name, args...)
+				if !errors.Is(err, want) || !strings.Contains(out+errOut+fmt.Sprint(err), words) {
+					t.Fatalf("prune %v: %v, want %v saying %q\n%s%s", args, err, want, words, out, errOut)
+				}
+				if got := stateOf(t, p.url); got != before {
+					t.Fatalf("prune %v refused, and the trail changed: %+v, was %+v", args, got, before)
+				}
+				if _, err := os.Stat(filepath.Join(p.dir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("prune %v refused, and wrote its archive (%v)", args, err)
+				}
+			}
+			old := fmt.Sprint(p.oldSeq(100))
+			if _, _, err := p.c.run("audit", "prune", "--before", old); !errors.Is(err, ErrUsage) || stateOf(t, p.url) != before {
+				t.Fatalf("prune without --archive: %v", err)
+			}
+			refused("fresh.zip", errPruneRefused, "within the retention policy", "--before", fmt.Sprint(p.head))
+			// Two years old, and the policy keeps 800 days.
+			p.c.vars["BACKOFFICE_AUDIT_RETENTION"] = "800d"
+			refused("policy.zip", errPruneRefused, "BACKOFFICE_AUDIT_RETENTION 800d", "--before", p.oldAt.Add(100*time.Minute).Format(time.RFC3339))
+			p.c.vars["BACKOFFICE_AUDIT_RETENTION"] = "30d"
+			refused("short.zip", errShortRetention, "shorter than 3 months", "--before", old)
+			delete(p.c.vars, "BACKOFFICE_AUDIT_RETENTION")
+			refused("beyond.zip", errPruneRefused, "beyond the newest signed checkpoint", "--before", fmt.Sprint(p.head+1))
+			if err := os.WriteFile(filepath.Join(p.dir, "there.zip"), []byte("kept"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := p.prune("there.zip", "--before", old); !errors.Is(err, errPruneRefused) || readFile(t, filepath.Join(p.dir, "there.zip")) != "kept" {
+				t.Fatalf("prune onto an existing archive: %v", err)
+			}
+			file := p.c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"]
+			delete(p.c.vars, "BACKOFFICE_AUDIT_CHECKPOINTS")
+			refused("nocp.zip", errPruneRefused, "BACKOFFICE_AUDIT_CHECKPOINTS is not set", "--before", old)
+			p.c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = file
+			// An event altered behind the service's back: nothing unverified is archived or signed.
+			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET detail = 'altered' WHERE seq = %d`, p.oldSeq(3)))
+			refused("broken.zip", errPruneRefused, "does not verify", "--before", old)
+		})
+	}
+}
+
+// A prune record the database attacker wrote, to make removed events look pruned, is a break, and
+// so is removing a real prune's record or its events' rows coming back: only the note signed
+// with the log's key, for exactly the seq the trail starts at, makes a trail pruned.
+func TestAuditPruneForgedRecordIsBroken(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(50)
+			tx := func(stmts ...string) {
+				t.Helper()
+				sqlOn(t, p.url, stmts...)
+			}
+			insert := func(below int64, note string) string {
+				return fmt.Sprintf(`INSERT INTO audit_prune (below, note) VALUES (%d, '%s')`, below, strings.ReplaceAll(note, "'", "''"))
+			}
+			forger := testdb.Ring(t, "kx")
+			key, err := forger.CheckpointKey("kx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: keep, Digest: make([]byte, 32), KeyID: "k1"}, time.Now(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Removed without a record: missing, as ever.
+			tx(fmt.Sprintf(`DELETE FROM audit_events WHERE seq < %d`, keep))
+			wantVerify(t, p.c, errAuditChainBroken, "missing")
+			tx(insert(keep, "not a note"))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("the trail holds a prune record below seq %d that is not a prune note", keep))
+			tx(`DELETE FROM audit_prune`, insert(keep, string(forged.Note)))
+			wantVerify(t, p.c, errAuditChainBroken, `is not signed under key "k1" or any key of the ring`)
+			tx(`DELETE FROM audit_prune`, insert(keep+1, string(forged.Note)))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("holds a note for seq %d", keep))
+		})
+	}
+}
+
+// A real prune's record removed, or its note moved to another seq, or a pruned row put back, is a
+// break.
+func TestAuditPruneRecordTampered(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(50)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+			var note string
+			if err := testdb.SQL(t, p.url).QueryRow(`SELECT note FROM audit_prune`).Scan(&note); err != nil {
+				t.Fatal(err)
+			}
+			sqlOn(t, p.url, `DELETE FROM audit_prune`)
+			wantVerify(t, p.c, errAuditChainBroken, "missing")
+			sqlOn(t, p.url, fmt.Sprintf(`INSERT INTO audit_prune (below, note) VALUES (%d, '%s')`, keep, note))
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+			// A pruned event put back (here: a kept one renumbered into the pruned range).
+			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET seq = %d WHERE seq = %d`, keep-3, p.head))
+			wantVerify(t, p.c, errAuditChainBroken, fmt.Sprintf("pruned below seq %d, and this event is numbered below it", keep))
+		})
+	}
+}
+
+// A prune killed with -9 at any point leaves the trail as it was (every event, no new record) or
+// pruned with its record, never one without the other, and audit verify passes either way; a
+// prune run again after the kill carries on.
+func TestAuditPruneKilledLeavesOldOrNewState(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
+			killed, done := 0, 0
+			keep := p.oldSeq(10)
+			// The kills fall anywhere in a run: up to a little longer than the last run that ended
+			// took, the span growing after each kill until one ends.
+			span := 400 * time.Millisecond
+			for i := 0; i < 16 && keep < p.oldSeq(pruneOld-1); i++ {
+				before := stateOf(t, p.url)
+				archive := filepath.Join(p.dir, fmt.Sprintf("kill-%d.zip", i))
+				cmd, in, out := importChild(t, p.c.vars, t.TempDir(), "audit", "prune", "--before", fmt.Sprint(keep), "--archive", archive)
+				in.Close()
+				delay := time.Duration(rng.Int64N(int64(span)))
+				start := time.Now()
+				exited := make(chan error, 1)
+				go func() { exited <- cmd.Wait() }()
+				select {
+				case err := <-exited:
+					if err != nil {
+						t.Fatalf("prune ended with %v before its kill:\n%s", err, out)
+					}
+					done++
+					span = time.Since(start) * 6 / 5
+				case <-time.After(delay):
+					cmd.Process.Kill()
+					<-exited
+					killed++
+					span = span * 3 / 2
+					settled(t, p.url)
+				}
+				after := stateOf(t, p.url)
+				switch {
+				case after == before:
+					// The old state: the archive may be there, the trail is untouched.
+				case after.prunes == before.prunes+1 && after.first == keep && after.events == before.events-(keep-before.first):
+					keep += 1 + int64(rng.IntN(30))
+				default:
+					t.Fatalf("after a kill at %s: the trail is %+v, was %+v: neither the old state nor the pruned one\n%s", delay, after, before, out)
+				}
+				wantVerify(t, p.c, nil, "intact")
+			}
+			t.Logf("%d prunes killed, %d ran to their end", killed, done)
+			if killed == 0 || done == 0 {
+				t.Errorf("%d prunes killed, %d ran to their end: want some of each", killed, done)
+			}
+		})
+	}
+}
+
+// The auditor's own program (docs/examples/auditcheck) checks a real archive offline, as
+// docs/compliance.md says, against the prune note beside the checkpoints; an archive with one
+// event changed fails; and the proof of a kept event still verifies after the prune, the program
+// saying where the trail was pruned.
+func TestAuditPruneArchiveChecksOffline(t *testing.T) {
+	bin := buildAuditCheck(t)
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	archive := filepath.Join(p.dir, "a.zip")
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	vkey := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note"))
+	notes := p.file + prunedNotesSuffix
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append([]string{"-key", vkey}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	// The command docs/compliance.md gives an auditor.
+	out, err := run("-archive", archive, "-pruned", notes)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep)) || !strings.Contains(out, fmt.Sprintf("ok: archive: events seq 1-%d (%d)", keep-1, keep-1)) {
+		t.Fatalf("auditcheck -archive: %v\n%s", err, out)
+	}
+
+	altered := filepath.Join(p.dir, "altered.zip")
+	rewriteZip(t, archive, altered, func(name string, b []byte) []byte {
+		if name != archiveEvents {
+			return b
+		}
+		return bytes.Replace(b, []byte(`"detail":"event 7"`), []byte(`"detail":"event 8"`), 1)
+	})
+	out, err = run("-archive", altered)
+	if err == nil || !strings.Contains(out, "is not its leaf in the tree: altered") {
+		t.Errorf("auditcheck of an altered archive: %v\n%s", err, out)
+	}
+	keys, _ := ringPublicKeys(ringOf(t, p.c))
+	if _, err := checkPruneArchive(bytes.NewReader(readBytes(t, altered)), int64(len(readBytes(t, altered))), keys, 1, keep); err == nil || !strings.Contains(err.Error(), "altered") {
+		t.Errorf("the prune's own check of an altered archive: %v", err)
+	}
+	out, err = run("-archive", altered, "-pruned", notes)
+	if err == nil || !strings.Contains(out, "not the") {
+		t.Errorf("auditcheck of another archive than the note names: %v\n%s", err, out)
+	}
+
+	var id string
+	if err := testdb.SQL(t, p.url).QueryRow(fmt.Sprintf(`SELECT id FROM audit_events WHERE seq = %d`, keep+3)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	proof := filepath.Join(p.dir, "proof.json")
+	p.c.mustRun("audit", "prove", "--out", proof, id)
+	out, err = run("-proof", proof, "-pruned", notes)
+	if err != nil || !strings.Contains(out, "is in the tree") || !strings.Contains(out, fmt.Sprintf("pruned by policy below %d", keep)) {
+		t.Errorf("auditcheck of a kept event's proof after the prune: %v\n%s", err, out)
+	}
+}
+
+func readBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rewriteZip copies the zip at from to to, each file's bytes through change.
+func rewriteZip(t *testing.T, from, to string, change func(name string, b []byte) []byte) {
+	t.Helper()
+	r, err := zip.OpenReader(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range r.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := zipFile(w, f.Name, change(f.Name, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// After a prune the hash tiles are all still served; an entry bundle holding a pruned leaf is not
+// found (404, with the error body), never a server error.
+func TestAuditPruneTiles(t *testing.T) {
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(10)
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	key := strings.TrimSpace(p.c.mustRun("apikey", "create", "--user", string(testStaff)))
+	st := testdb.OpenAsIs(t, p.url)
+	ring := ringOf(t, p.c)
+	var logs lockedBuffer
+	chk, err := newCheckpointer(p.file, st, ring, newLogger(&logs, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newServing(Config{}, st, ring, newLogger(&logs, 0), nil, nil, nil, chk)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]int{
+		"/v1/audit-log/tile/0/000":       http.StatusOK,
+		"/v1/audit-log/tile/1/000.p/1":   http.StatusOK,
+		"/v1/audit-log/tile/entries/000": http.StatusNotFound,
+	} {
+		code, body, err := get(t, srv, path, "Api-Key "+key)
+		if err != nil || code != want {
+			t.Errorf("GET %s: %d %v, want %d\n%s", path, code, err, want, body)
+		}
+		if want == http.StatusNotFound && !strings.Contains(string(body), `"not_found"`) {
+			t.Errorf("GET %s: the error body: %s", path, body)
+		}
+	}
+}
+
+// After a prune the trail goes on: serve's checkpoint signer signs the events written since, from
+// its last checkpoint and from the genesis (no checkpoints file), and keys rewrap rotates the key
+// over the pruned trail, which verify then calls intact and pruned.
+func TestAuditPruneThenSignAndRotate(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(120)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			p.c.mustRun("apikey", "create", "--user", string(testStaff))
+			if cp := signCheckpoint(t, p.c, p.file); cp.Seq != p.head+1 {
+				t.Fatalf("the checkpoint after the prune covers %d events, want %d", cp.Seq, p.head+1)
+			}
+			st := testdb.OpenAsIs(t, p.url)
+			var logs lockedBuffer
+			chk, err := newCheckpointer("", st, ringOf(t, p.c), newLogger(&logs, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := chk.sign(context.Background()); err != nil {
+				t.Fatalf("a signer walking from the genesis over the pruned trail: %v", err)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			if out, errOut, err := p.c.run("keys", "rewrap"); err != nil {
+				t.Fatalf("keys rewrap over a pruned trail: %v\n%s%s", err, out, errOut)
+			}
+			signCheckpoint(t, p.c, p.file)
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep))
+		})
+	}
+}
+
+// settled waits until the killed process's PostgreSQL backends have ended (a backend sees its
+// client gone at its next read, and rolls back what it had not committed), so that the state read
+// next is the one the kill left.
+func settled(t *testing.T, url string) {
+	t.Helper()
+	if !strings.HasPrefix(url, "postgres") {
+		return
+	}
+	db := testdb.SQL(t, url)
+	for range 200 {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatal("the killed prune's backends are still busy")
+}
+
+// An object's complete history over a pruned trail: the auditor's program, told of the prune,
+// checks it from the first entry bundle with no pruned leaf and says from which seq on it is
+// complete; without the prune note it cannot read the pruned bundles and fails.
+func TestAuditPruneCompleteHistory(t *testing.T) {
+	bin := buildAuditCheck(t)
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	hc := newHistoryChecker(t, bin, p.c, p.url, p.file)
+	h := proveHistory(t, p.c, string(testPrincipal(3)))
+	out, err := hc.run(h)
+	hc.wantFailed("a complete history over a pruned trail, not told of the prune", out, err, "404")
+	out, err = hc.run(h, "-pruned", p.file+prunedNotesSuffix)
+	first := (keep-1+255)/256*256 + 1
+	if err != nil || !strings.Contains(out, fmt.Sprintf("ok: complete from seq %d on (pruned by policy below %d", first, keep)) {
+		t.Fatalf("a complete history over a pruned trail: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,59 @@
+package auditlog_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"backoffice/internal/auditlog"
+	"backoffice/internal/checkpoint"
+	"backoffice/internal/domain"
+	"backoffice/internal/testdb"
+)
+
+// A prune's transaction refuses a plan the trail moved past (another prune, the event it carries
+// on from changed), removing nothing; a plan at or before where the trail starts is nothing to
+// prune; a plan past the trail's newest event is refused.
+func TestPruneRefusesAMovedPlan(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			for i := range 6 {
+				if err := st.RecordAudit(ctx, domain.AuditEvent{ID: id(1800 + i), At: time.Now(), ActorUserID: staffUser, Action: "test.prune",
+					TargetID: string(principalA), Outcome: domain.OutcomeGranted, Detail: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ring := testdb.Ring(t)
+			stale, _, err := st.PlanAuditPrune(ctx, ring, 3, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := st.PlanAuditPrune(ctx, ring, 8, nil); err == nil {
+				t.Error("a prune past the newest event was planned")
+			}
+			testdb.Prune(t, st, 2)
+			if _, _, err := st.PlanAuditPrune(ctx, ring, 2, nil); !errors.Is(err, auditlog.ErrNothingToPrune) {
+				t.Errorf("a prune where the trail starts: %v, want nothing to prune", err)
+			}
+			key, _ := ring.CheckpointKey(ring.ActiveKeyID())
+			p, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: stale.Below, Root: stale.Root, Link: stale.Link,
+				Digest: stale.Digest, KeyID: ring.ActiveKeyID()}, time.Now(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.PruneAudit(ctx, stale, p); !errors.Is(err, auditlog.ErrPruneMoved) {
+				t.Fatalf("a plan made before another prune: %v, want ErrPruneMoved", err)
+			}
+			rep := testdb.VerifyChain(t, st, "")
+			if rep.PrunedBelow != 2 || rep.Break != nil || rep.Unchecked != nil {
+				t.Fatalf("after the refused prune: pruned below %d, %v %v", rep.PrunedBelow, rep.Break, rep.Unchecked)
+			}
+			other := p
+			other.Below = 4
+			if err := st.PruneAudit(ctx, stale, other); err == nil {
+				t.Error("a note that is not the plan's was recorded")
+			}
+		})
+	}
+}
