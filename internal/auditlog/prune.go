@@ -289,8 +289,27 @@ func (s *Log) PruneAudit(ctx context.Context, plan PrunePlan, p checkpoint.Prune
 		if _, err := q.Exec(ctx, `DELETE FROM audit_events WHERE seq < ?`, p.Below); err != nil {
 			return fmt.Errorf("store: audit prune: %w", err)
 		}
-		return nil
+		return readBackPrune(ctx, q, p)
 	})
+}
+
+// readBackPrune checks, in the prune's transaction, that it landed as written: the note recorded
+// for its seq, no event left below it, the event it carries on from still there. A trigger, a
+// rule or a view could swallow the record or the delete and report success; the prune is then
+// refused and rolled back, nothing removed.
+func readBackPrune(ctx context.Context, q *sqltx.Tx, p checkpoint.Prune) error {
+	var note sql.NullString
+	var left, kept int64
+	err := q.QueryRow(ctx, `SELECT (SELECT note FROM audit_prune WHERE below = ?), (SELECT count(*) FROM audit_events WHERE seq < ?), (SELECT count(*) FROM audit_events WHERE seq = ?)`,
+		p.Below, p.Below, p.Below).Scan(&note, &left, &kept)
+	if err != nil {
+		return fmt.Errorf("store: audit prune: read back: %w", err)
+	}
+	if note.String != string(p.Note) || left != 0 || kept != 1 {
+		return &notLandedError{what: fmt.Sprintf("audit prune below seq %d: the record %s, %d events left below it, %d at it", p.Below,
+			map[bool]string{true: "as written", false: "missing or altered"}[note.String == string(p.Note)], left, kept)}
+	}
+	return nil
 }
 
 // sealedBeforePrune tells a walk begun at a prune whose genesis is sealed under a key of the ring:

@@ -57,3 +57,58 @@ func TestPruneRefusesAMovedPlan(t *testing.T) {
 		})
 	}
 }
+
+// A prune's transaction reads back what it wrote: a trigger that swallows its record (the events
+// deleted with nothing that vouches for it) or its delete makes the prune fail, rolled back, with
+// every event still there and the trail intact.
+func TestPruneReadsBackItsRecord(t *testing.T) {
+	swallow := map[string][]string{
+		"sqlite": {
+			`CREATE TRIGGER zz BEFORE INSERT ON audit_prune BEGIN SELECT RAISE(IGNORE); END`,
+			`CREATE TRIGGER zz BEFORE DELETE ON audit_events BEGIN SELECT RAISE(IGNORE); END`,
+		},
+		"postgres": {
+			`CREATE FUNCTION zz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; CREATE TRIGGER zz BEFORE INSERT ON audit_prune FOR EACH ROW EXECUTE FUNCTION zz()`,
+			`CREATE FUNCTION zz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; CREATE TRIGGER zz BEFORE DELETE ON audit_events FOR EACH ROW EXECUTE FUNCTION zz()`,
+		},
+	}
+	drop := map[string]string{"sqlite": `DROP TRIGGER zz`, "postgres": `DROP FUNCTION zz() CASCADE`}
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			for i := range 4 {
+				if err := st.RecordAudit(ctx, domain.AuditEvent{ID: id(1850 + i), At: time.Now(), ActorUserID: staffUser, Action: "test.prune",
+					TargetID: string(principalA), Outcome: domain.OutcomeGranted, Detail: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ring := testdb.Ring(t)
+			plain := testdb.SQLOf(t, st)
+			for _, trigger := range swallow[engine] {
+				plan, _, err := st.PlanAuditPrune(ctx, ring, 3, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key, _ := ring.CheckpointKey(ring.ActiveKeyID())
+				p, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: plan.Below, Root: plan.Root, Link: plan.Link,
+					Digest: plan.Digest, KeyID: ring.ActiveKeyID()}, time.Now(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := plain.ExecContext(ctx, trigger); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.PruneAudit(ctx, plan, p); !errors.Is(err, auditlog.ErrNotLanded) {
+					t.Errorf("%s: the prune answered %v, want ErrNotLanded", trigger, err)
+				}
+				if _, err := plain.ExecContext(ctx, drop[engine]); err != nil {
+					t.Fatal(err)
+				}
+				rep := testdb.VerifyChain(t, st, "")
+				if rep.PrunedBelow != 0 || rep.Break != nil || rep.Events != 4 {
+					t.Errorf("%s: after the refused prune: pruned below %d, break %v, %d events; want the trail as it was", trigger, rep.PrunedBelow, rep.Break, rep.Events)
+				}
+			}
+		})
+	}
+}
