@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -230,18 +231,19 @@ func writePruneArchive(ctx context.Context, st pruneSource, path string, newest 
 	if err := tmp.Close(); err != nil {
 		return sum, err
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return sum, fmt.Errorf("%s exists: an archive is never overwritten", path)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// A link, not a rename: it fails where path exists, however it came to, so an archive is
+	// never overwritten (a check before a rename would leave a window for another writer).
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return sum, fmt.Errorf("%s exists: an archive is never overwritten", path)
+		}
 		return sum, err
 	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return sum, err
-		}
+	if err := os.Remove(tmp.Name()); err != nil {
+		return sum, err
+	}
+	if err := syncDir(dir); err != nil {
+		return sum, fmt.Errorf("%s: %w", dir, err)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -485,6 +487,8 @@ func openArchiveCheckpoint(signed []byte, keys map[string]ed25519.PublicKey) (tl
 // appendSynced appends note to the file at path (made if missing), a blank line after it, and
 // syncs it.
 func appendSynced(path string, b []byte) error {
+	_, err := os.Lstat(path)
+	created := errors.Is(err, fs.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -497,5 +501,24 @@ func appendSynced(path string, b []byte) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if created { // the file's name is durable only once its folder is synced
+		return syncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
+// syncDir syncs the folder dir, so that a name made or changed in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
