@@ -711,7 +711,7 @@ func reportChain(env Env, rep auditlog.ChainReport, notes []string, files int, c
 	switch {
 	case p.whole() && rep.PrunedBelow > 0:
 		fmt.Fprintf(env.Stdout, "intact: %d events (%s), pruned by policy below %d\n", rep.Events-rep.PrunedBelow+1, seqRange(rep.PrunedBelow, rep.Events), rep.PrunedBelow)
-		fmt.Fprintf(env.Stdout, "pruned: %s were archived (archive sha256 %s) and removed under a prune note signed %s under key %s\n",
+		fmt.Fprintf(env.Stdout, "pruned: %s were archived and removed; the newest prune (its archive sha256 %s, holding the events after any earlier prune) was signed %s under key %s\n",
 			seqRange(1, rep.PrunedBelow-1), hex.EncodeToString(rep.Prune.Archive[:]), rep.Prune.At, rep.Prune.KeyID)
 	case p.whole():
 		fmt.Fprintf(env.Stdout, "intact: %d events", rep.Events)

@@ -732,7 +732,7 @@ func checkPruned(verifier note.Verifier, path string) (prune, error) {
 	if err1 != nil || err2 != nil || len(sum) != sha256.Size {
 		return prune{}, errors.New("the newest prune note: malformed")
 	}
-	fmt.Printf("pruned by policy below %d: events 1 to %d were archived (archive sha256 %x), as the log's key signed (%s)\n", below, below-1, sum, strings.TrimPrefix(lines[6], "signed "))
+	fmt.Printf("pruned by policy below %d: events 1 to %d were archived; the newest prune's archive (sha256 %x) holds those after any earlier prune, as the log's key signed (%s)\n", below, below-1, sum, strings.TrimPrefix(lines[6], "signed "))
 	return prune{below: below, archive: sum}, nil
 }
 
