@@ -8,6 +8,7 @@ import (
 	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
+	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -18,12 +19,7 @@ func TestPruneRefusesAMovedPlan(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			st := testdb.Open(t, engine)
-			for i := range 6 {
-				if err := st.RecordAudit(ctx, domain.AuditEvent{ID: id(1800 + i), At: time.Now(), ActorUserID: staffUser, Action: "test.prune",
-					TargetID: string(principalA), Outcome: domain.OutcomeGranted, Detail: "x"}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			recordPruneEvents(t, st, 1800, 6)
 			ring := testdb.Ring(t)
 			stale, _, err := st.PlanAuditPrune(ctx, ring, 3, nil)
 			if err != nil {
@@ -76,12 +72,7 @@ func TestPruneReadsBackItsRecord(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			st := testdb.Open(t, engine)
-			for i := range 4 {
-				if err := st.RecordAudit(ctx, domain.AuditEvent{ID: id(1850 + i), At: time.Now(), ActorUserID: staffUser, Action: "test.prune",
-					TargetID: string(principalA), Outcome: domain.OutcomeGranted, Detail: "x"}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			recordPruneEvents(t, st, 1850, 4)
 			ring := testdb.Ring(t)
 			plain := testdb.SQLOf(t, st)
 			for _, trigger := range swallow[engine] {
@@ -110,5 +101,16 @@ func TestPruneReadsBackItsRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recordPruneEvents records n events, their ids from id(first) on.
+func recordPruneEvents(t *testing.T, st *store.Store, first, n int) {
+	t.Helper()
+	for i := range n {
+		if err := st.RecordAudit(ctx, domain.AuditEvent{ID: id(first + i), At: time.Now(), ActorUserID: staffUser, Action: "test.prune",
+			TargetID: string(principalA), Outcome: domain.OutcomeGranted, Detail: "x"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
