@@ -36,6 +36,7 @@ package main
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
@@ -688,7 +689,7 @@ func (c *tileClient) fetch(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxObject))
 	if err != nil {
 		return nil, err
 	}
@@ -749,20 +750,30 @@ func runArchive(o options) error {
 	if err != nil {
 		return fmt.Errorf("verifier key: %w", err)
 	}
-	b, err := os.ReadFile(o.archive)
+	// Read from the file, never whole: an archive of years holds millions of events.
+	f, err := os.Open(o.archive)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	var p prune
 	if o.pruned != "" {
 		if p, err = checkPruned(verifier, o.pruned); err != nil {
 			return err
 		}
-		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], p.archive) {
+		sum, err := fileSHA256(f)
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		if !bytes.Equal(sum, p.archive) {
 			return fmt.Errorf("the archive's SHA-256 is %x, not the %x the newest prune note names", sum, p.archive)
 		}
 	}
-	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	z, err := zip.NewReader(f, info.Size())
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -791,16 +802,15 @@ func runArchive(o options) error {
 		return err
 	}
 	defer events.Close()
-	dec := json.NewDecoder(events)
+	lines := bufio.NewScanner(events)
+	lines.Buffer(make([]byte, 0, 64<<10), maxObject) // a longer line is refused, not held
 	var first, next int64
 	var level0 []byte
 	tile := int64(-1)
-	for {
+	for lines.Scan() {
 		var a archived
-		if err := dec.Decode(&a); err == io.EOF {
-			break
-		} else if err != nil {
-			return fmt.Errorf("events.jsonl: %w", err)
+		if err := json.Unmarshal(lines.Bytes(), &a); err != nil {
+			return fmt.Errorf("events.jsonl: line %d: %w", next-first+1, err)
 		}
 		if next == 0 {
 			first, next = a.Event.Seq, a.Event.Seq
@@ -825,6 +835,9 @@ func runArchive(o options) error {
 		}
 		next++
 	}
+	if err := lines.Err(); err != nil {
+		return fmt.Errorf("events.jsonl: after seq %d: %w", next-1, err)
+	}
 	if next == 0 {
 		return errors.New("events.jsonl holds no event")
 	}
@@ -835,7 +848,12 @@ func runArchive(o options) error {
 	return nil
 }
 
-// readZip reads the archive's file named path.
+// maxObject bounds what is read whole: a tile, a checkpoint, an answer of the service, a line of
+// events.jsonl. Each is far smaller; a larger one (a compressed file that inflates without end,
+// say) is refused rather than read into memory.
+const maxObject = 1 << 20
+
+// readZip reads the archive's file named path, refusing one larger than maxObject.
 func readZip(files map[string]*zip.File, path string) ([]byte, error) {
 	f, ok := files[path]
 	if !ok {
@@ -846,5 +864,18 @@ func readZip(files map[string]*zip.File, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, maxObject+1))
+	if err == nil && len(b) > maxObject {
+		err = fmt.Errorf("%s in the archive is larger than %d bytes: not a tile or a checkpoint", path, maxObject)
+	}
+	return b, err
+}
+
+// fileSHA256 is the SHA-256 of f's content, read from its start.
+func fileSHA256(f *os.File) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }
