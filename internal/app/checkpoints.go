@@ -219,13 +219,15 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	// over the stored hashes, or nothing is signed. Once it does, the witnesses cosign it before
 	// it is written; one another process appended first (prev covers it) is neither written nor
 	// sent.
+	cosigned, met := false, false // sent to the witnesses, and their quorum made
 	sign := func(prev *checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
 		cp, err := checkpoint.Sign(head, c.origin, idOf(prev), at, keyID, key)
 		if err == nil && prev != nil && cp.Seq > prev.Seq {
 			err = checkpoint.Consistent(*prev, cp, c.st.AuditHashReader(ctx))
 		}
 		if err == nil && c.witnesses != nil && (prev == nil || cp.Seq > prev.Seq) {
-			cp.Note = c.witnesses.cosign(ctx, cp.Note, cp.Seq, c.st.AuditHashReader(ctx))
+			cp.Note, met = c.witnesses.cosign(ctx, cp.Note, cp.Seq, c.st.AuditHashReader(ctx))
+			cosigned = true
 		}
 		return cp, err
 	}
@@ -237,6 +239,9 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if cosigned && appended {
+		c.witnesses.settle(cp.Seq, met)
 	}
 	if appended {
 		c.log.Info("audit checkpoint", slog.Int64("seq", cp.Seq), slog.String("root", cp.Root.String()), slog.String("head", cp.Head),

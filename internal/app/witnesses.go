@@ -51,31 +51,36 @@ func newWitnesses(p *witness.Policy, log *slog.Logger, obs witnessObserver) *wit
 }
 
 // cosign sends note, the checkpoint of size the log signed, to every witness at once and returns
-// it with the cosignatures that verified. Every answer but a cosignature is logged naming its
-// witness: a refusal (a fork, a rollback, a log or key it does not know) as an error, a witness
-// that could not be reached as a warning.
-func (w *witnesses) cosign(ctx context.Context, note []byte, size int64, hashes tlog.HashReader) []byte {
+// it with the cosignatures that verified, and whether they make the policy's quorum. Every answer
+// but a cosignature is logged naming its witness: a refusal (a fork, a rollback, a log or key it
+// does not know) as an error, a witness that could not be reached as a warning. The status
+// (/readyz, the metrics) is not moved here: settle moves it once the checkpoint is written.
+func (w *witnesses) cosign(ctx context.Context, note []byte, size int64, hashes tlog.HashReader) ([]byte, bool) {
 	out, err := w.client.Cosign(ctx, w.policy, note, w.sizes, func(_ context.Context, old, new int64) (tlog.TreeProof, error) {
 		return tlog.ProveTree(new, old, hashes)
 	})
 	if err != nil {
 		w.log.Error("audit checkpoint not sent to the witnesses", slog.Int64("size", size), slog.String("error", err.Error()))
-		w.observe(size)
-		return note
+		return note, false
 	}
 	for _, r := range out.Results {
-		w.sizes[r.Witness] = r.Size
+		w.sizes[r.Witness] = r.Size // what the witness cosigned, whatever becomes of this checkpoint
 		w.answered(r, size)
 	}
-	if out.Met {
-		w.final.Store(size)
-	}
-	w.observe(size)
 	if !out.Met {
 		w.log.Warn("audit checkpoint not final: its cosignatures do not make the witness policy's quorum; decrypts go on, and the next checkpoint is sent again",
 			slog.Int64("size", size), slog.String("cosigned_by", strings.Join(out.Signed, ",")), slog.Int64("last_final_size", w.final.Load()))
 	}
-	return out.Note
+	return out.Note, out.Met
+}
+
+// settle records that the checkpoint of size is written (and served), final when met: a
+// checkpoint that could not be written (a full disk) moves neither the status nor the metrics.
+func (w *witnesses) settle(size int64, met bool) {
+	if met {
+		w.final.Store(size)
+	}
+	w.observe(size)
 }
 
 // answered logs and counts one witness's answer.

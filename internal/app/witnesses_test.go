@@ -153,6 +153,66 @@ func TestASlowWitnessHoldsUpNoEvent(t *testing.T) {
 	})
 }
 
+// The witnesses' status (/readyz, the metrics) describes checkpoints that are written: one the
+// witnesses cosigned but the full disk kept out of the checkpoints file moves neither, and the
+// next checkpoint written does. The file is on a small tmpfs, filled once the next note cannot fit
+// in the file's last page (needs root, as the other full-disk tests).
+func TestWitnessStatusWaitsForTheCheckpointWritten(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, _ string) {
+		dir := testdb.SmallFilesystem(t, 1<<20)
+		file := filepath.Join(dir, "checkpoints")
+		lw := witnesstest.Start(t)
+		ring := ringOf(t, c)
+		registerLog(t, lw, ring)
+		policy, err := witness.ParsePolicy([]byte("witness lite " + lw.VKey + " " + lw.URL + "\nquorum lite\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := witnessedCheckpointer(t, file, url, ring, policy)
+		size := func() int64 {
+			info, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return info.Size()
+		}
+		// Checkpoints until the next note cannot fit in the room left in the file's last page.
+		const page = 4096
+		before, grew := int64(0), int64(0)
+		for range 30 {
+			c.mustRun("apikey", "create", "--user", string(testStaff))
+			w.c.tick(context.Background())
+			grew, before = size()-before, size()
+			if room := page - before%page; room < grew-64 {
+				break
+			}
+		}
+		signed, final := w.c.WitnessStatus()
+		if signed == 0 || signed != final || page-before%page >= grew-64 {
+			t.Fatalf("status %d, %d, file %d bytes (last note %d): no checkpoint cosigned near a page's end", signed, final, before, grew)
+		}
+		fill := testdb.NewFiller(t, dir)
+		for !fill.Take(t, 64<<10) {
+		}
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		w.c.tick(context.Background())
+		if !strings.Contains(w.logs.String(), "audit checkpoint not signed") {
+			t.Fatalf("the full disk let the checkpoint be written (%d bytes):\n%s", size(), w.logs.String())
+		}
+		if w.answers["lite"] != "cosigned" {
+			t.Fatalf("the witness did not cosign the checkpoint the disk refused: %v", w.answers)
+		}
+		if s, f := w.c.WitnessStatus(); s != signed || f != final || w.checkpoint != signed || w.final != final {
+			t.Errorf("status after a checkpoint not written: %d, %d (metrics %d, %d); want %d, %d", s, f, w.checkpoint, w.final, signed, final)
+		}
+		fill.Free(t)
+		w.c.tick(context.Background())
+		if s, f := w.c.WitnessStatus(); s <= signed || f != s {
+			t.Errorf("status once the checkpoint is written: %d, %d; want past %d, final\n%s", s, f, signed, w.logs.String())
+		}
+	})
+}
+
 // witnessed is a checkpointer with witnesses, its log, and what it told the metrics.
 type witnessed struct {
 	c    *checkpointer
