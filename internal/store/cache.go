@@ -25,8 +25,8 @@ type versioner interface {
 
 // generation is the read cache's check: cache_generation.n, which the triggers of migration
 // 0010 (SQLite) and 0011 (PostgreSQL) move in the same transaction as any change to a table or
-// column a cached read reads, whoever makes it (an import, with the triggers set aside, moves it
-// itself before it commits: Engine.BeginImport). It is an ordinary read on the pool, made on the
+// column a cached read reads, whoever makes it (in an import, once, by its commit:
+// Engine.BeginImport, PostgreSQL's migration 0022). It is an ordinary read on the pool, made on the
 // caller's goroutine: outside any transaction (autocommit), so on PostgreSQL it sees every commit
 // made before it began, whatever a snapshot elsewhere holds. Audit commits touch no cached table
 // and leave it as it was.

@@ -282,23 +282,31 @@ func TestCacheRefusesAReplacedFile(t *testing.T) {
 func engineStores(t *testing.T, fn func(t *testing.T, st *store.Store, plain *sql.DB)) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			url := testdb.URL(t, engine)
-			st := testdb.OpenURL(t, url)
-			testdb.Import(t, st, fixture())
-			driver, dsn := "pgx", url
-			if engine == "sqlite" {
-				// A busy timeout, as any second writer needs (the store's WAL purge after the
-				// import takes the write lock for a moment).
-				driver, dsn = "sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")+"?_pragma=busy_timeout(5000)"
-			}
-			plain, err := sql.Open(driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { plain.Close() })
+			st, plain := engineStore(t, engine)
 			fn(t, st, plain)
 		})
 	}
+}
+
+// engineStore is a fresh store of the engine holding the fixture, and a plain connection of its
+// own to the same database.
+func engineStore(t *testing.T, engine string) (*store.Store, *sql.DB) {
+	t.Helper()
+	url := testdb.URL(t, engine)
+	st := testdb.OpenURL(t, url)
+	testdb.Import(t, st, fixture())
+	driver, dsn := "pgx", url
+	if engine == "sqlite" {
+		// A busy timeout, as any second writer needs (the store's WAL purge after the
+		// import takes the write lock for a moment).
+		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")+"?_pragma=busy_timeout(5000)"
+	}
+	plain, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	return st, plain
 }
 
 // Plain SQL on any table a cached read reads, through a connection of its own (the sqlite3 shell,
@@ -324,6 +332,42 @@ func TestCacheSeesPlainSQLOnEachCachedTable(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The setting an import runs under (backoffice.import) is one any session can set, and under it
+// the triggers still move the generation, as the transaction commits (PostgreSQL's migration
+// 0022): plain SQL that sets it is seen by the next read all the same, on every cached table.
+func TestCacheSeesPlainSQLUnderTheImportSetting(t *testing.T) {
+	st, plain := engineStore(t, "postgres")
+	ctx := context.Background()
+	for _, c := range plainChanges(st) {
+		before, err := c.read(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", c.table, err)
+		}
+		if err := underImportSetting(ctx, plain, c.change); err != nil {
+			t.Fatalf("%s: %v", c.table, err)
+		}
+		if after, err := c.read(ctx); err != nil || after == before {
+			t.Errorf("%s: after %q under the import setting the read still answers %q (%v): served stale from the cache", c.table, c.change, after, err)
+		}
+	}
+}
+
+// underImportSetting runs statements in one transaction of plain's that sets backoffice.import
+// on, as an import's does, and commits it.
+func underImportSetting(ctx context.Context, plain *sql.DB, statements ...string) error {
+	tx, err := plain.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, s := range append([]string{`SELECT set_config('backoffice.import', 'on', true)`}, statements...) {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return tx.Commit()
 }
 
 const noSuchUser = "no such user"

@@ -269,3 +269,107 @@ func TestRevocationsDoNotWaitForAnImport(t *testing.T) {
 		t.Errorf("after the import the replica reads %d logs, want %d", n, before+100)
 	}
 }
+
+// The triggers owe the generation a move under the import setting, and the move is made as the
+// transaction commits whatever the transaction did in between: it removed the row that records
+// the move owed, it had its deferred constraints run at once (as the audit writer's read-back
+// has them), it wrote a row for the move owed of a transaction to come (and rewrote it under
+// another's key). The revoked key is refused on the next read each time, and no row that records
+// a move owed outlives its transaction.
+func TestTheImportSettingNeverSkipsTheGeneration(t *testing.T) {
+	ctx := context.Background()
+	st, plain := engineStore(t, "postgres")
+	revoke := "UPDATE api_keys SET revoked_at = 1 WHERE id = '" + string(id(111)) + "'"
+	unrevoke := "UPDATE api_keys SET revoked_at = NULL WHERE id = '" + string(id(111)) + "'"
+	const (
+		plant = `INSERT INTO cache_generation_owed SELECT (pg_current_xact_id()::text::bigint + k)::text::xid8 FROM generate_series(1, 1000) AS k`
+		rekey = `UPDATE cache_generation_owed SET xid = (xid::text::bigint + 1000)::text::xid8`
+	)
+	for _, c := range []struct {
+		what       string
+		statements []string
+	}{
+		{"a revocation", []string{revoke}},
+		{"a revocation that then removes the move it owes", []string{revoke, `DELETE FROM cache_generation_owed`}},
+		{"a revocation after SET CONSTRAINTS ALL IMMEDIATE", []string{`SET CONSTRAINTS ALL IMMEDIATE`, revoke}},
+		{"a revocation after rows owing moves for transactions to come", []string{plant, rekey, revoke}},
+	} {
+		if _, err := plain.ExecContext(ctx, unrevoke); err != nil {
+			t.Fatal(err)
+		}
+		if staffCredential(t, st).RevokedAt != nil { // and now cached
+			t.Fatalf("%s: the key reads as revoked before", c.what)
+		}
+		n := generation(t, plain)
+		if err := underImportSetting(ctx, plain, c.statements...); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if generation(t, plain) == n {
+			t.Errorf("%s under the import setting left the generation where it was", c.what)
+		}
+		if staffCredential(t, st).RevokedAt == nil {
+			t.Errorf("%s under the import setting: the revoked key still reads as not revoked", c.what)
+		}
+		if owed := owedMoves(t, plain); owed != 0 {
+			t.Errorf("%s under the import setting: %d rows of moves owed outlive it", c.what, owed)
+		}
+	}
+}
+
+// owedMoves counts the rows of moves of the generation owed (PostgreSQL's migration 0022).
+func owedMoves(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM cache_generation_owed`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A PostgreSQL import with no audit events leaves the moving of the generation to the triggers,
+// which owe it for what the import wrote and make it as the import commits: not before (the
+// generation's row is free for any other writer while the import is open), not when it rolls
+// back, and with no row of a move owed left after either.
+func TestImportMovesTheGenerationAsItCommits(t *testing.T) {
+	ctx := context.Background()
+	st, plain := engineStore(t, "postgres")
+	var moves int
+	store.CountGenerationMoves(st, &moves)
+	n := generation(t, plain)
+	refused := errors.New("refused")
+	err := st.Load(ctx, func(b *bulkload.Bulk) error {
+		if err := b.AddSAMLogs(testdb.SAMLogs(leadA, 1, 100)); err != nil {
+			return err
+		}
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("failed import: %v", err)
+	}
+	if generation(t, plain) != n || owedMoves(t, plain) != 0 {
+		t.Errorf("a failed import: generation %d → %d, %d rows of moves owed; want it unmoved and none", n, generation(t, plain), owedMoves(t, plain))
+	}
+
+	err = st.Load(ctx, func(b *bulkload.Bulk) error {
+		if err := b.AddSAMLogs(testdb.SAMLogs(leadA, 101, 100)); err != nil {
+			return err
+		}
+		// What a writer of a cached table beside the import would take first.
+		if _, err := plain.ExecContext(ctx, `SELECT n FROM cache_generation WHERE id = 1 FOR UPDATE NOWAIT`); err != nil {
+			t.Errorf("the generation's row while the import is open: %v; want it free", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if generation(t, plain) == n {
+		t.Error("the import's commit left the generation where it was")
+	}
+	if owed := owedMoves(t, plain); owed != 0 {
+		t.Errorf("%d rows of moves owed outlive the import", owed)
+	}
+	if moves != 0 {
+		t.Errorf("the import moved the generation itself %d times; the triggers' move owed is the one", moves)
+	}
+}

@@ -32,9 +32,9 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 		if err := bulkload.Run(ctx, q, engine, ic, conn, fn); err != nil {
 			return err
 		}
-		if ic.took {
-			// Moved already in this transaction, which nobody else sees until it commits, and
-			// the triggers have left it alone since: the commit moves it for all that came after.
+		if ic.moved != nil {
+			// The triggers owe the generation a move for what the import wrote, made as it
+			// commits: moved was only for taking the generation before the chain.
 			return nil
 		}
 		if err := moved(); err != nil {
@@ -50,9 +50,10 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 // generation, and so takes its lock, before it first takes the chain's head: the order of every
 // other writer of both (a credential's issue or revocation changes its row, whose trigger moves
 // the generation, then records its event), so that no two of them wait for each other in a
-// cycle. An import with no audit events takes the generation only before it commits. On an
-// engine with one writer at a time (SQLite) no two writers hold locks at once: moved is nil, and
-// the triggers stay aside until the end (the SAM logs come after the audit events).
+// cycle. An import with no audit events takes the generation only as it commits, when the
+// triggers make the move they owe. On an engine with one writer at a time (SQLite) no two
+// writers hold locks at once: moved is nil, and the triggers stay aside until the end (the SAM
+// logs come after the audit events).
 type importChain struct {
 	chain auditlog.Chain
 	moved func() error // nil: nothing to take first

@@ -7,10 +7,11 @@ import (
 	"backoffice/internal/testdb"
 )
 
-// An import moves the read cache's generation once, in its transaction: on an engine whose
+// An import moves the read cache's generation itself once, in its transaction: on an engine whose
 // writers run side by side, before it first takes the audit chain's head (the fixture has audit
-// events to append), and not again before it commits, which would only take the lock it holds and
-// write a number nobody saw. The commit still moves it: the cache answers nothing it filed before.
+// events to append), the triggers making the move they owe for the rest as it commits; on an
+// engine of one writer at a time, once it has written its rows. After the commit the generation
+// has moved: the cache answers nothing it filed before.
 func TestImportMovesTheGenerationOnce(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		var moves int

@@ -83,12 +83,13 @@ type Engine interface {
 	// session, which a transaction-mode pooler does not keep.
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
-	// load, under which the tables' triggers leave the read cache's generation alone. moved moves
-	// it for everything the import wrote, and takes its lock: Load calls it once in the
-	// transaction, on an engine whose writers run side by side before the import first takes the
-	// audit chain's head (every writer takes the generation first and the chain second), else
-	// once the import has written its rows, before it commits. An error fails the import. end
-	// gives the settings back, whatever the outcome.
+	// load, under which the tables' triggers do not move the read cache's generation as the rows
+	// go in. moved moves it, and takes its lock. On an engine whose writers run side by side the
+	// triggers still move it as the import commits, and Load calls moved only before the import
+	// first takes the audit chain's head (every writer takes the generation first and the chain
+	// second); on an engine of one writer at a time the triggers are set aside, and Load calls
+	// moved once the import has written its rows, before it commits. An error fails the import.
+	// end gives the settings back, whatever the outcome.
 	BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error)
 	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
 	// table, tail after the values.

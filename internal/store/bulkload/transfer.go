@@ -34,10 +34,11 @@ const GenesisTable = "audit_chain_genesis"
 
 // NotCopied are the tables a copy leaves as the target's migrations made them, each with why.
 var NotCopied = map[string]string{
-	"schema_migrations": "each engine's own migrations, applied to the target before the copy",
-	"cache_generation":  "the read cache's number, which the copy moves on the target as an import does",
-	"readiness_probe":   "the row GET /readyz writes and removes in one transaction",
-	"audit_chain_lock":  "PostgreSQL's lock row for the audit chain's turn, made by its migration",
+	"schema_migrations":     "each engine's own migrations, applied to the target before the copy",
+	"cache_generation":      "the read cache's number, which the copy moves on the target as an import does",
+	"cache_generation_owed": "PostgreSQL's moves of the read cache's number owed by transactions still open, none once they end",
+	"readiness_probe":       "the row GET /readyz writes and removes in one transaction",
+	"audit_chain_lock":      "PostgreSQL's lock row for the audit chain's turn, made by its migration",
 }
 
 // ErrTargetNotEmpty is a copy refused because the target holds rows.

@@ -240,10 +240,10 @@ func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 //
 // It then tells the read cache's triggers that the transaction is an import
 // (backoffice.import, a setting of the transaction: nothing stays on the connection), so that
-// they leave the generation alone (migration 0013): moving it takes its row lock to the end of
-// the transaction, and an import's first write comes long before its commit. moved moves it
-// instead, for everything the import wrote: the store calls it before the import commits, and
-// before the import first takes the audit chain's head, to take the two in every writer's order.
+// they move the generation as it commits rather than as it writes (migrations 0013, 0022):
+// moving it takes its row lock to the end of the transaction, and an import's first write comes
+// long before its commit. moved moves it now, and so takes that lock: the store calls it before
+// the import first takes the audit chain's head, to take the two in every writer's order.
 func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
 		return nil, nil, fmt.Errorf("postgres: import lock: %w", err)
