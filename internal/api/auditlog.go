@@ -21,6 +21,9 @@ import (
 type AuditLog interface {
 	trail.Indexed
 	AuditTreeSize(ctx context.Context) (int64, error)
+	// AuditPruneNote is the newest prune's signed note (found false when the trail was never
+	// pruned).
+	AuditPruneNote(ctx context.Context) (note []byte, found bool, err error)
 }
 
 // Caching of tiles. A full tile's bytes never change, nor do a partial tile's; a full tile stays
@@ -44,7 +47,35 @@ func auditLogRoutes(mux *http.ServeMux, withAuth func(handlerFunc) http.Handler,
 		return
 	}
 	mux.Handle("GET "+tileRoute, withAuth(handleAuditTile(log)))
+	mux.Handle(auditPrunedRoute, withAuth(handleAuditPruned(log)))
 	mux.Handle("GET /v1/audit-events/{eventId}/proof", withAuth(handleAuditProof(st, log, cps, now)))
+}
+
+// auditPrunedRoute serves the newest prune note, beside the checkpoint.
+const auditPrunedRoute = "GET /v1/audit-log/pruned"
+
+// handleAuditPruned answers GET /v1/audit-log/pruned with the newest prune's note as signed, to
+// whoever may read the audit trail: what tells an auditor reading the tiles that the events below
+// its seq were pruned by policy (their entry bundles answer 404) and which archive holds them. Not
+// recorded, as the checkpoint is not.
+func handleAuditPruned(log AuditLog) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
+		if err := mayReadAuditTrail(actor); err != nil {
+			return err
+		}
+		note, found, err := log.AuditPruneNote(r.Context())
+		if err != nil {
+			return err
+		}
+		if !found {
+			return domain.Errorf(domain.KindNotFound, "not_found", "the audit trail was never pruned")
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store") // the next prune replaces it
+		w.WriteHeader(http.StatusOK)
+		_, err = w.Write(note)
+		return err
+	}
 }
 
 // handleAuditTile answers GET /v1/audit-log/tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>]

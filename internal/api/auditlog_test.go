@@ -41,6 +41,8 @@ type memLog struct {
 	verifierKey string
 	// cosigners are witnesses that cosign each checkpoint signed from now on.
 	cosigners []note.Signer
+	// pruned is the newest prune note, nil while none.
+	pruned []byte
 }
 
 const logOrigin = "backoffice.example/audit"
@@ -157,6 +159,12 @@ func (m *memLog) AuditEventIndex(_ context.Context, id domain.ID) (domain.AuditE
 		}
 	}
 	return domain.AuditEvent{}, 0, domain.ErrNotFound
+}
+
+func (m *memLog) AuditPruneNote(context.Context) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pruned, m.pruned != nil, nil
 }
 
 func (m *memLog) LatestCheckpoint() ([]byte, bool) {

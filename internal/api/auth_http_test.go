@@ -195,7 +195,7 @@ func TestRouterErrorsUseTheErrorBody(t *testing.T) {
 func TestOpenAPIDocumentIsServed(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
 		r := h.do(http.MethodGet, "/openapi.yaml", "")
-		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "version: 1.6.0") {
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "version: 1.7.0") {
 			t.Fatalf("status %d, body starts %.80q", r.Status, r.Body)
 		}
 	})

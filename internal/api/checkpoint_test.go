@@ -77,3 +77,32 @@ func TestAuditLogCheckpoint(t *testing.T) {
 		wantError(t, h.do(http.MethodPost, path, "Api-Key "+staffKey), http.StatusMethodNotAllowed, "method_not_allowed")
 	})
 }
+
+// GET /v1/audit-log/pruned serves the newest prune note as signed, as text, to those who may read
+// the trail: 404 with the error body before any prune, 403 to a partner's user or a user without
+// audit_events.read, 401 without credentials; reading it records nothing.
+func TestAuditLogPruned(t *testing.T) {
+	h, m := newTreeHarness(t, 3)
+	const path = "/v1/audit-log/pruned"
+	wantError(t, h.get(path, staffKey), http.StatusNotFound, "not_found")
+
+	c, _ := testCheckpoint(t) // a signed note, as a prune's is
+	m.mu.Lock()
+	m.pruned = c.Note
+	m.mu.Unlock()
+	_, before, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1)
+	r := h.get(path, staffKey)
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, c.Note) || r.Header.Get("Content-Type") != "text/plain; charset=utf-8" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("%d %v\n%s", r.Status, r.Header, r.Body)
+	}
+	if head := h.do(http.MethodHead, path, "Api-Key "+staffKey); head.Status != http.StatusOK || len(head.Body) != 0 {
+		t.Fatalf("HEAD: %d %q", head.Status, head.Body)
+	}
+	if _, after, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1); after != before {
+		t.Fatalf("reading the prune note recorded %d events", after-before)
+	}
+	wantError(t, h.get(path, partnerBKey), http.StatusForbidden, "forbidden")
+	wantError(t, h.get(path, noPermKey), http.StatusForbidden, "forbidden")
+	wantError(t, h.do(http.MethodGet, path, ""), http.StatusUnauthorized, "unauthenticated")
+	wantError(t, h.do(http.MethodPost, path, "Api-Key "+staffKey), http.StatusMethodNotAllowed, "method_not_allowed")
+}

@@ -263,7 +263,7 @@ func validate(t testing.TB, req *http.Request, res response) {
 // notJSON tells the paths that serve documents, not JSON: the OpenAPI document, the reference
 // page with its script, and the metrics.
 func notJSON(path string) bool {
-	return path == "/openapi.yaml" || path == "/v1/audit-log/checkpoint" || path == "/docs" || path == "/docs/redoc.standalone.js" || path == "/metrics"
+	return path == "/openapi.yaml" || path == "/v1/audit-log/checkpoint" || path == "/v1/audit-log/pruned" || path == "/docs" || path == "/docs/redoc.standalone.js" || path == "/metrics"
 }
 
 // tileBytes tells the answers that are a tile's bytes: a tile path's 200.

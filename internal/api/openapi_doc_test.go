@@ -27,7 +27,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if got, want := doc.OpenAPI, "3.0.3"; got != want {
 		t.Errorf("openapi = %q, want %q", got, want)
 	}
-	if got, want := doc.Info.Version, "1.6.0"; got != want {
+	if got, want := doc.Info.Version, "1.7.0"; got != want {
 		t.Errorf("info.version = %q, want %q", got, want)
 	}
 

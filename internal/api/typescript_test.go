@@ -35,10 +35,10 @@ func TestTypeScriptClientCallsEveryOperation(t *testing.T) {
 	now := func() time.Time { return fixtureNow }
 	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: gw.URL, Token: "gw-token", Timeout: 2 * time.Second}),
 		Budget: 2 * time.Second, Now: now, Logger: log})
-	// The trail's tree: 300 events, and a checkpoint of them.
+	// The trail's tree: 300 events, and a checkpoint of them; a signed note stands in for a prune's.
 	tree := newMemLog(t)
 	tree.add(t, 300, principalA.String())
-	tree.sign(t)
+	tree.pruned = tree.sign(t)
 	handler := api.New(api.Deps{Store: h.st, Ring: testdb.Ring(t), Pusher: p, Logger: log, Now: now, CORSOrigins: []string{crmOrigin},
 		AuditLog: tree, Checkpoints: tree,
 		// /metrics is registered by the command; here a stand-in answers as the Prometheus handler does.

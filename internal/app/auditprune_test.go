@@ -429,13 +429,12 @@ func rewriteZip(t *testing.T, from, to string, change func(name string, b []byte
 }
 
 // After a prune the hash tiles are all still served; an entry bundle holding a pruned leaf is not
-// found (404, with the error body), never a server error.
+// found (404, with the error body), never a server error. GET /v1/audit-log/pruned serves the
+// newest prune note, 404 before any prune: an auditor who reads the service, not the notes file,
+// checks the archive against it with the auditor's own program.
 func TestAuditPruneTiles(t *testing.T) {
 	p := pruneTrail(t, "sqlite")
 	keep := p.oldSeq(10)
-	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
 	key := strings.TrimSpace(p.c.mustRun("apikey", "create", "--user", string(testStaff)))
 	st := testdb.OpenAsIs(t, p.url)
 	ring := ringOf(t, p.c)
@@ -447,6 +446,28 @@ func TestAuditPruneTiles(t *testing.T) {
 	h, _ := newServing(Config{}, st, ring, newLogger(&logs, 0), nil, nil, nil, chk)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	if code, body, err := get(t, srv, "/v1/audit-log/pruned", "Api-Key "+key); err != nil || code != http.StatusNotFound || !strings.Contains(string(body), "never pruned") {
+		t.Errorf("GET /v1/audit-log/pruned before any prune: %d %v\n%s", code, err, body)
+	}
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	code, served, err := get(t, srv, "/v1/audit-log/pruned", "Api-Key "+key)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /v1/audit-log/pruned after the prune: %d %v\n%s", code, err, served)
+	}
+	if notes := readFile(t, p.file+prunedNotesSuffix); !strings.HasSuffix(strings.TrimRight(notes, "\n"), strings.TrimRight(string(served), "\n")) {
+		t.Errorf("the served note is not the newest of the notes file:\n%s\nfile:\n%s", served, notes)
+	}
+	noteFile := filepath.Join(t.TempDir(), "pruned.note")
+	if err := os.WriteFile(noteFile, served, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vkey := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note"))
+	out, err := exec.Command(buildAuditCheck(t), "-key", vkey, "-archive", filepath.Join(p.dir, "a.zip"), "-pruned", noteFile).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("pruned by policy below %d", keep)) {
+		t.Errorf("auditcheck -archive -pruned with the served note: %v\n%s", err, out)
+	}
 	for path, want := range map[string]int{
 		"/v1/audit-log/tile/0/000":       http.StatusOK,
 		"/v1/audit-log/tile/1/000.p/1":   http.StatusOK,

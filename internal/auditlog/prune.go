@@ -51,6 +51,17 @@ func readPrune(ctx context.Context, q runner) (row pruneRow, found bool, err err
 	return row, true, nil
 }
 
+// AuditPruneNote is the newest prune's note as stored (a C2SP signed note, checkpoint.Prune's),
+// served to auditors as it is: they check its signature, as they check a checkpoint's. found is
+// false when the trail was never pruned.
+func (s *Log) AuditPruneNote(ctx context.Context) (note []byte, found bool, err error) {
+	row, found, err := readPrune(ctx, s.db.Pool())
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return []byte(row.note), true, nil
+}
+
 // openPrune checks a prune row: a prune note for the same seq, signed under a key of ver's ring.
 // A row that is not is a break: the events below it are gone with nothing that vouches for their
 // removal. gap is set instead when ver cannot check signatures at all.

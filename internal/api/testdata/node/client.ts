@@ -171,6 +171,10 @@ async function main() {
     check(cph.response.status === 200, "HEAD /v1/audit-log/checkpoint", cph.response);
     const cpo = await client.OPTIONS("/v1/audit-log/checkpoint", { params: preflight("GET") });
     check(cpo.response.status === 204, "OPTIONS /v1/audit-log/checkpoint", cpo.response);
+    const pr = await client.GET("/v1/audit-log/pruned", { parseAs: "text" });
+    check(pr.response.status === 200 && typeof pr.data === "string" && pr.data.includes("\n\n\u2014 "), "GET /v1/audit-log/pruned", pr.response);
+    const prh = await client.HEAD("/v1/audit-log/pruned");
+    check(prh.response.status === 200, "HEAD /v1/audit-log/pruned", prh.response);
     const proofPath = "/v1/audit-events/{eventId}/proof" as const;
     const p = await client.GET(proofPath, { params: { path: { eventId: auditEvent } } });
     check(p.response.status === 200 && p.data?.event.id === auditEvent && (p.data?.proof ?? "").startsWith("c2sp.org/tlog-proof@v1\n"), `GET ${proofPath}`, p.response);
