@@ -31,7 +31,7 @@ func copySource(t *testing.T, engine string) *store.Store {
 	ctx := context.Background()
 	st := testdb.Open(t, engine)
 	testdb.Import(t, st, testdb.Fixture())
-	now := testdb.FixtureNow
+	now := testdb.FixtureNow()
 	for i := range 3 {
 		if err := st.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1700 + i), At: now, ActorUserID: testdb.StaffUser,
 			Action: "principal.decrypt", TargetID: string(testdb.PrincipalA), Outcome: domain.OutcomeGranted, Detail: "field ssn"}); err != nil {
@@ -163,7 +163,7 @@ func TestCopyRefusesATargetThatHoldsRows(t *testing.T) {
 			ctx := context.Background()
 			src := copySource(t, pair[0])
 			dst := testdb.Open(t, pair[1])
-			if err := dst.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1800), At: testdb.FixtureNow, ActorUserID: testdb.StaffUser,
+			if err := dst.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1800), At: testdb.FixtureNow(), ActorUserID: testdb.StaffUser,
 				Action: "principal.decrypt", TargetID: string(testdb.PrincipalA), Outcome: domain.OutcomeGranted, Detail: "field ssn"}); err != nil {
 				t.Fatal(err)
 			}
