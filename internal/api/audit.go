@@ -47,8 +47,8 @@ func ParseAuditFilter(q url.Values) (domain.AuditFilter, error) {
 		}
 	}
 	if q.Has("outcome") {
-		if f.Outcome = q.Get("outcome"); !slices.Contains(domain.AuditOutcomes, f.Outcome) {
-			return f, domain.InvalidParameter("outcome", "must be one of "+strings.Join(domain.AuditOutcomes, ", "))
+		if f.Outcome = q.Get("outcome"); !slices.Contains(domain.AuditOutcomes(), f.Outcome) {
+			return f, domain.InvalidParameter("outcome", "must be one of "+strings.Join(domain.AuditOutcomes(), ", "))
 		}
 	}
 	for _, b := range []struct {

@@ -229,7 +229,7 @@ func authenticated(a *auth.Authenticator, g *guard, log *slog.Logger, h handlerF
 		}
 		actor, err := a.Verify(ctx, attempt)
 		if err != nil {
-			if g.failures != nil && errors.Is(err, auth.Unauthenticated) {
+			if g.failures != nil && auth.Failed(err) {
 				if d := g.failures.Allow(addr); !d.Allowed {
 					rateLimited(w, g.failurePolicy, d, failedAuthDetail)
 					return

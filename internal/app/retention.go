@@ -18,8 +18,8 @@ type Retention struct {
 	text         string
 }
 
-// DefaultRetention is PCI DSS 10.5.1's twelve months.
-var DefaultRetention = Retention{months: 12, text: "12months"}
+// defaultRetention is PCI DSS 10.5.1's twelve months.
+var defaultRetention = Retention{months: 12, text: "12months"}
 
 // errShortRetention is a policy under PCI DSS's three months immediately available.
 var errShortRetention = errors.New("shorter than 3 months (90 days): PCI DSS 10.5.1 asks for 3 months of audit history immediately available, and pruned events are only in their archive")
@@ -29,7 +29,7 @@ var errShortRetention = errors.New("shorter than 3 months (90 days): PCI DSS 10.
 func ParseRetention(v string) (Retention, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return DefaultRetention, nil
+		return defaultRetention, nil
 	}
 	r := Retention{text: v}
 	number := func(s string) (int, bool) {
@@ -63,14 +63,14 @@ func ParseRetention(v string) (Retention, error) {
 // Cutoff is the time before which an event may be pruned at now.
 func (r Retention) Cutoff(now time.Time) time.Time {
 	if r.text == "" {
-		r = DefaultRetention
+		r = defaultRetention
 	}
 	return now.AddDate(0, -r.months, -r.days).Add(-r.d)
 }
 
 func (r Retention) String() string {
 	if r.text == "" {
-		return DefaultRetention.text
+		return defaultRetention.text
 	}
 	return r.text
 }

@@ -67,7 +67,7 @@ func checkUser(u *domain.User) error {
 }
 
 func knownPermissionsText() string {
-	return domain.FormatPermissions(domain.KnownPermissions)
+	return domain.FormatPermissions(domain.KnownPermissions())
 }
 
 func runUserCreate(ctx context.Context, env Env, cfg Config, args []string) error {

@@ -26,7 +26,7 @@ var (
 	staffUser  = testdb.StaffUser
 	userA      = testdb.UserA
 	principalA = testdb.PrincipalA
-	fixtureNow = testdb.FixtureNow
+	fixtureNow = testdb.FixtureNow()
 )
 
 var (

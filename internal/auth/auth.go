@@ -101,9 +101,9 @@ func New(lookup Lookup, now func() time.Time, opts ...Option) *Authenticator {
 // minute at most, instead of a write per request.
 const lastUseGranularity = time.Minute
 
-// Unauthenticated is the one answer for every failure: the caller learns nothing about which
-// part was wrong.
-var Unauthenticated = &domain.Error{Kind: domain.KindUnauthenticated, Code: "unauthenticated",
+// unauthenticated is the one answer for every failure: the caller learns nothing about which
+// part was wrong. Failed tells it (and a refused token) from any other error.
+var unauthenticated = &domain.Error{Kind: domain.KindUnauthenticated, Code: "unauthenticated",
 	Detail: "a valid Authorization header is required: Bearer <session token> or Api-Key <api key>"}
 
 // Attempt is one Authorization header made ready for lookup: the credential's kind and the hash
@@ -154,25 +154,25 @@ func isBase64URL(s string) bool {
 // Valid reports whether the header named a credential at all.
 func (at Attempt) Valid() bool { return at.ok }
 
-// Verify returns the actor behind the attempt's credential, or Unauthenticated (for an access
-// token, an error that is Unauthenticated and carries the reason, a *TokenError).
+// Verify returns the actor behind the attempt's credential, or a 401 unauthenticated that Failed
+// reports (for an access token, one that carries the reason, a *TokenError).
 func (a *Authenticator) Verify(ctx context.Context, at Attempt) (domain.Actor, error) {
 	if !at.ok {
-		return domain.Actor{}, Unauthenticated
+		return domain.Actor{}, unauthenticated
 	}
 	if at.jwt != "" && a.tokens != nil {
 		return a.verifyToken(ctx, at.jwt)
 	}
 	c, err := a.lookup.Credential(ctx, at.Kind, at.Hash)
 	if errors.Is(err, domain.ErrNotFound) {
-		return domain.Actor{}, Unauthenticated
+		return domain.Actor{}, unauthenticated
 	}
 	if err != nil {
 		return domain.Actor{}, err
 	}
 	now := a.now()
 	if !usable(c, at.Hash, now) {
-		return domain.Actor{}, Unauthenticated
+		return domain.Actor{}, unauthenticated
 	}
 	if at.Kind == domain.CredentialAPIKey && (c.LastUsedAt == nil || !c.LastUsedAt.After(now.Add(-lastUseGranularity))) {
 		a.lookup.NoteAPIKeyUse(c.ID, now, lastUseGranularity)
@@ -231,9 +231,14 @@ func (e *TokenError) Error() string {
 
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// Is makes a refused token count as Unauthenticated wherever failed authentications are counted;
-// an unchecked one is not counted.
-func (e *TokenError) Is(target error) bool { return target == Unauthenticated && !e.Unchecked }
+// Is makes a refused token count as a failed authentication (Failed); an unchecked one is not
+// counted.
+func (e *TokenError) Is(target error) bool { return target == unauthenticated && !e.Unchecked }
+
+// Failed reports whether err is a failed authentication, the caller's to answer for: Verify's
+// refusal of a credential, or of an access token it checked. A token it could not check (the
+// provider's keys not available) is refused too, but is not the caller's failure.
+func Failed(err error) bool { return errors.Is(err, unauthenticated) }
 
 // refusal answers a refused token with 401 unauthenticated, its reason in the detail; any other
 // error passes as it is.
@@ -242,6 +247,6 @@ func refusal(err error) error {
 	if !errors.As(err, &te) {
 		return err
 	}
-	return &domain.Error{Kind: domain.KindUnauthenticated, Code: Unauthenticated.Code,
+	return &domain.Error{Kind: domain.KindUnauthenticated, Code: unauthenticated.Code,
 		Detail: "the access token is not accepted: " + te.Description, Err: te}
 }

@@ -109,21 +109,21 @@ func TestAccessTokens(t *testing.T) {
 			t.Errorf("%s: %v; want 401 unauthenticated %q", header, err, want)
 		}
 		var te *auth.TokenError
-		if !errors.As(err, &te) || !errors.Is(err, auth.Unauthenticated) {
-			t.Errorf("%s: %v; want a *TokenError that counts as Unauthenticated", header, err)
+		if !errors.As(err, &te) || !auth.Failed(err) {
+			t.Errorf("%s: %v; want a *TokenError that counts as a failed authentication", header, err)
 		}
 	}
 	// A credential that is no JWT is a session token, whatever the tokens say.
-	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer staff-session-000000000001")); !errors.Is(err, auth.Unauthenticated) || st.lookups != 1 {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer staff-session-000000000001")); !auth.Failed(err) || st.lookups != 1 {
 		t.Errorf("a session token: %v after %d lookups; want a session lookup, unauthenticated", err, st.lookups)
 	}
 	// An Api-Key is never a token, whatever its shape.
-	if _, err := a.Verify(ctx, auth.NewAttempt("Api-Key good.token.sig")); !errors.Is(err, auth.Unauthenticated) || st.lookups != 2 {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Api-Key good.token.sig")); !auth.Failed(err) || st.lookups != 2 {
 		t.Errorf("a token sent as Api-Key: %v after %d lookups; want an API key lookup, unauthenticated", err, st.lookups)
 	}
 	// The database failing is no refusal of the token: it stays the store's error (503, not 401).
 	st.err = domain.ErrUnavailable
-	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer good.token.sig")); !errors.Is(err, domain.ErrUnavailable) || errors.Is(err, auth.Unauthenticated) {
+	if _, err := a.Verify(ctx, auth.NewAttempt("Bearer good.token.sig")); !errors.Is(err, domain.ErrUnavailable) || auth.Failed(err) {
 		t.Errorf("store unavailable: %v; want ErrUnavailable, not a refusal", err)
 	}
 }
@@ -133,7 +133,8 @@ func TestBearerWithoutTokensIsASession(t *testing.T) {
 	st := &fakeStore{}
 	a := auth.New(st, nil)
 	_, err := a.Verify(context.Background(), auth.NewAttempt("Bearer "+jwtShaped))
-	if err != auth.Unauthenticated || st.lookups != 1 {
+	var te *auth.TokenError
+	if !auth.Failed(err) || errors.As(err, &te) || st.lookups != 1 {
 		t.Fatalf("%v after %d lookups; want one session lookup and the plain refusal", err, st.lookups)
 	}
 }

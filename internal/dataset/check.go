@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func (c *checker) text(path, s string) {
 }
 
 func (c *checker) enum(path, v string, values []string) {
-	if !domain.OneOf(v, values) {
+	if !slices.Contains(values, v) {
 		c.fail(path, "must be one of %s, got %q", strings.Join(values, ", "), v)
 	}
 }
@@ -166,8 +167,8 @@ func (c *checker) merchantDocument(p string, r *domain.MerchantDocument) {
 
 func (c *checker) deploymentModel(p string, r *domain.DeploymentModel) {
 	c.text(p+".name", r.Name)
-	c.enum(p+".equipmentType", r.EquipmentType, domain.EquipmentTypes)
-	c.enum(p+".workflow", r.Workflow, domain.Workflows)
+	c.enum(p+".equipmentType", r.EquipmentType, equipmentTypes)
+	c.enum(p+".workflow", r.Workflow, workflows)
 }
 
 func (c *checker) deploymentOrder(p string, r *domain.DeploymentOrder) {
@@ -176,7 +177,7 @@ func (c *checker) deploymentOrder(p string, r *domain.DeploymentOrder) {
 
 func (c *checker) shipment(p string, r *Shipment) {
 	c.id(p+".lineItemId", &r.LineItemID)
-	c.enum(p+".status", r.Status, domain.ShipmentStatuses)
+	c.enum(p+".status", r.Status, shipmentStatuses)
 }
 
 func (c *checker) fileBuild(p string, r *domain.FileBuild) {
@@ -197,7 +198,7 @@ func (c *checker) auditEvent(p string, r *domain.AuditEvent) {
 	c.time(p+".at", r.At)
 	c.id(p+".actorUserId", &r.ActorUserID)
 	c.text(p+".action", r.Action)
-	c.enum(p+".outcome", r.Outcome, domain.AuditOutcomes)
+	c.enum(p+".outcome", r.Outcome, domain.AuditOutcomes())
 	c.chainLink(p, r)
 }
 
@@ -299,8 +300,8 @@ func (c *checker) lead(p string, r *domain.Lead) {
 			}
 			seen[sa.SelectedCardPlanIDs[j]] = true
 		}
-		c.optEnum(p+".serviceAcceptance.amexProgram", sa.AmexProgram, domain.AmexPrograms)
-		c.optEnum(p+".serviceAcceptance.ebtBenefitMode", sa.EBTBenefitMode, domain.EBTBenefitModes)
+		c.optEnum(p+".serviceAcceptance.amexProgram", sa.AmexProgram, amexPrograms)
+		c.optEnum(p+".serviceAcceptance.ebtBenefitMode", sa.EBTBenefitMode, ebtBenefitModes)
 	}
 }
 
@@ -326,19 +327,19 @@ func (c *checker) pricingModels(models []domain.PricingModel) {
 func (c *checker) inventoryUnit(p string, r *domain.InventoryUnit) {
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)
 	c.text(p+".serialNumber", r.SerialNumber)
-	c.enum(p+".condition", r.Condition, domain.UnitConditions)
-	c.enum(p+".status", r.Status, domain.UnitStatuses)
+	c.enum(p+".condition", r.Condition, unitConditions)
+	c.enum(p+".status", r.Status, unitStatuses)
 	c.time(p+".receivedDate", r.ReceivedDate)
 	c.stamps(p, &r.Stamps)
 }
 
 func (c *checker) equipment(p string, r *domain.Equipment) {
 	c.id(p+".entityId", &r.EntityID)
-	c.enum(p+".entityType", r.EntityType, domain.EntityTypes)
+	c.enum(p+".entityType", r.EntityType, entityTypes)
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)
 	c.optID(p+".inventoryUnitId", r.InventoryUnitID)
 	c.optID(p+".varsheetId", r.VarsheetID)
-	c.enum(p+".status", r.Status, domain.EquipmentStatuses)
+	c.enum(p+".status", r.Status, equipmentStatuses)
 	if r.VendorTerminalID != nil && *r.VendorTerminalID == "" {
 		c.fail(p+".vendorTerminalId", "must be null or not empty")
 	}
@@ -347,7 +348,7 @@ func (c *checker) equipment(p string, r *domain.Equipment) {
 
 func (c *checker) varsheet(p string, r *domain.Varsheet) {
 	c.id(p+".entityId", &r.EntityID)
-	c.enum(p+".entityType", r.EntityType, domain.EntityTypes)
+	c.enum(p+".entityType", r.EntityType, entityTypes)
 	c.id(p+".midId", &r.MidID)
 	c.text(p+".vNumber", r.VNumber)
 	c.stamps(p, &r.Stamps)
@@ -355,12 +356,12 @@ func (c *checker) varsheet(p string, r *domain.Varsheet) {
 
 func (c *checker) lineItem(p string, r *domain.LineItem) {
 	c.id(p+".orderId", &r.OrderID)
-	c.enum(p+".orderType", r.OrderType, domain.OrderTypes)
+	c.enum(p+".orderType", r.OrderType, orderTypes)
 	c.id(p+".deploymentModelId", &r.DeploymentModelID)
 	for j, ct := range r.ConnectionType {
-		c.enum(fmt.Sprintf("%s.connectionType[%d]", p, j), ct, domain.ConnectionTypes)
+		c.enum(fmt.Sprintf("%s.connectionType[%d]", p, j), ct, connectionTypes)
 	}
-	c.enum(p+".status", r.Status, domain.LineItemStatuses)
+	c.enum(p+".status", r.Status, lineItemStatuses)
 	c.optID(p+".inventoryUnitId", r.InventoryUnitID)
 	c.optID(p+".equipmentId", r.EquipmentID)
 	c.optID(p+".varsheetId", r.VarsheetID)

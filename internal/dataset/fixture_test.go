@@ -51,7 +51,7 @@ var (
 	itemA       = testdb.ItemA
 	itemB       = testdb.ItemB
 	varsheetA   = testdb.VarsheetA
-	fixtureNow  = testdb.FixtureNow
+	fixtureNow  = testdb.FixtureNow()
 )
 
 // asExported is what an export of ds alone gives back: no credentials, SSNs only with a ring,

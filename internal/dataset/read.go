@@ -76,10 +76,12 @@ type File struct {
 	size  int64
 	// values holds where each key's value starts.
 	values map[string]int64
-	// logs is how many SAM logs the file holds; starts the offset of every chunk's first log
-	// (samChunkLogs logs a chunk); newestFirst says that the logs of an entity mostly come newest
-	// first (as export writes them), and the chunks go to the store last one first.
+	// logs is how many SAM logs the file holds; chunk how many go to the store at a time
+	// (samChunkLogs); starts the offset of every chunk's first log; newestFirst says that the logs
+	// of an entity mostly come newest first (as export writes them), and the chunks go to the
+	// store last one first.
 	logs        int
+	chunk       int
 	starts      []int64
 	newestFirst bool
 }
@@ -126,7 +128,7 @@ func StreamAuditEvents(r io.Reader, again io.ReaderAt, each func(domain.AuditEve
 
 // readFile reads the file r gives, its reader set up by setup (nil: as ReadFile reads).
 func readFile(r io.Reader, again io.ReaderAt, setup func(*reader)) (*File, error) {
-	f := &File{ds: &Dataset{}, again: again, values: map[string]int64{}}
+	f := &File{ds: &Dataset{}, again: again, values: map[string]int64{}, chunk: samChunkLogs}
 	rd := newReader(r, f)
 	if setup != nil {
 		setup(rd)
@@ -483,9 +485,9 @@ func (f *File) find(steps []step) (int64, bool) {
 	rest := steps[1:]
 	if steps[0].name == samKey && len(rest) > 0 && rest[0].name == "" && len(f.starts) > 0 {
 		// A log: from the start of its chunk, not of the array.
-		k := min(rest[0].index/samChunkLogs, len(f.starts)-1)
+		k := min(rest[0].index/f.chunk, len(f.starts)-1)
 		start = f.starts[k]
-		rest = append([]step{{index: rest[0].index - k*samChunkLogs}}, rest[1:]...)
+		rest = append([]step{{index: rest[0].index - k*f.chunk}}, rest[1:]...)
 		return f.findFrom(io.MultiReader(strings.NewReader("["), io.NewSectionReader(f.again, start, f.size-start)), start-1, rest)
 	}
 	return f.findFrom(io.NewSectionReader(f.again, start, f.size-start), start, rest)

@@ -16,7 +16,7 @@ import (
 
 // A big dataset file is nearly all SAM action logs, far more than an import could hold in memory
 // at once. The first reading (reader.samLogs) checks each log as it streams by and
-// keeps none: it counts them, notes where every chunk of samChunkLogs logs starts, and whether an
+// keeps none: it counts them, notes where every chunk of File.chunk logs starts, and whether an
 // entity's logs mostly come newest first. The import (stream.go) reads them again, a chunk at a
 // time.
 //
@@ -132,7 +132,7 @@ func (rd *reader) samLogs() error {
 	sr := &samReader{dec: rd.dec, lim: rd.lim, again: f.again}
 	var order dateOrder
 	for {
-		if sr.i%samChunkLogs == 0 {
+		if sr.i%f.chunk == 0 {
 			f.starts = append(f.starts, nextOffset(rd.dec))
 		}
 		var r domain.SAMActionLog
@@ -149,7 +149,7 @@ func (rd *reader) samLogs() error {
 		}
 	}
 	f.logs = sr.i
-	f.starts = f.starts[:(f.logs+samChunkLogs-1)/samChunkLogs]
+	f.starts = f.starts[:(f.logs+f.chunk-1)/f.chunk]
 	f.newestFirst = order.down > order.up
 	if rd.keepLogs { // Read: the logs are the Dataset's, their ids checked as any key's
 		f.logs = 0

@@ -18,18 +18,18 @@ import (
 // replaces are removed first, all of them, so that a log the file gives twice still fails the
 // insert rather than replacing its own first copy.
 
-// samChunkLogs is how many SAM logs go to the store at a time: what the import holds in memory,
-// decoded and with the store's plan of them, grows with it. Fewer cost speed on a big file: each chunk's ids go into the
-// ids' index in one sorted run, and a small run into an index of millions touches nearly every
-// page of it.
-var samChunkLogs = 200_000
+// samChunkLogs is how many SAM logs go to the store at a time (File.chunk): what the import holds
+// in memory, decoded and with the store's plan of them, grows with it. Fewer cost speed on a big
+// file: each chunk's ids go into the ids' index in one sorted run, and a small run into an index
+// of millions touches nearly every page of it.
+const samChunkLogs = 200_000
 
 // streamSAMLogs imports the file's SAM logs. The store appends an entity's logs cheaply when
 // they come oldest first, so a file whose logs come newest first (an export) goes last chunk
 // first.
 func (im *importer) streamSAMLogs() error {
 	f := im.file
-	c := &samChunks{im: im, refs: im.kinds[samKey].links[0].to, logs: make([]domain.SAMActionLog, 0, min(samChunkLogs, f.logs))}
+	c := &samChunks{im: im, refs: im.kinds[samKey].links[0].to, logs: make([]domain.SAMActionLog, 0, min(f.chunk, f.logs))}
 	replaced := 0
 	if im.upsert {
 		for k := range f.starts {
@@ -80,8 +80,8 @@ type samChunks struct {
 // does not also delete it.
 func (c *samChunks) read(k int, refs bool) ([]domain.SAMActionLog, error) {
 	im, f := c.im, c.im.file
-	sr := f.samReaderAt(f.starts[k], k*samChunkLogs)
-	end := min((k+1)*samChunkLogs, f.logs)
+	sr := f.samReaderAt(f.starts[k], k*f.chunk)
+	end := min((k+1)*f.chunk, f.logs)
 	c.logs = c.logs[:0]
 	for sr.i < end {
 		var r domain.SAMActionLog
@@ -124,7 +124,7 @@ const samLogIDChunk = 256
 // earlier log's, is the one. Only chunk k's ids are held, never the file's.
 func (f *File) samLogTaken(ctx context.Context, st Store, k int, upsert bool) error {
 	ids := map[[16]byte]bool{} // chunk k's, and whether each is stored
-	sr := f.samReaderAt(f.starts[k], k*samChunkLogs)
+	sr := f.samReaderAt(f.starts[k], k*f.chunk)
 	var batch []domain.ID
 	ask := func() error {
 		stored, err := st.StoredSAMLogIDs(ctx, batch)
@@ -135,7 +135,7 @@ func (f *File) samLogTaken(ctx context.Context, st Store, k int, upsert bool) er
 		batch = batch[:0]
 		return err
 	}
-	for sr.i < min((k+1)*samChunkLogs, f.logs) {
+	for sr.i < min((k+1)*f.chunk, f.logs) {
 		var r domain.SAMActionLog
 		if ok, err := sr.next(&r); err != nil || !ok {
 			return errFileChanged

@@ -44,6 +44,17 @@ func importBytes(t *testing.T, st *store.Store, file []byte, opts dataset.Option
 	return dataset.ImportFile(context.Background(), st, f, nil, opts)
 }
 
+// importInChunks imports file as importBytes does, its SAM logs handed to the store chunk at a
+// time, so that a few logs cross chunk boundaries.
+func importInChunks(t *testing.T, st *store.Store, file []byte, chunk int, opts dataset.Options) (dataset.Counts, error) {
+	t.Helper()
+	f, err := dataset.ReadFileInChunks(bytes.NewReader(file), bytes.NewReader(file), chunk)
+	if err != nil {
+		return dataset.Counts{}, err
+	}
+	return dataset.ImportFile(context.Background(), st, f, nil, opts)
+}
+
 // streamedLogs are logs of two leads, interleaved, numbered from first.
 func streamedLogs(first, n int) []domain.SAMActionLog {
 	ds := samBase()
@@ -58,12 +69,14 @@ func streamedLogs(first, n int) []domain.SAMActionLog {
 // The logs stream to the store a chunk at a time, before the records they reference in the file:
 // every page comes out exact, and the counts are right.
 func TestImportFileStreamsLogsInChunks(t *testing.T) {
-	defer dataset.SetSAMChunkLogs(7)()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
 		all := streamedLogs(0, 25)
 		file := fileOf(t, "samActionLogs", all, "leads", ds.Leads, "partners", ds.Partners)
-		c, err := importBytes(t, st, file, dataset.Options{})
+		if f, err := dataset.ReadFileInChunks(bytes.NewReader(file), bytes.NewReader(file), 7); err != nil || dataset.SAMChunks(f) != 8 {
+			t.Fatalf("ReadFileInChunks: %v; want the 50 logs in 8 chunks of at most 7", err)
+		}
+		c, err := importInChunks(t, st, file, 7, dataset.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +95,7 @@ func TestImportFileStreamsLogsInChunks(t *testing.T) {
 			}
 		}
 		// The same file again, with --upsert: everything replaced, the pages as they were.
-		if c, err = importBytes(t, st, file, dataset.Options{Upsert: true}); err != nil || c != (dataset.Counts{Replaced: 53}) {
+		if c, err = importInChunks(t, st, file, 7, dataset.Options{Upsert: true}); err != nil || c != (dataset.Counts{Replaced: 53}) {
 			t.Fatalf("upsert: %+v, %v", c, err)
 		}
 		if got, total := walk(t, st, ds.Leads[0].ID, 4); len(got) != 25 || total != 25 {
@@ -94,7 +107,6 @@ func TestImportFileStreamsLogsInChunks(t *testing.T) {
 // A bad log anywhere in the stream (past the first chunks) is named, and nothing of the file is
 // kept: the problems the import finds, with the records the first pass has already checked.
 func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
-	defer dataset.SetSAMChunkLogs(7)()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
 		stored := logs(ds.Leads[0].ID, 1000, 3)
@@ -135,7 +147,7 @@ func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
 			{"deleted and given", fileOf(t, "deletes", map[string][]domain.ID{"samActionLogs": {stored[0].ID, deleted[26].ID}}, "samActionLogs", deleted),
 				dataset.Options{Upsert: true}, "deletes.samActionLogs[1]: " + string(deleted[26].ID) + " is also a record of samActionLogs in this file"},
 		} {
-			_, err := importBytes(t, st, c.file, c.opts)
+			_, err := importInChunks(t, st, c.file, 7, c.opts)
 			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 				t.Errorf("%s: error %v, want prefix %q", c.name, err, c.want)
 			}
@@ -154,7 +166,6 @@ func TestImportFileNamesTheLogAndKeepsNothing(t *testing.T) {
 // repeat still fails the insert rather than replacing its own first copy), and nothing is kept;
 // without the repeat, the same file imports, and imports again with --upsert.
 func TestImportFileRepeatedLog(t *testing.T) {
-	defer dataset.SetSAMChunkLogs(5)()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
 		logs := streamedLogs(0, 10)
@@ -162,7 +173,7 @@ func TestImportFileRepeatedLog(t *testing.T) {
 		repeat[17].ID = repeat[3].ID
 		for _, upsert := range []bool{false, true} {
 			file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", repeat)
-			_, err := importBytes(t, st, file, dataset.Options{Upsert: upsert})
+			_, err := importInChunks(t, st, file, 5, dataset.Options{Upsert: upsert})
 			if want := "samActionLogs[17].id: duplicate id " + string(repeat[3].ID) + " (line 3, column "; err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("upsert %v: %v, want %q…", upsert, err, want)
 			}
@@ -171,16 +182,16 @@ func TestImportFileRepeatedLog(t *testing.T) {
 			}
 		}
 		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", logs)
-		if c, err := importBytes(t, st, file, dataset.Options{}); err != nil || c.Added != 23 {
+		if c, err := importInChunks(t, st, file, 5, dataset.Options{}); err != nil || c.Added != 23 {
 			t.Fatalf("import: %+v, %v", c, err)
 		}
-		if c, err := importBytes(t, st, file, dataset.Options{Upsert: true}); err != nil || c.Replaced != 23 {
+		if c, err := importInChunks(t, st, file, 5, dataset.Options{Upsert: true}); err != nil || c.Replaced != 23 {
 			t.Fatalf("import --upsert: %+v, %v", c, err)
 		}
 		// A stored log given twice by an upsert: the first copy replaces it, the second is a repeat.
 		stored := slices.Clone(logs)
 		stored[12].ID = stored[2].ID
-		_, err := importBytes(t, st, fileOf(t, "samActionLogs", stored), dataset.Options{Upsert: true})
+		_, err := importInChunks(t, st, fileOf(t, "samActionLogs", stored), 5, dataset.Options{Upsert: true})
 		if want := "samActionLogs[12].id: duplicate id " + string(stored[2].ID) + " (line"; err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("a stored log twice: %v, want %q…", err, want)
 		}
@@ -245,19 +256,18 @@ func TestImportNamesARefusedRowInABatch(t *testing.T) {
 // each chunk is newer than the stored ones; the pages come out exact either way, and a problem is
 // still named by the log's index in the file.
 func TestImportFileNewestFirst(t *testing.T) {
-	defer dataset.SetSAMChunkLogs(7)()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ds := samBase()
 		all := streamedLogs(0, 25)
 		slices.Reverse(all)
 		bad := slices.Clone(all)
 		bad[2].EntityID = testdb.SAMID(777)
-		_, err := importBytes(t, st, fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", bad), dataset.Options{})
+		_, err := importInChunks(t, st, fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", bad), 7, dataset.Options{})
 		if err == nil || !strings.HasPrefix(err.Error(), "samActionLogs[2].entityId: no lead") {
 			t.Fatalf("unknown entity: %v", err)
 		}
 		file := fileOf(t, "partners", ds.Partners, "leads", ds.Leads, "samActionLogs", all)
-		f, err := dataset.ReadFile(bytes.NewReader(file), bytes.NewReader(file))
+		f, err := dataset.ReadFileInChunks(bytes.NewReader(file), bytes.NewReader(file), 7)
 		if err != nil || !dataset.NewestFirst(f) {
 			t.Fatalf("ReadFile: %v, newest first: %v", err, err == nil && dataset.NewestFirst(f))
 		}
@@ -276,7 +286,7 @@ func TestImportFileNewestFirst(t *testing.T) {
 			}
 		}
 		oldestFirst := fileOf(t, "samActionLogs", streamedLogs(100, 3))
-		if f, err := dataset.ReadFile(bytes.NewReader(oldestFirst), bytes.NewReader(oldestFirst)); err != nil || dataset.NewestFirst(f) {
+		if f, err := dataset.ReadFileInChunks(bytes.NewReader(oldestFirst), bytes.NewReader(oldestFirst), 7); err != nil || dataset.NewestFirst(f) {
 			t.Fatalf("oldest first read as newest first: %v", err)
 		}
 	})

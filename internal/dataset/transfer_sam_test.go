@@ -27,7 +27,7 @@ func walk(t *testing.T, st *store.Store, entity domain.ID, size int64) ([]domain
 	return testdb.WalkSAMPages(t, st, entity, size)
 }
 
-var samT0 = testdb.SAMT0
+var samT0 = testdb.SAMT0()
 
 // Logs are imported in batches, into a fresh entity and among the stored logs of an entity that
 // has some. Either way every page is exactly right.

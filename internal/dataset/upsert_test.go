@@ -167,7 +167,7 @@ func TestUpsertErrorsNameTheRecord(t *testing.T) {
 			{&dataset.Dataset{Deletes: map[string][]domain.ID{"auditEvents": {event.ID}}},
 				"deletes.auditEvents: audit events are written by the service and cannot be deleted"},
 			{&dataset.Dataset{LineItems: []domain.LineItem{badStatus}},
-				`lineItems[0].status: must be one of ` + strings.Join(domain.LineItemStatuses, ", ") + `, got "lost"`},
+				`lineItems[0].status: must be one of pending, allocated, provisioned, shipped, delivered, deployed, returned, canceled, got "lost"`},
 			{&dataset.Dataset{LineItems: []domain.LineItem{loose}},
 				"lineItems[0].varsheetId: no VAR sheet with this id"},
 			{&dataset.Dataset{Shipments: []dataset.Shipment{otherShipment}},

@@ -44,7 +44,7 @@ func TestDatasetPermissions(t *testing.T) {
 	doc := string(openRepo(t).read("docs/dataset.md"))
 	_, users, _ := strings.Cut(doc, "\n### `users`\n")
 	users, _, _ = strings.Cut(users, "\n### ")
-	for _, p := range domain.KnownPermissions {
+	for _, p := range domain.KnownPermissions() {
 		if !strings.Contains(users, "`"+string(p)+"`") {
 			t.Errorf("docs/dataset.md's users table does not name the permission %s", p)
 		}

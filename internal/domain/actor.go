@@ -19,15 +19,18 @@ const (
 	PermAll             Permission = "*"
 )
 
-// KnownPermissions lists every permission a dataset may grant.
-var KnownPermissions = []Permission{
+// knownPermissions are the permissions a dataset may grant.
+var knownPermissions = []Permission{
 	PermPushDeviceParameters, PermReadSAMActionLogs, PermReadServiceAcceptance,
 	PermDecryptPrincipals, PermDeleteMerchantDocuments, PermReadAuditEvents, PermAll,
 }
 
+// KnownPermissions lists every permission a dataset may grant, a fresh slice each call.
+func KnownPermissions() []Permission { return slices.Clone(knownPermissions) }
+
 // Known reports whether p is one of KnownPermissions: the one check of a permission's name, for
 // import and the user commands alike.
-func (p Permission) Known() bool { return slices.Contains(KnownPermissions, p) }
+func (p Permission) Known() bool { return slices.Contains(knownPermissions, p) }
 
 // ParsePermissions reads the stored form: permissions separated by spaces.
 func ParsePermissions(s string) []Permission {

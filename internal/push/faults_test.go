@@ -60,7 +60,7 @@ func newPushRig(t *testing.T, st *store.Store, wrap func(push.Store) push.Store)
 	if _, err := dataset.Import(context.Background(), st, testdb.Fixture(), testdb.Ring(t)); err != nil {
 		t.Fatal(err)
 	}
-	r := &pushRig{st: st, gw: &countingGateway{}, now: testdb.FixtureNow}
+	r := &pushRig{st: st, gw: &countingGateway{}, now: testdb.FixtureNow()}
 	srv := httptest.NewServer(r.gw)
 	t.Cleanup(srv.Close)
 	var ps push.Store = st

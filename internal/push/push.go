@@ -447,7 +447,7 @@ func noteBody(user domain.ID, terminal string, lineItem domain.ID, r gateway.Res
 func Preconditions(src *domain.PushSource) (deviceparams.Input, error) {
 	v := src.View
 	switch {
-	case domain.OneOf(v.Status, domain.InactiveLineItemSet):
+	case domain.LineItemInactive(v.Status):
 		return deviceparams.Input{}, domain.Conflict("line_item_inactive", "the line item is "+v.Status)
 	case src.Workflow != domain.WorkflowGateway:
 		return deviceparams.Input{}, domain.Conflict("not_gateway_workflow", "the line item's deployment model uses the "+src.Workflow+" workflow, not the gateway workflow")

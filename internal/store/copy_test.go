@@ -31,7 +31,7 @@ func copySource(t *testing.T, engine string) *store.Store {
 	ctx := context.Background()
 	st := testdb.Open(t, engine)
 	testdb.Import(t, st, testdb.Fixture())
-	now := testdb.FixtureNow
+	now := testdb.FixtureNow()
 	for i := range 3 {
 		if err := st.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1700 + i), At: now, ActorUserID: testdb.StaffUser,
 			Action: "principal.decrypt", TargetID: string(testdb.PrincipalA), Outcome: domain.OutcomeGranted, Detail: "field ssn"}); err != nil {
@@ -103,7 +103,7 @@ func tableRows(t *testing.T, db *sql.DB, table string) []map[string]any {
 
 // copiedTables are the tables a copy writes.
 func copiedTables() []string {
-	return append(slices.Clone(bulkload.CopiedTables), bulkload.GenesisTable)
+	return append(bulkload.CopiedTables(), bulkload.GenesisTable)
 }
 
 // A copy in either direction moves every row of every table it copies, every column as stored;
@@ -163,7 +163,7 @@ func TestCopyRefusesATargetThatHoldsRows(t *testing.T) {
 			ctx := context.Background()
 			src := copySource(t, pair[0])
 			dst := testdb.Open(t, pair[1])
-			if err := dst.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1800), At: testdb.FixtureNow, ActorUserID: testdb.StaffUser,
+			if err := dst.RecordAudit(ctx, domain.AuditEvent{ID: testdb.FixtureID(1800), At: testdb.FixtureNow(), ActorUserID: testdb.StaffUser,
 				Action: "principal.decrypt", TargetID: string(testdb.PrincipalA), Outcome: domain.OutcomeGranted, Detail: "field ssn"}); err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestCopyKnowsEveryTable(t *testing.T) {
 			for _, table := range copiedTables() {
 				known[table] = true
 			}
-			for table := range bulkload.NotCopied {
+			for table := range bulkload.NotCopied() {
 				known[table] = true
 			}
 			for rows.Next() {

@@ -62,7 +62,7 @@ func actor(st *store.Store, kind, secret string) (domain.Actor, error) {
 func actorAt(st *store.Store, clock func() time.Time, kind, secret string) (domain.Actor, error) {
 	scheme := map[string]string{domain.CredentialAPIKey: "Api-Key ", domain.CredentialSession: "Bearer "}[kind]
 	a, err := auth.New(st, clock).Verify(context.Background(), auth.NewAttempt(scheme+secret))
-	if errors.Is(err, auth.Unauthenticated) {
+	if auth.Failed(err) {
 		return a, domain.ErrNotFound
 	}
 	store.WaitBackground(st)

@@ -52,7 +52,7 @@ var (
 	equipmentLoose = testdb.EquipmentLoose
 	itemA          = testdb.ItemA
 	itemB          = testdb.ItemB
-	fixtureNow     = testdb.FixtureNow
+	fixtureNow     = testdb.FixtureNow()
 )
 
 // listOrder is the contract's order of SAM action logs: actionDate descending, then id

@@ -150,9 +150,9 @@ func TestMigrationToSAMBuckets(t *testing.T) {
 			// A late log lands among the old ones, and an old log is replaced by its id (the ids
 			// table says where it is) with another date.
 			late := logs(l1, 50_000, 1)
-			late[0].ActionDate = testdb.SAMT0.Add(-time.Hour)
+			late[0].ActionDate = testdb.SAMT0().Add(-time.Hour)
 			moved := old[l1][100]
-			moved.ActionDate = testdb.SAMT0.Add(-2 * time.Hour)
+			moved.ActionDate = testdb.SAMT0().Add(-2 * time.Hour)
 			c, err := dataset.ImportWith(ctx, st, &dataset.Dataset{SAMActionLogs: append(late, moved)}, nil, dataset.Options{Upsert: true})
 			if err != nil || c.Added != 1 || c.Replaced != 1 {
 				t.Fatalf("upsert after the upgrade: %+v, %v", c, err)

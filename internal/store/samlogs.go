@@ -49,7 +49,7 @@ const samTotalQuery = `SELECT below + n AS total FROM sam_log_buckets WHERE enti
 var samAfterAll = struct {
 	date int64
 	id   []byte
-}{math.MaxInt64, column.AfterEveryUUID}
+}{math.MaxInt64, column.AfterEveryUUID()}
 
 // samPageArgs are samPageQuery's arguments.
 func samPageArgs(key []byte, offset int64) []any {

@@ -67,16 +67,16 @@ const (
 )
 
 // FixtureNow is the fixture's "now"; microsecond precision, as the store keeps times.
-var FixtureNow = time.Date(2026, 11, 21, 9, 30, 0, 123456000, time.UTC)
+func FixtureNow() time.Time { return time.Date(2026, 11, 21, 9, 30, 0, 123456000, time.UTC) }
 
-// FixtureSettings is a file build's settings, compact so that it comes back byte for byte.
-var FixtureSettings = json.RawMessage(`{"tips":{"enabled":true,"presetsPercent":[15,20],"allowCustom":false},"tax":{"enabled":true,"ratePercent":"8.250"},"avs":{"enabled":true,"mode":"zip"},"receipt":{"merchantCopy":true,"customerCopy":"prompt","headerLines":["FIXTURE"],"footerLines":[]},"transactions":{"sale":true,"refund":true,"void":true,"preAuth":false,"manualEntry":false,"cashBack":false},"autoBatch":{"enabled":true,"time":"23:00"}}`)
+// fixtureSettings is a file build's settings, compact so that it comes back byte for byte.
+const fixtureSettings = `{"tips":{"enabled":true,"presetsPercent":[15,20],"allowCustom":false},"tax":{"enabled":true,"ratePercent":"8.250"},"avs":{"enabled":true,"mode":"zip"},"receipt":{"merchantCopy":true,"customerCopy":"prompt","headerLines":["FIXTURE"],"footerLines":[]},"transactions":{"sale":true,"refund":true,"void":true,"preAuth":false,"manualEntry":false,"cashBack":false},"autoBatch":{"enabled":true,"time":"23:00"}}`
 
 // Fixture holds a record of every kind, each section in id order (the export's order), with
 // the cases the suite checks: two partners, expired credentials, a lead with and one without a
 // stored acceptance, a principal without an SSN, equipment on no line item.
 func Fixture() *dataset.Dataset {
-	now := FixtureNow
+	now := FixtureNow()
 	stamps := domain.Stamps{CreatedAt: now.Add(-48 * time.Hour), CreatedBy: StaffUser, UpdatedAt: now, UpdatedBy: UserA}
 	ds := &dataset.Dataset{
 		Partners: []domain.Partner{{ID: PartnerA, Name: "Partner A"}, {ID: PartnerB, Name: "Partner B"}},
@@ -153,7 +153,7 @@ func Fixture() *dataset.Dataset {
 		},
 		Shipments: []dataset.Shipment{{LineItemID: ItemA, Shipment: domain.Shipment{ID: FixtureID(1301), Status: "delivered",
 			CarrierCode: ptr("ups"), TrackingNumber: ptr("1Z999"), ShippedDate: ptr(now.AddDate(0, 0, -5))}}},
-		FileBuilds:    []domain.FileBuild{{ID: FixtureID(1401), LineItemID: ItemA, Settings: FixtureSettings}},
+		FileBuilds:    []domain.FileBuild{{ID: FixtureID(1401), LineItemID: ItemA, Settings: json.RawMessage(fixtureSettings)}},
 		MerchantNotes: []domain.MerchantNote{{ID: FixtureID(1501), MerchantID: MerchantA, Body: "boarded", CreatedAt: now.Add(-time.Hour), CreatedBy: StaffUser}},
 		AuditEvents: []domain.AuditEvent{{ID: FixtureID(1601), At: now.Add(-time.Hour), ActorUserID: StaffUser, Action: "principal.decrypt",
 			TargetID: string(PrincipalA), Outcome: domain.OutcomeGranted, Detail: "field ssn"}},

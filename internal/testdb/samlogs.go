@@ -33,7 +33,7 @@ func SAMBase() *dataset.Dataset {
 }
 
 // SAMT0 is when the SAM log tests' logs begin.
-var SAMT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+func SAMT0() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // SAMLogs makes n logs of entity numbered from first, with dates spread so that files interleave;
 // every third shares its date with the previous one, so ties are broken by id.
@@ -42,7 +42,7 @@ func SAMLogs(entity domain.ID, first, n int) []domain.SAMActionLog {
 	for i := range out {
 		k := first + i
 		out[i] = domain.SAMActionLog{ID: SAMID(k), EntityID: entity, Action: "update_mid",
-			ActionDate: SAMT0.Add(time.Duration(k-k%3) * time.Minute), SamID: int64(k)}
+			ActionDate: SAMT0().Add(time.Duration(k-k%3) * time.Minute), SamID: int64(k)}
 	}
 	return out
 }
@@ -111,7 +111,7 @@ func CheckSAMLogs(t testing.TB, st *store.Store, entity domain.ID, want []domain
 func ScrambledSAMLogs(entity domain.ID, first, n int) []domain.SAMActionLog {
 	out := SAMLogs(entity, first, n)
 	for i := range out {
-		out[i].ActionDate = SAMT0.Add(time.Duration((i*7919)%n/2) * time.Second)
+		out[i].ActionDate = SAMT0().Add(time.Duration((i*7919)%n/2) * time.Second)
 	}
 	return out
 }

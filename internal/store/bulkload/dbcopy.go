@@ -55,15 +55,15 @@ func (b *Bulk) Catalog(query string) (Catalog, error) { return readCatalog(b.ctx
 type CopyProgress func(table string, rows int64)
 
 // CopyDatabase copies every table of src, whose catalog is from, into b's database, whose catalog
-// is to: the tables of CopiedTables and the genesis, row for row, every column as stored (a flag
+// is to: the tables of copiedTables and the genesis, row for row, every column as stored (a flag
 // becomes the target engine's boolean or 0 and 1). It refuses, writing nothing, when a table of
-// either database is neither copied nor set aside (NotCopied), when a copied table's columns
+// either database is neither copied nor set aside (notCopied), when a copied table's columns
 // differ, and when any copied table of the target holds a row (ErrTargetNotEmpty).
 func (b *Bulk) CopyDatabase(src *Snapshot, from, to Catalog, progress CopyProgress) error {
 	if err := checkCopyable(from, to); err != nil {
 		return err
 	}
-	for _, t := range CopiedTables {
+	for _, t := range copiedTables {
 		var n int
 		err := b.q.QueryRow(b.ctx, `SELECT count(*) FROM (SELECT 1 FROM `+t+` LIMIT 1) AS r`).Scan(&n)
 		if err != nil {
@@ -76,7 +76,7 @@ func (b *Bulk) CopyDatabase(src *Snapshot, from, to Catalog, progress CopyProgre
 	if _, err := b.q.Exec(b.ctx, `DELETE FROM `+GenesisTable); err != nil {
 		return fmt.Errorf("target %s: %w", GenesisTable, err)
 	}
-	for _, t := range append(slices.Clone(CopiedTables), GenesisTable) {
+	for _, t := range append(slices.Clone(copiedTables), GenesisTable) {
 		n, err := b.copyTable(src, t, from[t], to[t])
 		if err != nil {
 			return err

@@ -30,7 +30,7 @@ var (
 	partnerA   = testdb.PartnerA
 	partnerB   = testdb.PartnerB
 	merchantB  = testdb.MerchantB
-	fixtureNow = testdb.FixtureNow
+	fixtureNow = testdb.FixtureNow()
 )
 
 // listSAMActionLogs is a page of the entity's logs as staff see it.

@@ -59,7 +59,7 @@ func (a samKey) compare(b samKey) int {
 var samBeforeAll = samKey{date: math.MinInt64, id: []byte{}}
 
 // samAfterAll is past the key of every log.
-var samAfterAll = samKey{date: math.MaxInt64, id: column.AfterEveryUUID}
+var samAfterAll = samKey{date: math.MaxInt64, id: column.AfterEveryUUID()}
 
 // samBucket is one row of sam_log_buckets as an import changes it.
 type samBucket struct {

@@ -86,7 +86,7 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 		all := slices.Clone(stored)
 		for k := range 5 {
 			late := logs(l1, 50_000+k, 1)
-			late[0].ActionDate = testdb.SAMT0.Add(time.Duration(k) * time.Second)
+			late[0].ActionDate = testdb.SAMT0().Add(time.Duration(k) * time.Second)
 			addInChunks(t, st, late, 1)
 			all = append(all, late...)
 		}
@@ -96,7 +96,7 @@ func TestSAMLogsLateAndRemoved(t *testing.T) {
 		var burst []domain.SAMActionLog
 		for k := range 3 * bulkload.SAMBucketTarget {
 			l := logs(l1, 60_000+k, 1)[0]
-			l.ActionDate = testdb.SAMT0.Add(time.Duration(1000+k%200) * time.Second)
+			l.ActionDate = testdb.SAMT0().Add(time.Duration(1000+k%200) * time.Second)
 			burst = append(burst, l)
 		}
 		addInChunks(t, st, burst, 1000)
@@ -165,14 +165,14 @@ func TestUpsertSAMLogsAcrossBuckets(t *testing.T) {
 		all := slices.Clone(stored)
 		for k := 0; k < len(all); k += 9 {
 			l := all[k]
-			l.ActionDate = testdb.SAMT0.Add(time.Duration((k*31)%len(all)) * time.Second) // elsewhere
+			l.ActionDate = testdb.SAMT0().Add(time.Duration((k*31)%len(all)) * time.Second) // elsewhere
 			l.Action = "corrected"
 			all[k] = l
 			file = append(file, l)
 		}
 		for k := range 400 {
 			l := logs(l1, 70_000+k, 1)[0]
-			l.ActionDate = testdb.SAMT0.Add(time.Duration(k*3) * time.Second)
+			l.ActionDate = testdb.SAMT0().Add(time.Duration(k*3) * time.Second)
 			all, file = append(all, l), append(file, l)
 		}
 		rand.New(rand.NewPCG(5, 6)).Shuffle(len(file), func(i, j int) { file[i], file[j] = file[j], file[i] })

@@ -14,10 +14,10 @@ import (
 // databases' own catalogs, checked against the lists below, so that a table a migration adds is
 // copied or refused, never skipped.
 
-// CopiedTables are the tables a copy moves, row for row, every column as stored (credential
+// copiedTables are the tables a copy moves, row for row, every column as stored (credential
 // hashes, sealed SSNs, audit events with their seq and links, documents' contents, idempotency
 // keys, push leases and records): parents before the tables whose foreign keys name them.
-var CopiedTables = []string{
+var copiedTables = []string{
 	"partners", "users", "api_keys", "sessions",
 	"card_plans", "leads", "lead_card_plans", "principals",
 	"merchants", "merchant_documents", "merchant_notes", "pricing_models",
@@ -32,14 +32,21 @@ var CopiedTables = []string{
 // the target's with the source's, seal and all.
 const GenesisTable = "audit_chain_genesis"
 
-// NotCopied are the tables a copy leaves as the target's migrations made them, each with why.
-var NotCopied = map[string]string{
+// notCopied are the tables a copy leaves as the target's migrations made them, each with why.
+var notCopied = map[string]string{
 	"schema_migrations":     "each engine's own migrations, applied to the target before the copy",
 	"cache_generation":      "the read cache's number, which the copy moves on the target as an import does",
 	"cache_generation_owed": "PostgreSQL's moves of the read cache's number owed by transactions still open, none once they end",
 	"readiness_probe":       "the row GET /readyz writes and removes in one transaction",
 	"audit_chain_lock":      "PostgreSQL's lock row for the audit chain's turn, made by its migration",
 }
+
+// CopiedTables are the tables a copy moves, parents first, in a slice of the caller's own.
+func CopiedTables() []string { return slices.Clone(copiedTables) }
+
+// NotCopied are the tables a copy leaves as the target's migrations made them, each with why, in a
+// map of the caller's own.
+func NotCopied() map[string]string { return maps.Clone(notCopied) }
 
 // ErrTargetNotEmpty is a copy refused because the target holds rows.
 var ErrTargetNotEmpty = errors.New("the target database is not empty")
@@ -56,14 +63,14 @@ type Column struct {
 // Catalog is every table of a database with its columns, in their order.
 type Catalog map[string][]Column
 
-// checkCopyable fails unless every table of both catalogs is copied (CopiedTables, the genesis) or
-// set aside (NotCopied), and every copied table has the same columns in both.
+// checkCopyable fails unless every table of both catalogs is copied (copiedTables, the genesis) or
+// set aside (notCopied), and every copied table has the same columns in both.
 func checkCopyable(source, target Catalog) error {
 	known := map[string]bool{GenesisTable: true}
-	for _, t := range CopiedTables {
+	for _, t := range copiedTables {
 		known[t] = true
 	}
-	for t := range NotCopied {
+	for t := range notCopied {
 		known[t] = true
 	}
 	for _, side := range []struct {
@@ -76,7 +83,7 @@ func checkCopyable(source, target Catalog) error {
 			}
 		}
 	}
-	for _, t := range append(slices.Clone(CopiedTables), GenesisTable) {
+	for _, t := range append(slices.Clone(copiedTables), GenesisTable) {
 		s, ok := source[t]
 		if !ok {
 			return fmt.Errorf("the source database has no table %s: not a backoffice database, or one this release did not migrate", t)

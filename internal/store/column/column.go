@@ -102,5 +102,5 @@ func IDOfUUID(b []byte) (domain.ID, error) {
 }
 
 // AfterEveryUUID sorts after every uuid column's 16 bytes: with the largest date, the end of a
-// range of SAM log keys (action_date, id).
-var AfterEveryUUID = bytes.Repeat([]byte{0xff}, 17)
+// range of SAM log keys (action_date, id). Each call makes a new slice, the caller's own.
+func AfterEveryUUID() []byte { return bytes.Repeat([]byte{0xff}, 17) }
