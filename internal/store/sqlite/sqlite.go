@@ -53,7 +53,7 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 		db.Close()
 		return nil, Engine{}, openError(path, err)
 	}
-	return db, Engine{file: file, purger: newWALPurger(db)}, nil
+	return db, Engine{file: file, purger: newWALPurger()}, nil
 }
 
 // openError names the file and, where SQLite could not write to it (on a full disk it cannot grow
@@ -295,7 +295,7 @@ func (Engine) BusyTimeout() time.Duration { return busyTimeout * time.Millisecon
 // PurgeDeleted has the WAL truncated in the background and returns at once: secure_delete zeroes
 // a deleted row's bytes in its page, but the WAL still holds the pages as they were until a
 // checkpoint, and one that truncates waits for readers with the write lock held (see walPurger).
-func (e Engine) PurgeDeleted(context.Context, *sql.DB) { e.purger.kick() }
+func (e Engine) PurgeDeleted(_ context.Context, db *sql.DB) { e.purger.kick(db) }
 
 // BeforeWrite fails once the path no longer names the file that was opened (removed or
 // replaced): SQLite would go on writing into the old file, and every such write would be lost;
