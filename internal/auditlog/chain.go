@@ -73,7 +73,7 @@ func chainLink(sig chainMAC, prev []byte, e domain.AuditEvent) ([]byte, error) {
 }
 
 // auditChain is what appending to the chain needs of the store, taken before a transaction
-// begins: a transaction's body is given the transaction alone (see DB.Tx).
+// begins: a transaction's body holds it, so it holds data and no way to the pool (see DB.Tx).
 type auditChain struct {
 	signer ChainSigner
 	// arrays: the engine takes a column of values as an array (PostgreSQL, insertAuditArrays).

@@ -229,10 +229,14 @@ func (s *Store) q() querier { return querier{s: s} }
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call. fn is given the
 // transaction (*sqltx.Tx), and what it writes goes through it: an audit event of the operation
-// is appended to the chain in it (auditChain.Append), and commits or rolls back with the rest.
-// A body that calls back into the store instead (RecordAudit, a write on the pool, another
-// transaction) meets the lock its own transaction holds, and fails with ErrWriteWait after the
-// engine's busy timeout rather than waiting for itself (TestTransactionBodiesCannotDeadlock).
+// is appended to the chain in it (auditlog.Chain.Append), and commits or rolls back with the rest.
+//
+// fn is given, and captures, only values from which the connection pool cannot be reached: the
+// transaction and data, never the store (the rule in docs/architecture.md, "Transactions"). Go
+// cannot forbid a capture, so TestTransactionBodiesReachNoPool (txbodies_static_test.go) checks
+// every body on the type-checked code. A body that reaches the store anyway meets the lock its own
+// transaction holds, and fails with ErrWriteWait after the engine's busy timeout rather than
+// waiting for itself (TestTransactionBodiesCannotDeadlock).
 func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
 	return s.inTx(ctx, func() (*sql.Tx, *sql.Conn, error) {
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -240,9 +244,9 @@ func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) 
 	}, fn)
 }
 
-// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with
-// this process's writers queued and the engine's write check made first; committed when fn
-// returns nil, rolled back on an error or a panic.
+// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it, which
+// the *sqltx.Tx carries), with this process's writers queued and the engine's write check made
+// first; committed when fn returns nil, rolled back on an error or a panic. fn keeps tx's rule.
 func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, error), fn func(q *sqltx.Tx) error) (err error) {
 	if err := s.writes.lock(ctx); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -297,8 +301,7 @@ func (s *Store) beforeWrite() error {
 
 // snapshot runs fn in a read-only transaction that sees one consistent state of the database and
 // blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
-// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. Like tx's, fn is
-// given the transaction alone.
+// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. fn keeps tx's rule.
 func (s *Store) snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error {
 	q, end, err := s.openSnapshot(ctx)
 	if err != nil {

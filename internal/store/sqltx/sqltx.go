@@ -3,9 +3,14 @@
 // from a cache of prepared statements.
 //
 // It lives below the store, which it cannot import: what a transaction's body writes goes through
-// its *Tx, and an audit event it records is appended to the chain in it. A body that reaches the
-// store anyway (captured, through an interface, on a goroutine) meets the lock its own transaction
-// holds, and fails after the engine's busy timeout (the store's TestTransactionBodiesCannotDeadlock).
+// its *Tx, and an audit event it records is appended to the chain in it. A body is given, and
+// captures, only values from which the connection pool cannot be reached, the *Tx being the one
+// handle on the database it holds (docs/architecture.md, "Transactions"): so every method of Tx
+// runs in the transaction, on its connection (Cached may first prepare its statement on the pool,
+// which takes no lock). Go cannot forbid a capture; the store's
+// TestTransactionBodiesReachNoPool checks every body on the type-checked code, and a body that
+// reaches the store anyway meets the lock its own transaction holds, and fails after the engine's
+// busy timeout (TestTransactionBodiesCannotDeadlock).
 package sqltx
 
 import (
