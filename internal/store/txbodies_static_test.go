@@ -153,14 +153,11 @@ func isHandle(t types.Type) bool {
 	if !ok {
 		return false
 	}
-	n, ok := p.Elem().(*types.Named)
-	if !ok || n.Obj().Pkg() == nil {
-		return false
-	}
-	if n.Obj().Pkg().Path() == sqltxPath && n.Obj().Name() == "Tx" {
+	if isTx(t) {
 		return true
 	}
-	if !inModule(n) {
+	n, ok := p.Elem().(*types.Named)
+	if !ok || !inModule(n) {
 		return false
 	}
 	s, ok := n.Underlying().(*types.Struct)
@@ -173,6 +170,16 @@ func isHandle(t types.Type) bool {
 		}
 	}
 	return false
+}
+
+// isTx tells *sqltx.Tx.
+func isTx(t types.Type) bool {
+	p, ok := t.(*types.Pointer)
+	if !ok {
+		return false
+	}
+	n, ok := p.Elem().(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == sqltxPath && n.Obj().Name() == "Tx"
 }
 
 // isBody tells a function type that takes a transaction's handle.
@@ -218,12 +225,10 @@ func (r *bodyRule) settle(keep func(), reaches bool) {
 }
 
 func (r *bodyRule) walk(t types.Type) bool {
-	if p, ok := t.(*types.Pointer); ok {
-		if n, ok := p.Elem().(*types.Named); ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == sqltxPath && n.Obj().Name() == "Tx" {
-			return false // the handle
-		}
+	if isTx(t) {
+		return false // the handle
 	}
-	step := func(how string, u types.Type) bool {
+	through := func(how string, u types.Type) bool {
 		if !r.reachesPool(u) {
 			return false
 		}
@@ -232,7 +237,7 @@ func (r *bodyRule) walk(t types.Type) bool {
 	}
 	switch t := t.(type) {
 	case *types.Alias:
-		return step("", types.Unalias(t))
+		return through("", types.Unalias(t))
 	case *types.Named:
 		if pkg := t.Obj().Pkg(); pkg != nil && pkg.Path() == "database/sql" && slices.Contains(poolTypes, t.Obj().Name()) {
 			return true
@@ -240,32 +245,32 @@ func (r *bodyRule) walk(t types.Type) bool {
 		if _, ok := t.Underlying().(*types.Interface); !ok && !inModule(t) {
 			return false
 		}
-		return step("=", t.Underlying())
+		return through("=", t.Underlying())
 	case *types.Pointer:
-		return step("", t.Elem())
+		return through("", t.Elem())
 	case *types.Slice:
-		return step("", t.Elem())
+		return through("", t.Elem())
 	case *types.Array:
-		return step("", t.Elem())
+		return through("", t.Elem())
 	case *types.Chan:
-		return step("", t.Elem())
+		return through("", t.Elem())
 	case *types.Map:
-		return step("", t.Key()) || step("", t.Elem())
+		return through("", t.Key()) || through("", t.Elem())
 	case *types.Struct:
 		for f := range t.Fields() {
-			if step("field "+f.Name()+" ", f.Type()) {
+			if through("field "+f.Name()+" ", f.Type()) {
 				return true
 			}
 		}
 		return false
 	case *types.Signature:
 		how, u := r.madeReachingPool(t)
-		return u != nil && step(how, u)
+		return u != nil && through(how, u)
 	case *types.Interface:
 		u := r.implementedByPool(t)
-		return u != nil && step("implemented by ", u)
+		return u != nil && through("implemented by ", u)
 	case *types.TypeParam:
-		return step("", t.Constraint())
+		return through("", t.Constraint())
 	}
 	return false
 }

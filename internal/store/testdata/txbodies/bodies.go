@@ -41,6 +41,7 @@ func (c chain) append(ctx context.Context, q *sqltx.Tx) error {
 func broken(ctx context.Context, s *store, v any) {
 	var r recorder = s
 	rec := s.record
+	call := func() error { return s.record(ctx) }
 	_ = s.tx(ctx, func(q *sqltx.Tx) error {
 		return s.record(ctx) // want: the store, captured
 	})
@@ -49,6 +50,9 @@ func broken(ctx context.Context, s *store, v any) {
 	})
 	_ = s.tx(ctx, func(q *sqltx.Tx) error {
 		return rec(ctx) // want: a method value of the store
+	})
+	_ = s.tx(ctx, func(q *sqltx.Tx) error {
+		return call() // want: a function that captures the store
 	})
 	_ = s.tx(ctx, func(q *sqltx.Tx) error {
 		errc := make(chan error, 1)
