@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+	"sync/atomic"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
@@ -72,7 +73,7 @@ func chainLink(sig chainMAC, prev []byte, e domain.AuditEvent) ([]byte, error) {
 }
 
 // auditChain is what appending to the chain needs of the store, taken before a transaction
-// begins: a transaction's body is given the transaction alone (see DB.Tx).
+// begins: a transaction's body holds it, so it holds data and no way to the pool (see DB.Tx).
 type auditChain struct {
 	signer ChainSigner
 	// arrays: the engine takes a column of values as an array (PostgreSQL, insertAuditArrays).
@@ -88,9 +89,10 @@ type auditChain struct {
 	// (PostgreSQL's audit_chain_append, appendAfter); moved tells its error of a head that moved.
 	afterTip bool
 	moved    func(error) bool
-	// held is the difference found in the trail's catalog (CheckTrailCatalog), nil while none:
-	// no event is linked into a trail whose tables may drop it.
-	held func() error
+	// held holds the difference found in the trail's catalog (CheckTrailCatalog), nil while none:
+	// no event is linked into a trail whose tables may drop it. The log's own, not the log: a
+	// transaction's body holds the chain, and the log reaches the pool.
+	held *atomic.Pointer[TrailCatalogError]
 	// deferrable: the engine has triggers deferred to the commit (PostgreSQL's constraint
 	// triggers), which the read-back runs first (readBack).
 	deferrable bool
@@ -131,7 +133,7 @@ func (c Chain) Adopt(ctx context.Context, q *sqltx.Tx) error { return c.c.Adopt(
 func (s *Log) chain() auditChain {
 	e := s.engine
 	return auditChain{signer: s.chainSigner(), arrays: e.ArrayArgs(), typed: e.TypedArgs, lockHead: !e.SingleWriter(), busy: e.IsBusy,
-		afterTip: e.AppendsAfterTip(), moved: e.IsChainMoved, held: s.TrailCatalogHeld, deferrable: e.DeferredTrailChecks(), notLanded: e.NotLanded,
+		afterTip: e.AppendsAfterTip(), moved: e.IsChainMoved, held: &s.trailHeld, deferrable: e.DeferredTrailChecks(), notLanded: e.NotLanded,
 		unread: s.withoutReadBack, trail: s.trailGuard(), memories: s.memories.active()}
 }
 
@@ -242,8 +244,8 @@ func (tip *chainTip) edgeAt(seq int64, hash []byte) edgeHashes {
 // trail's catalog is held (CheckTrailCatalog): every way an event is written passes here.
 func (c auditChain) link(tip chainTip, events []domain.AuditEvent) ([]any, chainTip, []domain.AuditEvent, error) {
 	if c.held != nil {
-		if err := c.held(); err != nil {
-			return nil, chainTip{}, nil, err
+		if held := c.held.Load(); held != nil {
+			return nil, chainTip{}, nil, held
 		}
 	}
 	keyID := c.signer.ActiveKeyID()

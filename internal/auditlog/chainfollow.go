@@ -34,21 +34,35 @@ const (
 // before it. Once the walk breaks it stays broken: a rewritten or shortened trail is never
 // signed, also after it looks whole again.
 type Follower struct {
-	s   *Log
+	s *Log
+	*followState
+	// restAfterPage rests after each full page a walk read: pause.For, unless a test's follower
+	// counts or skips the rests (export_test.go).
+	restAfterPage func(ctx context.Context, d time.Duration) error
+}
+
+// followState is the walk a Follower carries on, apart from the log: what its snapshots' bodies
+// hold (a body holds no way to the pool, docs/architecture.md "Transactions").
+type followState struct {
 	ver ChainVerifier
 	w   *ChainWalk
 	// mem is what this process committed (nil: nothing is checked against it); unsettled the rows
 	// walked at a seq whose commit it had not yet answered, checked once it has.
 	mem       *CommitMemory
 	unsettled []unsettledRow
+	// memories are the log's, which a walk that broke takes mem from (stopMemory).
+	memories *commitMemories
 	// read counts the rows its walks read by seq.
 	read int64
 	// carried: the walk was carried over runs of this process (its head's tree edge is the
 	// writer's, which Next compares with the database's).
 	carried bool
-	// restAfterPage rests after each full page a walk read: pause.For, unless a test's follower
-	// counts or skips the rests (export_test.go).
-	restAfterPage func(ctx context.Context, d time.Duration) error
+}
+
+// newFollower is a follower of s's trail under ver's keys, checked against mem (may be nil),
+// resting with rest after each full page.
+func newFollower(s *Log, ver ChainVerifier, mem *CommitMemory, rest func(context.Context, time.Duration) error) *Follower {
+	return &Follower{s: s, followState: &followState{ver: ver, mem: mem, memories: &s.memories}, restAfterPage: rest}
 }
 
 // unsettledRow is a row a walk met at a seq the memory held as still being committed.
@@ -70,7 +84,7 @@ const settleWait = 15 * time.Second
 // page by seq meets: they are breaks too. With mem (RememberCommits), every event this process
 // committed must be met as it was written (see CommitMemory).
 func (s *Log) FollowAuditChain(ctx context.Context, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {
-	return s.follow(ctx, &Follower{s: s, ver: ver, mem: mem, restAfterPage: pause.For}, base)
+	return s.follow(ctx, newFollower(s, ver, mem, pause.For), base)
 }
 
 // follow starts f following the trail from base (see FollowAuditChain).
@@ -100,6 +114,7 @@ func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Foll
 		f.learn()
 		return f, nil
 	}
+	fs := f.followState
 	err := s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
 		if err != nil {
@@ -109,7 +124,7 @@ func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Foll
 		if err != nil {
 			return err
 		}
-		f.w = resumeChainWalk(ver, g, *base, row.e)
+		fs.w = resumeChainWalk(ver, g, *base, row.e)
 		if found {
 			// The tree up to the checkpoint is taken as the database holds it: its edge is what
 			// the walk's check of the events after it grows from.
@@ -117,21 +132,21 @@ func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Foll
 			if err != nil {
 				return err
 			}
-			f.w.tree = newTreeCheck(ver, base.Seq, edge)
+			fs.w.tree = newTreeCheck(ver, base.Seq, edge)
 			// The tree up to the checkpoint is taken from the database only as the root it signed.
 			if root, err := tlog.TreeHash(base.Seq, mapReader(edge)); err != nil || !bytes.Equal(root[:], base.Root) {
-				f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
+				fs.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
 					Reason: fmt.Sprintf("the audit tree up to the event %s covers (seq %d) is not the one it signed: its rows were altered", base.What, base.Seq)}
 				return nil
 			}
 		}
 		if !found || row.e.Hash != hexHash(base.Link) {
-			f.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
+			fs.w.rep.Break = &ChainBreak{Seq: base.Seq, ID: row.e.ID,
 				Reason: fmt.Sprintf("the trail no longer holds the event %s covers (seq %d with link %s): its tail was cut off or rewritten", base.What, base.Seq, orNone(hexHash(base.Link)))}
 			return nil
 		}
 		// The rows without a seq, which no walk by seq meets, as a walk from the genesis reads them.
-		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, f.w.stepRow)
+		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, fs.w.stepRow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: follow audit chain: %w", err)
@@ -155,9 +170,10 @@ func (f *Follower) learn() {
 // fromGenesis walks the whole trail from its genesis: the numbered events in pages, then the rows
 // without a seq (last, where a walk of the whole trail in one read meets them).
 func (f *Follower) fromGenesis(ctx context.Context, expects []ChainExpect) error {
+	fs := f.followState
 	err := f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
-		w, err := startWalk(ctx, q, f.ver, expects)
-		f.w = w
+		w, err := startWalk(ctx, q, fs.ver, expects)
+		fs.w = w
 		if err != nil {
 			return err
 		}
@@ -170,7 +186,7 @@ func (f *Follower) fromGenesis(ctx context.Context, expects []ChainExpect) error
 		return err
 	}
 	err = f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
-		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, f.w.stepRow)
+		return auditRowsAfter(ctx, q, `WHERE seq IS NULL`, nil, fs.w.stepRow)
 	})
 	if err != nil {
 		return fmt.Errorf("store: follow audit chain: %w", err)
@@ -201,18 +217,19 @@ func (f *Follower) Next(ctx context.Context) (Verified, error) {
 		}
 	}
 	var head int64
+	fs := f.followState
 	err := f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
 		g, err := readGenesis(ctx, q)
 		if err != nil {
 			return err
 		}
-		if verdict, why := g.judge(f.ver); verdict == genesisBroken {
+		if verdict, why := g.judge(fs.ver); verdict == genesisBroken {
 			return &ChainBreak{Seq: 1, Reason: why}
 		}
-		if at := f.w.genesis; at != nil && at.lastUnlinked != g.LastUnlinked {
+		if at := fs.w.genesis; at != nil && at.lastUnlinked != g.LastUnlinked {
 			return &ChainBreak{Seq: 1, Reason: fmt.Sprintf("the genesis now names seq %d as the last event from before the chain, and named seq %d: altered", g.LastUnlinked, at.lastUnlinked)}
 		}
-		if err := f.stillExtends(ctx, q); err != nil {
+		if err := fs.stillExtends(ctx, q); err != nil {
 			return err
 		}
 		head, err = chainHeadSeq(ctx, q)
@@ -326,7 +343,7 @@ func (f *Follower) checkMemory(ctx context.Context, before uint64) error {
 
 // rememberRow checks a row the walk met against the memory: false (a break) when this process
 // committed another event at its seq.
-func (f *Follower) rememberRow(r auditRow) bool {
+func (f *followState) rememberRow(r auditRow) bool {
 	if f.mem == nil || !r.numbered {
 		return true
 	}
@@ -342,16 +359,16 @@ func (f *Follower) rememberRow(r auditRow) bool {
 }
 
 // memoryBreak keeps a break the memory showed, and stops it.
-func (f *Follower) memoryBreak(seq int64, id domain.ID, why string) error {
+func (f *followState) memoryBreak(seq int64, id domain.ID, why string) error {
 	f.w.rep.Break = &ChainBreak{Seq: seq, ID: id, Reason: why}
 	f.stopMemory()
 	return f.w.rep.Break
 }
 
 // stopMemory ends the memory of a walk that broke: nothing it could check is signed again.
-func (f *Follower) stopMemory() {
+func (f *followState) stopMemory() {
 	if f.mem != nil && f.w.rep.Break != nil {
-		f.s.memories.stop(f.mem)
+		f.memories.stop(f.mem)
 	}
 }
 
@@ -362,16 +379,17 @@ func (f *Follower) walkOn(ctx context.Context) error {
 	for {
 		walked := f.w.rep.Events
 		read := 0
+		fs := f.followState
 		err := f.s.db.Snapshot(ctx, func(q *sqltx.Tx) error {
 			err := auditRowsAfter(ctx, q, `WHERE seq > ? ORDER BY seq LIMIT ?`, []any{walked, followPage}, func(r auditRow) bool {
 				read++
-				f.read++
-				return f.w.stepRow(r) && f.rememberRow(r)
+				fs.read++
+				return fs.w.stepRow(r) && fs.rememberRow(r)
 			})
 			if err != nil {
 				return err
 			}
-			return f.w.checkTree(ctx, q)
+			return fs.w.checkTree(ctx, q)
 		})
 		if err != nil {
 			return fmt.Errorf("store: follow audit chain: %w", err)
@@ -387,7 +405,7 @@ func (f *Follower) walkOn(ctx context.Context) error {
 
 // stillExtends checks that the newest event walked is still in the trail as it was: a tail cut
 // off under the walk, and written again, is a break even where the new events link.
-func (f *Follower) stillExtends(ctx context.Context, q *sqltx.Tx) error {
+func (f *followState) stillExtends(ctx context.Context, q *sqltx.Tx) error {
 	head := f.w.rep.Head
 	if head.Seq == 0 {
 		return nil

@@ -36,7 +36,7 @@ const FollowPage = followPage
 // FollowAuditChainResting is l.FollowAuditChain with a follower whose walks call rest, not
 // pause.For, after each full page: a test counts the rests, a benchmark skips them (NoRest).
 func FollowAuditChainResting(ctx context.Context, l *Log, rest func(context.Context, time.Duration) error, ver ChainVerifier, base *ChainExpect, mem *CommitMemory) (*Follower, error) {
-	return l.follow(ctx, &Follower{s: l, ver: ver, mem: mem, restAfterPage: rest}, base)
+	return l.follow(ctx, newFollower(l, ver, mem, rest), base)
 }
 
 // NoRest rests not at all: a follower built with it measures the walk's own work.

@@ -23,7 +23,8 @@ type DB interface {
 	Engine() Engine
 	// Pool runs shared SQL on the pool, outside any transaction.
 	Pool() Pool
-	// Tx runs fn in one write transaction, committed when fn returns nil.
+	// Tx runs fn in one write transaction, committed when fn returns nil. fn keeps the rule of a
+	// transaction's body: it holds no way to the pool (docs/architecture.md, "Transactions").
 	Tx(ctx context.Context, fn func(q *sqltx.Tx) error) error
 	// Snapshot runs fn in a read-only transaction that sees one state of the database.
 	Snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error

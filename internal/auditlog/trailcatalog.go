@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
@@ -68,13 +69,14 @@ func (s *Log) CheckTrailCatalog(ctx context.Context) error {
 	if len(findings) == 0 {
 		return g.remember(ctx, s.db.Pool(), before) // what each append compares (trailguard.go)
 	}
-	return s.holdTrail(findings)
+	return holdTrail(&s.trailHeld, findings)
 }
 
-// holdTrail holds the trail on findings, unless it is held already, and returns the held error.
-func (s *Log) holdTrail(findings []string) error {
-	s.trailHeld.CompareAndSwap(nil, &TrailCatalogError{Findings: findings})
-	return s.trailHeld.Load()
+// holdTrail holds the trail on findings in held (a log's), unless it is held already, and returns
+// the held error.
+func holdTrail(held *atomic.Pointer[TrailCatalogError], findings []string) error {
+	held.CompareAndSwap(nil, &TrailCatalogError{Findings: findings})
+	return held.Load()
 }
 
 // TrailCatalogHeld is the difference CheckTrailCatalog found, or nil while it found none.

@@ -66,8 +66,9 @@ type trailGuard struct {
 	expected []string
 	// clean is what the last clean check saw (Log.trailClean).
 	clean *atomic.Pointer[string]
-	// hold holds the trail on the findings (as CheckTrailCatalog does) and returns the held error.
-	hold func(findings []string) error
+	// held is the log's difference found in the trail's catalog, which a check that finds one sets
+	// (holdTrail, as CheckTrailCatalog does).
+	held *atomic.Pointer[TrailCatalogError]
 }
 
 // trailGuard is the store's.
@@ -80,7 +81,7 @@ func (s *Log) trailGuard() trailGuard {
 		s.trailLines.Store(lines)
 	}
 	return trailGuard{schemaVersion: s.engine.SchemaVersion(), failedEndsTx: s.engine.FailedStatementEndsTx(), off: s.withoutTrailGuard, query: query,
-		expected: *lines, clean: &s.trailClean, hold: s.holdTrail}
+		expected: *lines, clean: &s.trailClean, held: &s.trailHeld}
 }
 
 // catalogLines are the lines of an expected catalog.
@@ -236,7 +237,7 @@ func (g trailGuard) compare(rows *sqltx.Rows) error {
 		return err
 	}
 	if findings := compareTrailCatalog(g.expected, got); len(findings) > 0 {
-		return g.hold(findings)
+		return holdTrail(g.held, findings)
 	}
 	return nil
 }

@@ -587,9 +587,10 @@ func (s *Log) BuildAuditTree(ctx context.Context) (int64, error) {
 	var added int64
 	for {
 		var n int64
+		chain := s.chain()
 		err := s.db.Tx(ctx, func(q *sqltx.Tx) error {
 			var err error
-			n, err = s.chain().buildTreeBatch(ctx, q)
+			n, err = chain.buildTreeBatch(ctx, q)
 			return err
 		})
 		if err != nil {

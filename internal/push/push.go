@@ -232,32 +232,35 @@ func (s *Service) keepUnwritten(holder string, note domain.MerchantNote) {
 // called once that call has succeeded: the notes this process kept for those records are then
 // written, and forgotten.
 func (s *Service) noting() (noteOf func(domain.PushRecord) domain.MerchantNote, noted func()) {
+	// The notes and the clock, not the service: noteOf runs inside the store's transaction, whose
+	// body must hold no way back to the store (docs/architecture.md, "Transactions").
+	mu, unwritten, now := &s.mu, s.unwritten, s.now
 	var holders []string
 	noteOf = func(r domain.PushRecord) domain.MerchantNote {
 		holders = append(holders, r.Holder)
-		s.mu.Lock()
-		n, ok := s.unwritten[r.Holder]
-		s.mu.Unlock()
+		mu.Lock()
+		n, ok := unwritten[r.Holder]
+		mu.Unlock()
 		if ok {
 			return n
 		}
-		return s.unfinishedNote(r)
+		return unfinishedNote(r, now())
 	}
 	noted = func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, h := range holders {
-			delete(s.unwritten, h)
+			delete(unwritten, h)
 		}
 	}
 	return noteOf, noted
 }
 
-// unfinishedNote is the note of a push record left behind whose outcome this process does not
-// know: its push stopped (its process ended) or the database refused its note in another
+// unfinishedNote is the note, made at at, of a push record left behind whose outcome this process
+// does not know: its push stopped (its process ended) or the database refused its note in another
 // process. The attempts are known, each counted before it was sent.
-func (s *Service) unfinishedNote(r domain.PushRecord) domain.MerchantNote {
-	return domain.MerchantNote{MerchantID: r.MerchantID, CreatedAt: s.now(), CreatedBy: r.UserID,
+func unfinishedNote(r domain.PushRecord, at time.Time) domain.MerchantNote {
+	return domain.MerchantNote{MerchantID: r.MerchantID, CreatedAt: at, CreatedBy: r.UserID,
 		Body: fmt.Sprintf("Device parameter push by user %s to terminal %q for line item %s, started %s, did not record its outcome "+
 			"(the service stopped, or the database refused the note): %d attempt(s) sent to the gateway",
 			r.UserID, r.TerminalID, r.LineItemID, r.StartedAt.UTC().Format(time.RFC3339), r.Attempts)}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"backoffice/internal/store/bulkload"
-	"backoffice/internal/store/sqltx"
 )
 
 // CopyTo copies the whole database into dst, of either engine, whose migrations have run: every
@@ -16,21 +15,25 @@ import (
 // (bulkload.ErrTargetNotEmpty) and a table of either database it does not know, and needs no
 // master key: sealed SSNs, hashes and the chain's links go over as bytes.
 func (s *Store) CopyTo(ctx context.Context, dst *Store, progress bulkload.CopyProgress) error {
-	return s.snapshot(ctx, func(q *sqltx.Tx) error {
-		src := bulkload.NewSnapshot(ctx, q)
-		from, err := src.Catalog(s.engine.Catalog())
+	q, end, err := s.openSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	src := bulkload.NewSnapshot(ctx, q)
+	from, err := src.Catalog(s.engine.Catalog())
+	if err != nil {
+		return fmt.Errorf("store: copy: source %w", err)
+	}
+	catalog := dst.engine.Catalog()
+	return dst.Load(ctx, func(b *bulkload.Bulk) error {
+		to, err := b.Catalog(catalog)
 		if err != nil {
-			return fmt.Errorf("store: copy: source %w", err)
+			return fmt.Errorf("store: copy: target %w", err)
 		}
-		return dst.Load(ctx, func(b *bulkload.Bulk) error {
-			to, err := b.Catalog(dst.engine.Catalog())
-			if err != nil {
-				return fmt.Errorf("store: copy: target %w", err)
-			}
-			if err := b.CopyDatabase(src, from, to, progress); err != nil {
-				return fmt.Errorf("store: copy: %w", err)
-			}
-			return nil
-		})
+		if err := b.CopyDatabase(src, from, to, progress); err != nil {
+			return fmt.Errorf("store: copy: %w", err)
+		}
+		return nil
 	})
 }

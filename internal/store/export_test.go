@@ -125,7 +125,7 @@ func onOneConnection(t testing.TB, s *Store, set, show, want string) {
 }
 
 // CountGenerationMoves has s's engine count, in *moves, the moves of the read cache's generation
-// that its imports make themselves (Engine.BeginImport's moved).
+// that its imports make themselves (Engine.BeginImport's Moved).
 func CountGenerationMoves(s *Store, moves *int) {
 	counted := movesCounted{Engine: s.engine, moves: moves}
 	if c, ok := s.engine.(bulkload.Copier); ok {
@@ -140,10 +140,20 @@ type movesCounted struct {
 	moves *int
 }
 
-func (e movesCounted) BeginImport(ctx context.Context, tx *sql.Tx) (func() error, func(), error) {
-	moved, end, err := e.Engine.BeginImport(ctx, tx)
-	return func() error { *e.moves++; return moved() }, end, err
+func (e movesCounted) BeginImport(ctx context.Context, tx *sql.Tx) (sqltx.Import, error) {
+	imp, err := e.Engine.BeginImport(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return importCounted{imp, e.moves}, nil
 }
+
+type importCounted struct {
+	sqltx.Import
+	moves *int
+}
+
+func (i importCounted) Moved() error { *i.moves++; return i.Import.Moved() }
 
 type movesCountedCopier struct {
 	movesCounted

@@ -19,17 +19,17 @@ import (
 // once would lose counts) and runs under the engine's bulk-load settings.
 func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error {
 	engine, chain := s.engine, s.trailLog.Chain()
-	return s.loadTx(ctx, func(conn *sql.Conn, q *sqltx.Tx) error {
-		moved, end, err := engine.BeginImport(ctx, q.SQL())
+	return s.loadTx(ctx, func(q *sqltx.Tx) error {
+		imp, err := engine.BeginImport(ctx, q.SQL())
 		if err != nil {
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
-		defer end()
+		defer imp.End()
 		ic := &importChain{chain: chain}
 		if !engine.SingleWriter() {
-			ic.moved = moved
+			ic.moved = imp
 		}
-		if err := bulkload.Run(ctx, q, engine, ic, conn, fn); err != nil {
+		if err := bulkload.Run(ctx, q, engine, ic, fn); err != nil {
 			return err
 		}
 		if ic.moved != nil {
@@ -37,7 +37,7 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 			// commits: moved was only for taking the generation before the chain.
 			return nil
 		}
-		if err := moved(); err != nil {
+		if err := imp.Moved(); err != nil {
 			return fmt.Errorf("store: import: %w", q.Classify(err))
 		}
 		return nil
@@ -56,7 +56,7 @@ func (s *Store) Load(ctx context.Context, fn func(b *bulkload.Bulk) error) error
 // logs come after the audit events).
 type importChain struct {
 	chain auditlog.Chain
-	moved func() error // nil: nothing to take first
+	moved sqltx.Import // nil: nothing to take first
 	took  bool         // the generation, already
 }
 
@@ -83,18 +83,18 @@ func (c *importChain) takeGeneration(q *sqltx.Tx) error {
 	if c.took || c.moved == nil {
 		return nil
 	}
-	if err := c.moved(); err != nil {
+	if err := c.moved.Moved(); err != nil {
 		return fmt.Errorf("store: import: %w", q.Classify(err))
 	}
 	c.took = true
 	return nil
 }
 
-// loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is opened
-// on a connection of its own, handed to fn, for the copies to run inside it.
-func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q *sqltx.Tx) error) error {
+// loadTx runs fn in a transaction as Store.tx does; for a Copier engine the transaction is begun
+// on a connection held for it (sqltx.Tx.Conn), for the copies to run inside it.
+func (s *Store) loadTx(ctx context.Context, fn func(q *sqltx.Tx) error) error {
 	if _, ok := s.engine.(bulkload.Copier); !ok {
-		return s.tx(ctx, func(q *sqltx.Tx) error { return fn(nil, q) })
+		return s.tx(ctx, fn)
 	}
 	var conn *sql.Conn
 	defer func() {
@@ -102,19 +102,20 @@ func (s *Store) loadTx(ctx context.Context, fn func(conn *sql.Conn, q *sqltx.Tx)
 			conn.Close()
 		}
 	}()
-	begin := func() (*sql.Tx, error) {
+	begin := func() (*sql.Tx, *sql.Conn, error) {
 		if conn != nil { // begun again: the first connection was lost
 			conn.Close()
 			conn = nil
 		}
 		c, err := s.db.Conn(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		conn = c
-		return conn.BeginTx(ctx, nil)
+		tx, err := conn.BeginTx(ctx, nil)
+		return tx, conn, err
 	}
-	return s.inTx(ctx, begin, func(q *sqltx.Tx) error { return fn(conn, q) })
+	return s.inTx(ctx, begin, fn)
 }
 
 // Dump runs fn on one consistent snapshot of the database, without blocking writers.

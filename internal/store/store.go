@@ -84,13 +84,13 @@ type Engine interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// BeginImport starts an import in its transaction: the engine's lock and settings for a bulk
 	// load, under which the tables' triggers do not move the read cache's generation as the rows
-	// go in. moved moves it, and takes its lock. On an engine whose writers run side by side the
-	// triggers still move it as the import commits, and Load calls moved only before the import
-	// first takes the audit chain's head (every writer takes the generation first and the chain
-	// second); on an engine of one writer at a time the triggers are set aside, and Load calls
-	// moved once the import has written its rows, before it commits. An error fails the import.
-	// end gives the settings back, whatever the outcome.
-	BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error)
+	// go in. Its Moved moves it, and takes its lock. On an engine whose writers run side by side
+	// the triggers still move it as the import commits, and Load calls Moved only before the
+	// import first takes the audit chain's head (every writer takes the generation first and the
+	// chain second); on an engine of one writer at a time the triggers are set aside, and Load
+	// calls Moved once the import has written its rows, before it commits. An error fails the
+	// import. Its End gives the settings back, whatever the outcome.
+	BeginImport(ctx context.Context, tx *sql.Tx) (sqltx.Import, error)
 	// InsertOrSkip spells an INSERT that skips rows whose unique key is taken: head before the
 	// table, tail after the values.
 	InsertOrSkip() (head, tail string)
@@ -229,18 +229,25 @@ func (s *Store) q() querier { return querier{s: s} }
 // tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
 // panic. It is scoped to one operation: never hold it across a network call. fn is given the
 // transaction (*sqltx.Tx), and what it writes goes through it: an audit event of the operation
-// is appended to the chain in it (auditChain.Append), and commits or rolls back with the rest.
-// A body that calls back into the store instead (RecordAudit, a write on the pool, another
-// transaction) meets the lock its own transaction holds, and fails with ErrWriteWait after the
-// engine's busy timeout rather than waiting for itself (TestTransactionBodiesCannotDeadlock).
+// is appended to the chain in it (auditlog.Chain.Append), and commits or rolls back with the rest.
+//
+// fn is given, and captures, only values from which the connection pool cannot be reached: the
+// transaction and data, never the store (the rule in docs/architecture.md, "Transactions"). Go
+// cannot forbid a capture, so TestTransactionBodiesReachNoPool (txbodies_static_test.go) checks
+// every body on the type-checked code. A body that reaches the store anyway meets the lock its own
+// transaction holds, and fails with ErrWriteWait after the engine's busy timeout rather than
+// waiting for itself (TestTransactionBodiesCannotDeadlock).
 func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
-	return s.inTx(ctx, func() (*sql.Tx, error) { return s.db.BeginTx(ctx, nil) }, fn)
+	return s.inTx(ctx, func() (*sql.Tx, *sql.Conn, error) {
+		tx, err := s.db.BeginTx(ctx, nil)
+		return tx, nil, err
+	}, fn)
 }
 
-// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it), with
-// this process's writers queued and the engine's write check made first; committed when fn
-// returns nil, rolled back on an error or a panic.
-func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func(q *sqltx.Tx) error) (err error) {
+// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it, which
+// the *sqltx.Tx carries), with this process's writers queued and the engine's write check made
+// first; committed when fn returns nil, rolled back on an error or a panic. fn keeps tx's rule.
+func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, error), fn func(q *sqltx.Tx) error) (err error) {
 	if err := s.writes.lock(ctx); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
@@ -248,11 +255,11 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func
 	if err := s.beforeWrite(); err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx, err := s.beginTx(ctx, begin)
+	tx, conn, err := s.beginTx(ctx, begin)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", s.classify(err))
 	}
-	q := sqltx.New(tx, s.engine, errClassifier{s}, s.stmts)
+	q := sqltx.NewOnConn(tx, conn, s.engine, errClassifier{s}, s.stmts)
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
@@ -276,12 +283,12 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, error), fn func
 
 // beginTx runs begin, and again when the connection it drew had been lost (see lostConnection):
 // the transaction never began, so nothing was written.
-func (s *Store) beginTx(ctx context.Context, begin func() (*sql.Tx, error)) (*sql.Tx, error) {
-	tx, err := begin()
+func (s *Store) beginTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, error)) (*sql.Tx, *sql.Conn, error) {
+	tx, conn, err := begin()
 	for tries := s.pool.lostTries(); tries > 0 && s.lostConnection(ctx, err); tries-- {
-		tx, err = begin()
+		tx, conn, err = begin()
 	}
-	return tx, err
+	return tx, conn, err
 }
 
 // beforeWrite is the engine's check that a write would not be lost, failing as unavailable.
@@ -294,17 +301,27 @@ func (s *Store) beforeWrite() error {
 
 // snapshot runs fn in a read-only transaction that sees one consistent state of the database and
 // blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
-// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. Like tx's, fn is
-// given the transaction alone.
+// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. fn keeps tx's rule.
 func (s *Store) snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error {
-	tx, err := s.beginTx(ctx, func() (*sql.Tx, error) {
-		return s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
+	q, end, err := s.openSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return fn(q)
+}
+
+// openSnapshot begins the transaction of a snapshot, which end ends: for a read that runs beside
+// a transaction of another store (CopyTo), which a body could not start.
+func (s *Store) openSnapshot(ctx context.Context) (q *sqltx.Tx, end func(), err error) {
+	tx, _, err := s.beginTx(ctx, func() (*sql.Tx, *sql.Conn, error) {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
+		return tx, nil, err
 	})
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.classify(err))
+		return nil, nil, fmt.Errorf("store: begin: %w", s.classify(err))
 	}
-	defer tx.Rollback()
-	return fn(sqltx.New(tx, s.engine, errClassifier{s}, nil))
+	return sqltx.New(tx, s.engine, errClassifier{s}, nil), func() { _ = tx.Rollback() }, nil
 }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.

@@ -13,7 +13,6 @@ package bulkload
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
@@ -48,18 +47,18 @@ type Bulk struct {
 	// Progress, if set, is told how many SAM action logs each batch of AddSAMLogs put in: a
 	// million logs are one call.
 	Progress func(rows int)
-	// conn holds the transaction when the engine copies rows in bulk (copy.go), and copier is
-	// that engine; failed is a copy that failed after its caller had returned.
-	conn   *sql.Conn
+	// copier is the engine when it copies rows in bulk (copy.go) on the connection q was begun
+	// on; failed is a copy that failed after its caller had returned.
 	copier Copier
 	failed error
 }
 
 // Run runs fn on the import whose transaction q is: a failed copy that fn's calls left behind
-// fails it too. conn is the connection q runs on when engine is a Copier (nil otherwise).
-func Run(ctx context.Context, q *sqltx.Tx, engine Engine, chain Chain, conn *sql.Conn, fn func(b *Bulk) error) error {
-	b := &Bulk{ctx: ctx, q: q, engine: engine, chain: chain, conn: conn}
-	if conn != nil {
+// fails it too. An engine that is a Copier copies on q's connection, where q was begun on one
+// held for it (sqltx.Tx.Conn).
+func Run(ctx context.Context, q *sqltx.Tx, engine Engine, chain Chain, fn func(b *Bulk) error) error {
+	b := &Bulk{ctx: ctx, q: q, engine: engine, chain: chain}
+	if q.Conn() != nil {
 		b.copier, _ = engine.(Copier)
 	}
 	err := fn(b)

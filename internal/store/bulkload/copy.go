@@ -58,7 +58,7 @@ func (c *copyRows) flush() error {
 	if len(c.values) == 0 {
 		return nil
 	}
-	err := c.b.copier.CopyRows(c.b.ctx, c.b.conn, c.table, c.columns, c.values)
+	err := c.b.copier.CopyRows(c.b.ctx, c.b.q.Conn(), c.table, c.columns, c.values)
 	clear(c.values) // the rows' values are the caller's: keep none alive
 	c.values = c.values[:0]
 	switch {

@@ -251,7 +251,7 @@ func (w *rowWriter) close() {
 func (w *rowWriter) write() error {
 	b := w.b
 	if b.copier != nil {
-		return b.q.Classify(b.copier.CopyRows(b.ctx, b.conn, w.table, w.columns, w.values))
+		return b.q.Classify(b.copier.CopyRows(b.ctx, b.q.Conn(), w.table, w.columns, w.values))
 	}
 	head := `INSERT INTO ` + w.table + ` (` + strings.Join(w.columns, ", ") + `) VALUES `
 	if w.rows < w.most {

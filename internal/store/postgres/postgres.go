@@ -242,23 +242,32 @@ func (*Engine) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 // (backoffice.import, a setting of the transaction: nothing stays on the connection), so that
 // they move the generation as it commits rather than as it writes (migrations 0013, 0022):
 // moving it takes its row lock to the end of the transaction, and an import's first write comes
-// long before its commit. moved moves it now, and so takes that lock: the store calls it before
+// long before its commit. Moved moves it now, and so takes that lock: the store calls it before
 // the import first takes the audit chain's head, to take the two in every writer's order.
-func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
+func (*Engine) BeginImport(ctx context.Context, tx *sql.Tx) (sqltx.Import, error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, importLockKey); err != nil {
-		return nil, nil, fmt.Errorf("postgres: import lock: %w", err)
+		return nil, fmt.Errorf("postgres: import lock: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `SELECT set_config('backoffice.import', 'on', true)`); err != nil {
-		return nil, nil, fmt.Errorf("postgres: import setting: %w", err)
+		return nil, fmt.Errorf("postgres: import setting: %w", err)
 	}
-	moved = func() error {
-		if _, err := tx.ExecContext(ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
-			return fmt.Errorf("postgres: import: cache generation: %w", err)
-		}
-		return nil
-	}
-	return moved, func() {}, nil
+	return importSetting{ctx: ctx, tx: tx}, nil
 }
+
+// importSetting is an import under way in tx: its setting ends with the transaction.
+type importSetting struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func (i importSetting) Moved() error {
+	if _, err := i.tx.ExecContext(i.ctx, `UPDATE cache_generation SET n = (random() * 9007199254740991)::bigint WHERE id = 1`); err != nil {
+		return fmt.Errorf("postgres: import: cache generation: %w", err)
+	}
+	return nil
+}
+
+func (importSetting) End() {}
 
 // Catalog lists every table of the current schema with its columns in order: the table, the
 // column, whether it is a boolean, its place in the primary key (0 when none; indkey counts from

@@ -70,9 +70,10 @@ func (f *dbFile) check() error {
 // truncates must wait for every reader to leave the WAL, and it holds the write lock while it
 // waits: run on the request, a DELETE beside a long export would wait for the export, and every
 // writer behind it. Here each attempt has no busy timeout, so it gives up at once when a reader or writer
-// is in the way, and the next attempt comes after a growing pause.
+// is in the way, and the next attempt comes after a growing pause. The pool is given with each
+// kick, and only the purger's goroutine keeps it: the engine holds no way to the pool (a
+// transaction's body may hold the engine, docs/architecture.md "Transactions").
 type walPurger struct {
-	db      *sql.DB
 	start   sync.Once
 	stopped sync.Once
 	kicks   chan struct{}
@@ -87,20 +88,20 @@ type walPurger struct {
 	first, maxDelay time.Duration
 }
 
-func newWALPurger(db *sql.DB) *walPurger {
+func newWALPurger() *walPurger {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &walPurger{db: db, kicks: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	p := &walPurger{kicks: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		first: 10 * time.Millisecond, maxDelay: time.Second}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
-// kick asks for a truncating checkpoint and returns at once.
-func (p *walPurger) kick() uint64 {
+// kick asks for a truncating checkpoint of db and returns at once.
+func (p *walPurger) kick(db *sql.DB) uint64 {
 	if p == nil {
 		return 0
 	}
-	p.start.Do(func() { go p.run() })
+	p.start.Do(func() { go p.run(db) })
 	p.mu.Lock()
 	p.wanted++
 	n := p.wanted
@@ -121,8 +122,11 @@ func (p *walPurger) wait(n uint64) {
 	}
 }
 
-func (p *walPurger) run() {
+// run makes the passes kicked, and one last attempt, when stopped, if a pass was still due: the
+// next start-up checkpoints anyway.
+func (p *walPurger) run(db *sql.DB) {
 	defer close(p.done)
+	defer p.lastAttempt(db)
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -132,7 +136,7 @@ func (p *walPurger) run() {
 		p.mu.Lock()
 		target := p.wanted
 		p.mu.Unlock()
-		if !p.untilTruncated() {
+		if !p.untilTruncated(db) {
 			return
 		}
 		p.mu.Lock()
@@ -142,10 +146,20 @@ func (p *walPurger) run() {
 	}
 }
 
+// lastAttempt tries once more if a pass is still due.
+func (p *walPurger) lastAttempt(db *sql.DB) {
+	p.mu.Lock()
+	due := p.purged < p.wanted
+	p.mu.Unlock()
+	if due {
+		truncateWAL(db)
+	}
+}
+
 // untilTruncated tries until a checkpoint truncates the WAL; false when stopped first.
-func (p *walPurger) untilTruncated() bool {
+func (p *walPurger) untilTruncated(db *sql.DB) bool {
 	delay := p.first
-	for !p.try() {
+	for !truncateWAL(db) {
 		if pause.For(p.ctx, delay) != nil {
 			return false
 		}
@@ -154,10 +168,10 @@ func (p *walPurger) untilTruncated() bool {
 	return true
 }
 
-// try runs one truncating checkpoint that waits for nothing.
-func (p *walPurger) try() bool {
+// truncateWAL runs one truncating checkpoint of db that waits for nothing.
+func truncateWAL(db *sql.DB) bool {
 	ctx := context.Background()
-	conn, err := p.db.Conn(ctx)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return false
 	}
@@ -171,8 +185,7 @@ func (p *walPurger) try() bool {
 	return err == nil && busy == 0
 }
 
-// stop ends the purger, with one last attempt if a pass was still due: the next start-up
-// checkpoints anyway.
+// stop ends the purger, once its last attempt is made (run).
 func (p *walPurger) stop() {
 	if p == nil {
 		return
@@ -181,11 +194,5 @@ func (p *walPurger) stop() {
 		p.start.Do(func() { close(p.done) }) // never started
 		p.cancel()
 		<-p.done
-		p.mu.Lock()
-		due := p.purged < p.wanted
-		p.mu.Unlock()
-		if due {
-			p.try()
-		}
 	})
 }

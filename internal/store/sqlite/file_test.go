@@ -79,7 +79,7 @@ func TestPurgeDeletedWaitsForNoReader(t *testing.T) {
 		t.Fatal("the deleted bytes left the files while a reader still held them: the checkpoint ran on the caller")
 	}
 	snap.Rollback()
-	e.purger.wait(e.purger.kick())
+	e.purger.wait(e.purger.kick(db))
 	if held := filesHolding(t, dir, secret); len(held) > 0 {
 		t.Errorf("%s still hold the deleted document's bytes", strings.Join(held, ", "))
 	}

@@ -53,7 +53,7 @@ func Open(ctx context.Context, path string, create bool) (*sql.DB, Engine, error
 		db.Close()
 		return nil, Engine{}, openError(path, err)
 	}
-	return db, Engine{file: file, purger: newWALPurger(db)}, nil
+	return db, Engine{file: file, purger: newWALPurger()}, nil
 }
 
 // openError names the file and, where SQLite could not write to it (on a full disk it cannot grow
@@ -162,26 +162,39 @@ func (Engine) LockMigrations(context.Context, *sql.Tx) error { return nil }
 // write transactions already run one at a time.
 //
 // It also sets the read cache's generation triggers aside for the import's rows (see
-// cacheTriggers); moved puts them back and moves the generation once, before the import
+// cacheTriggers); Moved puts them back and moves the generation once, before the import
 // commits (were it called earlier, the triggers would be back for what the import writes after).
-// end gives the page cache back, whatever the outcome.
-func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (moved func() error, end func(), err error) {
+// End gives the page cache back, whatever the outcome.
+func (Engine) BeginImport(ctx context.Context, tx *sql.Tx) (sqltx.Import, error) {
 	if _, err := tx.ExecContext(ctx, "PRAGMA cache_size = -32768"); err != nil {
-		return nil, nil, fmt.Errorf("sqlite: import settings: %w", err)
+		return nil, fmt.Errorf("sqlite: import settings: %w", err)
 	}
-	end = func() { _, _ = tx.ExecContext(ctx, "PRAGMA cache_size = -2000") }
+	imp := &importSettings{ctx: ctx, tx: tx}
 	triggers, err := dropCacheTriggers(ctx, tx)
 	if err != nil {
-		end()
-		return nil, nil, err
+		imp.End()
+		return nil, err
 	}
-	moved = func() error {
-		err := restoreCacheTriggers(ctx, tx, triggers)
-		triggers = nil
-		return err
-	}
-	return moved, end, nil
+	imp.triggers = triggers
+	return imp, nil
 }
+
+// importSettings is an import under way in tx, with the triggers it set aside.
+type importSettings struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	triggers []trigger
+}
+
+// Moved puts the triggers back, moving the generation once.
+func (i *importSettings) Moved() error {
+	err := restoreCacheTriggers(i.ctx, i.tx, i.triggers)
+	i.triggers = nil
+	return err
+}
+
+// End gives the page cache back.
+func (i *importSettings) End() { _, _ = i.tx.ExecContext(i.ctx, "PRAGMA cache_size = -2000") }
 
 // cacheTriggers are the row triggers that move the read cache's generation (migration 0010):
 // SQLite has no statement triggers, so a million imported logs would move it two million times,
@@ -295,7 +308,7 @@ func (Engine) BusyTimeout() time.Duration { return busyTimeout * time.Millisecon
 // PurgeDeleted has the WAL truncated in the background and returns at once: secure_delete zeroes
 // a deleted row's bytes in its page, but the WAL still holds the pages as they were until a
 // checkpoint, and one that truncates waits for readers with the write lock held (see walPurger).
-func (e Engine) PurgeDeleted(context.Context, *sql.DB) { e.purger.kick() }
+func (e Engine) PurgeDeleted(_ context.Context, db *sql.DB) { e.purger.kick(db) }
 
 // BeforeWrite fails once the path no longer names the file that was opened (removed or
 // replaced): SQLite would go on writing into the old file, and every such write would be lost;

@@ -3,9 +3,14 @@
 // from a cache of prepared statements.
 //
 // It lives below the store, which it cannot import: what a transaction's body writes goes through
-// its *Tx, and an audit event it records is appended to the chain in it. A body that reaches the
-// store anyway (captured, through an interface, on a goroutine) meets the lock its own transaction
-// holds, and fails after the engine's busy timeout (the store's TestTransactionBodiesCannotDeadlock).
+// its *Tx, and an audit event it records is appended to the chain in it. A body is given, and
+// captures, only values from which the connection pool cannot be reached, the *Tx being the one
+// handle on the database it holds (docs/architecture.md, "Transactions"): so every method of Tx
+// runs in the transaction, on its connection (Cached may first prepare its statement on the pool,
+// which takes no lock). Go cannot forbid a capture; the store's
+// TestTransactionBodiesReachNoPool checks every body on the type-checked code, and a body that
+// reaches the store anyway meets the lock its own transaction holds, and fails after the engine's
+// busy timeout (TestTransactionBodiesCannotDeadlock).
 package sqltx
 
 import (
@@ -40,6 +45,17 @@ type Classifier interface {
 	Classify(err error) error
 }
 
+// Import is an engine's bulk load under way in a transaction (the store's Engine.BeginImport):
+// its settings, under which the import's rows do not move the read cache's generation as they go
+// in. A value, not a function, so that what it holds is in its type (see the store's
+// TestTransactionBodiesReachNoPool).
+type Import interface {
+	// Moved moves the read cache's generation now, and takes its lock.
+	Moved() error
+	// End gives the settings back, whatever the outcome.
+	End()
+}
+
 // Statement is a statement and the arguments it is run with, for a list of statements whose
 // arguments differ from one to the next (an engine's write probe).
 type Statement struct {
@@ -49,7 +65,10 @@ type Statement struct {
 
 // Tx is a transaction in progress: what the body of a transaction is given.
 type Tx struct {
-	tx      *sql.Tx
+	tx *sql.Tx
+	// conn is the connection tx was begun on, where one was held for it (nil: drawn from the
+	// pool by tx itself).
+	conn    *sql.Conn
 	dialect Dialect
 	errs    Classifier
 	// stmts holds the prepared statements of the pool that Cached binds to tx (nil in a
@@ -74,8 +93,18 @@ func (t *Tx) End(committed bool) {
 
 // New is the transaction tx, its statements cached in stmts (nil: none).
 func New(tx *sql.Tx, d Dialect, errs Classifier, stmts *Stmts) *Tx {
-	return &Tx{tx: tx, dialect: d, errs: errs, stmts: stmts}
+	return NewOnConn(tx, nil, d, errs, stmts)
 }
+
+// NewOnConn is New for a transaction begun on conn, a connection held for it.
+func NewOnConn(tx *sql.Tx, conn *sql.Conn, d Dialect, errs Classifier, stmts *Stmts) *Tx {
+	return &Tx{tx: tx, conn: conn, dialect: d, errs: errs, stmts: stmts}
+}
+
+// Conn is the connection the transaction was begun on, where one was held for it (an import's,
+// for an engine that copies rows in bulk on the connection, inside the transaction); nil
+// otherwise.
+func (t *Tx) Conn() *sql.Conn { return t.conn }
 
 // SQL is the database/sql transaction, for an engine's own steps in it (an import's lock and
 // settings, a migration's lock).
