@@ -70,11 +70,7 @@ func handleAuditPruned(log AuditLog) handlerFunc {
 		if !found {
 			return domain.Errorf(domain.KindNotFound, "not_found", "the audit trail was never pruned")
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store") // the next prune replaces it
-		w.WriteHeader(http.StatusOK)
-		_, err = w.Write(note)
-		return err
+		return writeNote(w, note)
 	}
 }
 

@@ -31,10 +31,15 @@ func handleAuditCheckpoint(src CheckpointSource) handlerFunc {
 		if !ok {
 			return domain.Errorf(domain.KindNotFound, "not_found", "no checkpoint of the audit trail has been signed yet")
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store") // the next checkpoint replaces it
-		w.WriteHeader(http.StatusOK)
-		_, err := w.Write(note)
-		return err
+		return writeNote(w, note)
 	}
+}
+
+// writeNote answers a signed note as signed, as text, never cached: the next one replaces it.
+func writeNote(w http.ResponseWriter, note []byte) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(note)
+	return err
 }
