@@ -56,25 +56,11 @@ func TestAuditLogCheckpoint(t *testing.T) {
 		src.mu.Lock()
 		src.note = c.Note
 		src.mu.Unlock()
-		_, before, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1)
-		r := h.get(path, staffKey)
-		if r.Status != http.StatusOK || !bytes.Equal(r.Body, c.Note) || r.Header.Get("Content-Type") != "text/plain; charset=utf-8" || r.Header.Get("Cache-Control") != "no-store" {
-			t.Fatalf("%d %v\n%s", r.Status, r.Header, r.Body)
-		}
+		served := wantNoteServed(t, h, path, c.Note)
 		v, _ := checkpoint.Verifier("test.example/audit", key.Public().(ed25519.PublicKey))
-		if _, err := note.Open(r.Body, note.VerifierList(v)); err != nil {
+		if _, err := note.Open(served, note.VerifierList(v)); err != nil {
 			t.Fatalf("the note served does not open: %v", err)
 		}
-		if head := h.do(http.MethodHead, path, "Api-Key "+staffKey); head.Status != http.StatusOK {
-			t.Fatalf("HEAD: %d", head.Status)
-		}
-		if _, after, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1); after != before {
-			t.Fatalf("reading the checkpoint recorded %d events", after-before)
-		}
-		wantError(t, h.get(path, partnerBKey), http.StatusForbidden, "forbidden")
-		wantError(t, h.get(path, noPermKey), http.StatusForbidden, "forbidden")
-		wantError(t, h.do(http.MethodGet, path, ""), http.StatusUnauthorized, "unauthenticated")
-		wantError(t, h.do(http.MethodPost, path, "Api-Key "+staffKey), http.StatusMethodNotAllowed, "method_not_allowed")
 	})
 }
 
@@ -90,19 +76,28 @@ func TestAuditLogPruned(t *testing.T) {
 	m.mu.Lock()
 	m.pruned = c.Note
 	m.mu.Unlock()
+	wantNoteServed(t, h, path, c.Note)
+}
+
+// wantNoteServed checks that path serves want as signed, as text, never cached, to the staff key
+// (HEAD: the headers alone), records nothing in the trail, and refuses a partner's user, a user
+// without audit_events.read, no credentials and a POST. It returns the body served.
+func wantNoteServed(t *testing.T, h *harness, path string, want []byte) []byte {
+	t.Helper()
 	_, before, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1)
 	r := h.get(path, staffKey)
-	if r.Status != http.StatusOK || !bytes.Equal(r.Body, c.Note) || r.Header.Get("Content-Type") != "text/plain; charset=utf-8" || r.Header.Get("Cache-Control") != "no-store" {
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, want) || r.Header.Get("Content-Type") != "text/plain; charset=utf-8" || r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("%d %v\n%s", r.Status, r.Header, r.Body)
 	}
 	if head := h.do(http.MethodHead, path, "Api-Key "+staffKey); head.Status != http.StatusOK || len(head.Body) != 0 {
 		t.Fatalf("HEAD: %d %q", head.Status, head.Body)
 	}
 	if _, after, _ := h.st.ListAuditEvents(context.Background(), domain.AuditFilter{}, 1, 1); after != before {
-		t.Fatalf("reading the prune note recorded %d events", after-before)
+		t.Fatalf("reading %s recorded %d events", path, after-before)
 	}
 	wantError(t, h.get(path, partnerBKey), http.StatusForbidden, "forbidden")
 	wantError(t, h.get(path, noPermKey), http.StatusForbidden, "forbidden")
 	wantError(t, h.do(http.MethodGet, path, ""), http.StatusUnauthorized, "unauthenticated")
 	wantError(t, h.do(http.MethodPost, path, "Api-Key "+staffKey), http.StatusMethodNotAllowed, "method_not_allowed")
+	return r.Body
 }
