@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +122,18 @@ func TestArchiveRefusesWhatInflatesPastItsBound(t *testing.T) {
 	err = runArchive(options{key: key, archive: writeZip(t, inflated)})
 	if err == nil || !strings.Contains(err.Error(), "events.jsonl") || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("an events.jsonl line of %d bytes: %v", len(huge), err)
+	}
+}
+
+// An answer of the service larger than any tile or checkpoint is refused, naming the request,
+// not cut to the bound and checked as if it were whole.
+func TestFetchRefusesAnAnswerPastItsBound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write(make([]byte, maxObject+1))
+	}))
+	defer srv.Close()
+	c := &tileClient{url: srv.URL, cache: map[string][]byte{}}
+	if _, err := c.get("checkpoint"); err == nil || !strings.Contains(err.Error(), "GET checkpoint is larger than") {
+		t.Fatalf("an answer of %d bytes: %v", maxObject+1, err)
 	}
 }

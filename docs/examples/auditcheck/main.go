@@ -689,7 +689,7 @@ func (c *tileClient) fetch(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxObject))
+	b, err := readBounded(res.Body, "GET "+path)
 	if err != nil {
 		return nil, err
 	}
@@ -864,9 +864,14 @@ func readZip(files map[string]*zip.File, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
+	return readBounded(r, path+" in the archive")
+}
+
+// readBounded reads r whole, refusing more than maxObject bytes: what names it in the error.
+func readBounded(r io.Reader, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxObject+1))
 	if err == nil && len(b) > maxObject {
-		err = fmt.Errorf("%s in the archive is larger than %d bytes: not a tile or a checkpoint", path, maxObject)
+		err = fmt.Errorf("%s is larger than %d bytes: not a tile, a checkpoint or an answer of the service", what, maxObject)
 	}
 	return b, err
 }
