@@ -190,3 +190,48 @@ func TestReadFileTornAndDamagedLines(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint is appended only when the file at its path holds it afterwards: a file renamed
+// over the one being appended to (a swapped file) leaves the new checkpoint in the old file,
+// where no auditor reads it, and Append says so instead of reporting it appended. Each way the
+// file can change under the append is tried.
+func TestAppendReadsTheCheckpointBack(t *testing.T) {
+	for name, swap := range map[string]func(t *testing.T, path string, good []byte){
+		"renamed over by a copy": func(t *testing.T, path string, good []byte) {
+			tmp := path + ".swap"
+			if err := os.WriteFile(tmp, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"removed": func(t *testing.T, path string, _ []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.jsonl")
+			chain(t, path, "k1", "k1")
+			good, _ := os.ReadFile(path)
+			sign := atSeq(3, "k1")
+			_, appended, err := Append(path, allKeys(), func(prev *Checkpoint) (Checkpoint, error) {
+				swap(t, path, good)
+				return sign(prev)
+			})
+			if appended || err == nil {
+				t.Fatalf("appended %v into a swapped file: %v", appended, err)
+			}
+			if name == "renamed over by a copy" && !errors.Is(err, ErrNotReadBack) {
+				t.Fatalf("the error does not say the checkpoint did not read back: %v", err)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	chain(t, path, "k1", "k1", "k1")
+	if lastSeq(t, path) != 3 {
+		t.Fatal("appends to an untouched file do not read back")
+	}
+}

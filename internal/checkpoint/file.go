@@ -69,10 +69,37 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Chec
 	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
+	if err == nil {
+		err = readsBack(path, c)
+	}
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
 	}
 	return c, true, nil
+}
+
+// ErrNotReadBack means a checkpoint just written is not the last one of the file at its path:
+// the file was replaced or rewritten while it was appended to, and what was signed is not where
+// an auditor will look for it.
+var ErrNotReadBack = errors.New("the checkpoint written is not the file's last when read back")
+
+// readsBack reads the file at path anew, by its name rather than the handle written to (a file
+// renamed over the one appended to holds what an auditor reads), and says whether its last
+// checkpoint is c as written.
+func readsBack(path string, c Checkpoint) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	last, _, _, err := lastInFile(f)
+	if err != nil {
+		return fmt.Errorf("reading back: %w", err)
+	}
+	if last == nil || last.ID() != c.ID() || !bytes.Equal(last.Note, c.Note) || last.Sig != c.Sig {
+		return ErrNotReadBack
+	}
+	return nil
 }
 
 // framed is c as appended to a file whose last bytes are end: a note between blank lines, a
