@@ -61,9 +61,7 @@ func observe(log *slog.Logger, m Observer, tracer trace.Tracer, next http.Handle
 		id := newRequestID()
 		w.Header()["X-Request-Id"] = []string{id}
 		ctx, span := startRequestSpan(tracer, r)
-		// The request's reads (the credential's, the operation's) share one check of the read
-		// cache, made after the request began.
-		r = r.WithContext(domain.ShareFreshness(reqlog.WithID(ctx, id)))
+		r = r.WithContext(reqlog.WithID(ctx, id))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		end := time.Now()

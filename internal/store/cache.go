@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
 )
 
@@ -114,7 +113,7 @@ func newReadCache(changes versioner) *readCache {
 // nothing is to be filed). err is a check that found the database unavailable (ErrUnavailable:
 // its file removed or replaced, say): then nothing may be read at all.
 func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, version int64, ok bool, err error) {
-	version, err = c.currentVersion(ctx)
+	version, err = c.changes.Version(ctx)
 	if errors.Is(err, ErrUnavailable) {
 		return nil, false, 0, false, err
 	}
@@ -129,23 +128,6 @@ func (c *readCache) get(ctx context.Context, key cacheKey) (v any, hit bool, ver
 	}
 	v, hit = c.entries[key]
 	return v, hit, version, true, nil
-}
-
-// currentVersion reads the database's version, or takes the one the request's earlier read
-// checked (domain.ShareFreshness): that check began after the request did, so it saw every commit
-// made before the request began.
-func (c *readCache) currentVersion(ctx context.Context) (int64, error) {
-	f := domain.FreshnessOf(ctx)
-	if f != nil {
-		if v, ok := f.Version(); ok {
-			return v, nil
-		}
-	}
-	v, err := c.changes.Version(ctx)
-	if err == nil && f != nil {
-		f.Remember(v)
-	}
-	return v, err
 }
 
 // put files v, read after version was, unless the database has changed since.

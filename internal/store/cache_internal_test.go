@@ -67,36 +67,28 @@ func TestReadCacheWithoutAVersionReadsTheDatabase(t *testing.T) {
 	}
 }
 
-// The reads of one request share one check of the version; a new request checks again, and so
-// does a read after the request's own write.
-func TestRequestReadsShareOneVersionCheck(t *testing.T) {
+// Every cached read checks the version itself, before it answers: two reads of one request
+// make two checks, so a change committed between them (a key revoked while the request runs) is
+// seen by the second; a changed version loads again.
+func TestEveryCachedReadChecksTheVersion(t *testing.T) {
 	f := &fakeVersion{v: 1}
 	c := newReadCache(f)
-	read := func(ctx context.Context, key cachedRead) {
+	loads := 0
+	read := func(key cachedRead) {
 		t.Helper()
-		if _, err := cached(ctx, c, cacheKey{read: key}, func() (cachedRead, error) { return key, nil }, func(v cachedRead) cachedRead { return v }); err != nil {
+		if _, err := cached(t.Context(), c, cacheKey{read: key}, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	req := domain.ShareFreshness(t.Context())
-	read(req, credentialRead)
-	read(req, acceptanceRead)
-	if f.reads != 1 {
-		t.Fatalf("one request's two reads checked the version %d times; want once", f.reads)
-	}
-	forgetFreshness(req) // what a write with the request's context does
-	read(req, acceptanceRead)
-	if f.reads != 2 {
-		t.Fatalf("a read after the request's write checked %d times in all; want 2", f.reads)
+	read(credentialRead)
+	read(credentialRead)
+	if f.reads != 2 || loads != 1 {
+		t.Fatalf("two reads: %d checks, %d loads; want 2 and 1", f.reads, loads)
 	}
 	f.v = 2
-	next := domain.ShareFreshness(t.Context())
-	loads := 0
-	if _, err := cached(next, c, cacheKey{read: credentialRead}, func() (string, error) { loads++; return "fresh", nil }, func(v string) string { return v }); err != nil {
-		t.Fatal(err)
-	}
-	if f.reads != 3 || loads != 1 {
-		t.Errorf("the next request after a change: %d checks in all, %d loads; want 3 and 1 (the cached answer is stale)", f.reads, loads)
+	read(credentialRead)
+	if f.reads != 3 || loads != 2 {
+		t.Errorf("a read after a change: %d checks in all, %d loads; want 3 and 2 (the cached answer is stale)", f.reads, loads)
 	}
 }
 
@@ -133,7 +125,7 @@ func TestAuditCommitsKeepTheReadCache(t *testing.T) {
 	loads := 0
 	read := func() {
 		t.Helper()
-		if _, err := cached(domain.ShareFreshness(ctx), s.cache, key, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
+		if _, err := cached(ctx, s.cache, key, func() (int, error) { loads++; return loads, nil }, func(v int) int { return v }); err != nil {
 			t.Fatal(err)
 		}
 	}

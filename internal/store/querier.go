@@ -26,7 +26,6 @@ type runner interface {
 // ErrUnavailable wherever the store wraps it.
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	defer forgetFreshness(ctx)
 	if err := q.s.writes.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -45,7 +44,6 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Resul
 // WriteRow is Exec for a write that answers one row, scanned into dest (sql.ErrNoRows when it
 // answers none). Like Exec it is never run again.
 func (q querier) WriteRow(ctx context.Context, query string, dest []any, args ...any) error {
-	defer forgetFreshness(ctx)
 	if err := q.s.writes.lock(ctx); err != nil {
 		return err
 	}

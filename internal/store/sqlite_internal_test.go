@@ -71,7 +71,7 @@ func TestChecksGoOnWhileTheAuditWriterWaitsForTheLock(t *testing.T) {
 		if _, err := a.cache.changes.Version(vctx); err != nil {
 			t.Fatalf("the cache generation could not be read while an audit group waited for the lock: %v", err)
 		}
-		if _, err := a.Credential(domain.ShareFreshness(vctx), domain.CredentialAPIKey, []byte("no such key")); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := a.Credential(vctx, domain.CredentialAPIKey, []byte("no such key")); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("a cached read while an audit group waited for the lock: %v", err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestChecksNeverWaitForTheAuditWriter(t *testing.T) {
 	if _, err := a.cache.changes.Version(vctx); err != nil {
 		t.Errorf("a check while the audit writer was mid-commit: %v", err)
 	}
-	if _, err := a.PrincipalSSN(domain.ShareFreshness(vctx), domain.Scope{}, "lead", "principal"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := a.PrincipalSSN(vctx, domain.Scope{}, "lead", "principal"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("a cached read while the audit writer was mid-commit: %v", err)
 	}
 	close(sig.release)

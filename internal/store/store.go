@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"backoffice/internal/domain"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
 	"backoffice/internal/store/sqltx"
@@ -274,7 +273,6 @@ func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, erro
 	if err = fn(q); err != nil {
 		return err
 	}
-	defer forgetFreshness(ctx)
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", s.classify(err))
 	}
@@ -330,11 +328,4 @@ func noRows(err error) error {
 		return errNotFound
 	}
 	return err
-}
-
-// forgetFreshness makes the request's next read check the database again: the request wrote.
-func forgetFreshness(ctx context.Context) {
-	if f := domain.FreshnessOf(ctx); f != nil {
-		f.Forget()
-	}
 }
