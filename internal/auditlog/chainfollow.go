@@ -93,7 +93,7 @@ func (s *Log) follow(ctx context.Context, f *Follower, base *ChainExpect) (*Foll
 	if base != nil {
 		// A checkpoint whose event the retention policy pruned since: the walk starts from the
 		// prune (checked against the ring), whose tree the checkpoint's extends.
-		row, found, err := readPrune(ctx, s.db.Pool())
+		row, found, err := readPrune(ctx, s.db)
 		if err != nil {
 			return nil, fmt.Errorf("store: follow audit chain: %w", err)
 		}

@@ -52,7 +52,7 @@ func TrailCatalog(ctx context.Context, l *Log) (got, expected []string, err erro
 
 // Count counts a table's rows.
 func Count(ctx context.Context, l *Log, table string) (n int, err error) {
-	err = l.db.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	err = l.db.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
 

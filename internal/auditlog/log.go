@@ -1,8 +1,8 @@
 // Package auditlog is the audit trail: the writer that chains each event under the master key
 // ring and grows the RFC 6962 tree in the same transaction, the genesis, the one verifier of the
 // chain (ChainWalk), the checkpoint signer's follower and its memory of this process's commits,
-// and the check of the trail's catalog. It runs on the store's SQL plumbing (DB: its pool, its
-// transactions as *sqltx.Tx, its engine's features) and never imports the store, which builds it
+// and the check of the trail's catalog. It runs on the store's pool (*sqltx.DB: its statements, its
+// transactions as *sqltx.Tx) and its engine's features (Engine), and never imports the store, which builds it
 // (New) and lets its own transactions append through it (Log.Chain). Package trail holds what
 // needs no database: the leaves, the tile paths, the proofs.
 package auditlog
@@ -16,25 +16,6 @@ import (
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
 )
-
-// DB is the store's SQL plumbing, as the trail runs on it.
-type DB interface {
-	// Engine is what the trail needs to know of the database's engine.
-	Engine() Engine
-	// Pool runs shared SQL on the pool, outside any transaction.
-	Pool() Pool
-	// Tx runs fn in one write transaction, committed when fn returns nil. fn keeps the rule of a
-	// transaction's body: it holds no way to the pool (docs/architecture.md, "Transactions").
-	Tx(ctx context.Context, fn func(q *sqltx.Tx) error) error
-	// Snapshot runs fn in a read-only transaction that sees one state of the database.
-	Snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error
-	// Prepare prepares a statement of shared SQL on the pool, for the transactions to bind
-	// (sqltx.Tx.Cached), its error classified.
-	Prepare(ctx context.Context, query string) error
-	// LostConnection tells whether an operation that failed with err, and changed nothing, is
-	// to be tried again: it met a connection the server had lost.
-	LostConnection(ctx context.Context, err error) bool
-}
 
 // Engine is what differs between the database engines, as far as the trail is concerned
 // (internal/store's Engine has it all). It does not name the engine: the trail asks for what an
@@ -73,7 +54,7 @@ type Engine interface {
 	TrailCatalog() (query string, expected []byte)
 }
 
-// Pool is shared SQL run on the store's pool, each error classified.
+// Pool is shared SQL run on the store's pool (*sqltx.DB), each error classified.
 type Pool interface {
 	runner
 	// WriteRow is Exec for a write that answers one row, scanned into dest.
@@ -90,7 +71,8 @@ type runner interface {
 
 // Log is the audit trail of one database.
 type Log struct {
-	db     DB
+	// db is the store's pool, and its transactions: the trail's reads and writes run on it.
+	db     *sqltx.DB
 	engine Engine
 	audits auditWriter
 	// withoutReadBack: audit appends read nothing back. Only the benchmark of what the read-back
@@ -114,9 +96,9 @@ type Log struct {
 	trailLines atomic.Pointer[[]string]
 }
 
-// New is the audit trail on db.
-func New(db DB) *Log {
-	return &Log{db: db, engine: db.Engine()}
+// New is the audit trail on the store's pool db, of engine e.
+func New(db *sqltx.DB, e Engine) *Log {
+	return &Log{db: db, engine: e}
 }
 
 // Close stops the group writer; later events are refused.

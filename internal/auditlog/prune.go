@@ -55,7 +55,7 @@ func readPrune(ctx context.Context, q runner) (row pruneRow, found bool, err err
 // served to auditors as it is: they check its signature, as they check a checkpoint's. found is
 // false when the trail was never pruned.
 func (s *Log) AuditPruneNote(ctx context.Context) (note []byte, found bool, err error) {
-	row, found, err := readPrune(ctx, s.db.Pool())
+	row, found, err := readPrune(ctx, s.db)
 	if err != nil || !found {
 		return nil, found, err
 	}
@@ -231,7 +231,7 @@ func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // AuditSeqAt is the seq of the first event at or after t, by the events' times (0: none).
 func (s *Log) AuditSeqAt(ctx context.Context, t time.Time) (int64, error) {
 	var seq sql.NullInt64
-	if err := s.db.Pool().QueryRow(ctx, `SELECT min(seq) FROM audit_events WHERE at >= ?`, column.Micros(t)).Scan(&seq); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT min(seq) FROM audit_events WHERE at >= ?`, column.Micros(t)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("store: audit events: %w", err)
 	}
 	return seq.Int64, nil

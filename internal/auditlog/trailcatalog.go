@@ -57,7 +57,7 @@ func (s *Log) CheckTrailCatalog(ctx context.Context) error {
 	}
 	query, expected := s.engine.TrailCatalog()
 	g := s.trailGuard()
-	before, err := g.fingerprint(ctx, s.db.Pool())
+	before, err := g.fingerprint(ctx, s.db)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *Log) CheckTrailCatalog(ctx context.Context) error {
 	}
 	findings := compareTrailCatalog(catalogLines(expected), got)
 	if len(findings) == 0 {
-		return g.remember(ctx, s.db.Pool(), before) // what each append compares (trailguard.go)
+		return g.remember(ctx, s.db, before) // what each append compares (trailguard.go)
 	}
 	return holdTrail(&s.trailHeld, findings)
 }
@@ -91,7 +91,7 @@ func (s *Log) TrailCatalogHeld() error {
 // name, the table it is on, and the SHA-256 of its definition (empty where it has none), tab
 // separated, in order.
 func (s *Log) trailCatalog(ctx context.Context, query string) ([]string, error) {
-	rows, err := s.db.Pool().Query(ctx, query)
+	rows, err := s.db.Query(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("store: the audit trail's catalog: %w", err)
 	}

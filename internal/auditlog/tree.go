@@ -424,13 +424,13 @@ func treeSize(ctx context.Context, q runner) (int64, error) {
 
 // AuditTreeSize is the number of leaves of the audit tree: the events it holds.
 func (s *Log) AuditTreeSize(ctx context.Context) (int64, error) {
-	return treeSize(ctx, s.db.Pool())
+	return treeSize(ctx, s.db)
 }
 
 // ReadAuditHashes reads the audit tree's stored hashes at indexes (tlog's stored-hash indexes), in
 // their order: tlog.HashReader's ReadHashes. An index not stored is an error.
 func (s *Log) ReadAuditHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
-	return readTreeHashes(ctx, s.db.Pool(), indexes)
+	return readTreeHashes(ctx, s.db, indexes)
 }
 
 // AuditHashReader is ReadAuditHashes as a tlog.HashReader, for tlog's proofs and tiles.
@@ -527,7 +527,7 @@ func readTags(ctx context.Context, q runner, start, end int64) ([][]byte, error)
 
 // AuditEventAt reads the event at leaf index (seq index+1), or domain.ErrNotFound.
 func (s *Log) AuditEventAt(ctx context.Context, index int64) (domain.AuditEvent, error) {
-	e, err := scanAuditEvent(s.db.Pool().QueryRow(ctx, auditSelect+` WHERE seq = ?`, index+1))
+	e, err := scanAuditEvent(s.db.QueryRow(ctx, auditSelect+` WHERE seq = ?`, index+1))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.AuditEvent{}, domain.ErrNotFound
 	}
@@ -540,7 +540,7 @@ func (s *Log) AuditEventAt(ctx context.Context, index int64) (domain.AuditEvent,
 // AuditEventIndex reads the event id and its leaf index, or domain.ErrNotFound (also for an event
 // without a seq, which is no leaf).
 func (s *Log) AuditEventIndex(ctx context.Context, id domain.ID) (domain.AuditEvent, int64, error) {
-	e, err := scanAuditEvent(s.db.Pool().QueryRow(ctx, auditSelect+` WHERE id = ? AND seq IS NOT NULL`, id))
+	e, err := scanAuditEvent(s.db.QueryRow(ctx, auditSelect+` WHERE id = ? AND seq IS NOT NULL`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.AuditEvent{}, 0, domain.ErrNotFound
 	}

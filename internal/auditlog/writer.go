@@ -198,7 +198,7 @@ func (w *auditWriter) write(s *Log, events []domain.AuditEvent) error {
 	chain.known = w.tip
 	tip, err := chainTip{}, errChainMoved
 	if w.tip != nil && chain.afterTip {
-		tip, err = chain.appendAfter(ctx, s.db.Pool(), *w.tip, events)
+		tip, err = chain.appendAfter(ctx, s.db, *w.tip, events)
 	}
 	// A connection lost under the statement (a server process ended, a failover) most likely
 	// never ran it; the transaction's BEGIN is retried on a fresh connection, and its head is read

@@ -19,7 +19,7 @@ import (
 func auditStore(t *testing.T) (*testLog, *secrets.Ring) {
 	t.Helper()
 	d := openTestDB(t, "audit.db")
-	st := &testLog{Log: New(d), sql: d.db}
+	st := &testLog{Log: New(d.DB, d.engine), sql: d.db}
 	t.Cleanup(st.Close)
 	ring, err := secrets.NewRing(secrets.Key{ID: "k1", Bytes: make([]byte, secrets.KeySize)})
 	if err != nil {

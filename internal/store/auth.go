@@ -116,7 +116,7 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 		defer cancel()
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
 		// later tries again.
-		_, err := s.q().Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
+		_, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
 			column.Micros(at), id, column.Micros(at.Add(-every)))
 		if err == nil {
 			s.stamped.Store(id, at)

@@ -36,14 +36,14 @@ type generation struct{ s *Store }
 // would never move again): the read cache then refuses the read (see cached). On an engine of
 // prompt reads it reads whether or not the request is still waiting (Engine.PromptReads).
 func (g generation) Version(ctx context.Context) (int64, error) {
-	if err := g.s.beforeWrite(); err != nil {
+	if err := g.s.pool.BeforeWrite(); err != nil {
 		return 0, err
 	}
 	if g.s.engine.PromptReads() {
 		ctx = context.WithoutCancel(ctx)
 	}
 	var n int64
-	err := g.s.q().QueryRow(ctx, generationQuery).Scan(&n)
+	err := g.s.pool.QueryRow(ctx, generationQuery).Scan(&n)
 	return n, err
 }
 
@@ -170,7 +170,7 @@ func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() 
 // readCached is cached for one of the store's reads: read is given the pool as a cachedReader,
 // which runs only the statements the read lists.
 func readCached[T any](ctx context.Context, s *Store, key cacheKey, read func(r cachedReader) (T, error), copyOf func(T) T) (T, error) {
-	return cached(ctx, s.cache, key, func() (T, error) { return read(cachedReader{q: s.q(), read: key.read}) }, copyOf)
+	return cached(ctx, s.cache, key, func() (T, error) { return read(cachedReader{q: s.pool, read: key.read}) }, copyOf)
 }
 
 // cachedReader is the pool as one cached read's load reads it: it runs only the statements the
@@ -178,7 +178,7 @@ func readCached[T any](ctx context.Context, s *Store, key cacheKey, read func(r 
 // watched by the generation's triggers. A load that ran another statement would read what no
 // trigger may watch, and its answer could be served after that changed: it fails instead.
 type cachedReader struct {
-	q    querier
+	q    *sqltx.DB
 	read cachedRead
 }
 
@@ -192,7 +192,7 @@ func (r cachedReader) listed(query string) error {
 	return fmt.Errorf("store: %w (read %d): %s", errUnlisted, r.read, query)
 }
 
-// Query is querier.Query, of a listed statement.
+// Query is sqltx.DB.Query, of a listed statement.
 func (r cachedReader) Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error) {
 	if err := r.listed(query); err != nil {
 		return nil, err
@@ -200,12 +200,12 @@ func (r cachedReader) Query(ctx context.Context, query string, args ...any) (*sq
 	return r.q.Query(ctx, query, args...)
 }
 
-// QueryRow is querier.QueryRow, of a listed statement.
+// QueryRow is sqltx.DB.QueryRow, of a listed statement.
 func (r cachedReader) QueryRow(ctx context.Context, query string, args ...any) sqltx.Row {
 	return sqltx.NewRow(ctx, r, query, args)
 }
 
-// ReadRow is querier.ReadRow, of a listed statement.
+// ReadRow is sqltx.DB.ReadRow, of a listed statement.
 func (r cachedReader) ReadRow(ctx context.Context, query string, args, dest []any) error {
 	if err := r.listed(query); err != nil {
 		return err

@@ -140,13 +140,13 @@ func TestAuditCommitsKeepTheReadCache(t *testing.T) {
 	if after := gen(); after != before || loads != 1 {
 		t.Errorf("after 200 audit commits: generation %d → %d, %d loads; want it unmoved and the read answered from the cache", before, after, loads)
 	}
-	if _, err := s.q().Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p"); err != nil { // no cached read reads partners
+	if _, err := s.pool.Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p"); err != nil { // no cached read reads partners
 		t.Fatal(err)
 	}
 	if v := gen(); v != before {
 		t.Errorf("a new partner moved the generation %d → %d; no cached read reads partners", before, v)
 	}
-	if _, err := s.q().Exec(ctx, `INSERT INTO users (id, partner_id, email, permissions) VALUES (?, ?, ?, ?)`, "00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000001", "e", ""); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO users (id, partner_id, email, permissions) VALUES (?, ?, ?, ?)`, "00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000001", "e", ""); err != nil {
 		t.Fatal(err)
 	}
 	if v := gen(); v == before {
@@ -173,7 +173,7 @@ func TestCachedReadsRunOnlyTheirListedStatements(t *testing.T) {
 	}
 	const unlisted = `SELECT count(*) FROM users`
 	for read := range cachedReads {
-		r := cachedReader{q: s.q(), read: read}
+		r := cachedReader{q: s.pool, read: read}
 		var n int64
 		if err := r.QueryRow(ctx, unlisted).Scan(&n); !errors.Is(err, errUnlisted) {
 			t.Errorf("cached read %d ran a statement it does not list (QueryRow)", read)
@@ -185,7 +185,7 @@ func TestCachedReadsRunOnlyTheirListedStatements(t *testing.T) {
 			t.Errorf("cached read %d ran a statement it does not list (Query)", read)
 		}
 	}
-	r := cachedReader{q: s.q(), read: ssnRead}
+	r := cachedReader{q: s.pool, read: ssnRead}
 	var partner, keyID, sealed any
 	if err := r.QueryRow(ctx, principalSSNQuery, "p", "l").Scan(&partner, &keyID, &sealed); !errors.Is(err, errNotFound) && !errors.Is(err, sql.ErrNoRows) {
 		t.Errorf("the read's own statement: %v, want no rows", err)

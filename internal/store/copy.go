@@ -15,7 +15,7 @@ import (
 // (bulkload.ErrTargetNotEmpty) and a table of either database it does not know, and needs no
 // master key: sealed SSNs, hashes and the chain's links go over as bytes.
 func (s *Store) CopyTo(ctx context.Context, dst *Store, progress bulkload.CopyProgress) error {
-	q, end, err := s.openSnapshot(ctx)
+	q, end, err := s.pool.OpenSnapshot(ctx)
 	if err != nil {
 		return err
 	}

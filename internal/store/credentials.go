@@ -67,7 +67,7 @@ type NewSession struct {
 // key exists if and only if its creation is on record.
 func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.AuditEvent) error {
 	engine, chain := s.engine, s.trailLog.Chain()
-	return s.tx(ctx, func(q *sqltx.Tx) error {
+	return s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, k.UserID); err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey, event domain.Audi
 // CreateSession stores a new session for an existing user and its audit event, in one transaction.
 func (s *Store) CreateSession(ctx context.Context, n NewSession, event domain.AuditEvent) error {
 	engine, chain := s.engine, s.trailLog.Chain()
-	return s.tx(ctx, func(q *sqltx.Tx) error {
+	return s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		if err := requireUser(ctx, q, n.UserID); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func requireUser(ctx context.Context, q runner, id domain.ID) error {
 
 // UserExists reports whether a user has the id.
 func (s *Store) UserExists(ctx context.Context, id domain.ID) (bool, error) {
-	err := requireUser(ctx, s.q(), id)
+	err := requireUser(ctx, s.pool, id)
 	if errors.Is(err, errNotFound) {
 		return false, nil
 	}
@@ -140,7 +140,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, f APIKeyFilter) ([]APIKeyInfo, 
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY COALESCE(created_at, 0), id"
-	keys, err := readAll(ctx, s.q(), query, scanAPIKeyInfo, args...)
+	keys, err := readAll(ctx, s.pool, query, scanAPIKeyInfo, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list api keys: %w", err)
 	}
@@ -176,7 +176,7 @@ func (s *Store) ListSessions(ctx context.Context, user domain.ID) ([]SessionInfo
 	if user != "" {
 		query, args = query+` WHERE user_id = ?`, append(args, user)
 	}
-	sessions, err := readAll(ctx, s.q(), query+` ORDER BY COALESCE(created_at, 0), id`, func(r scanner) (SessionInfo, error) {
+	sessions, err := readAll(ctx, s.pool, query+` ORDER BY COALESCE(created_at, 0), id`, func(r scanner) (SessionInfo, error) {
 		var si SessionInfo
 		var created, revoked sql.NullInt64
 		var expires int64
@@ -218,7 +218,7 @@ func (s *Store) RevokeSession(ctx context.Context, id domain.ID, at time.Time, e
 
 func (s *Store) revoke(ctx context.Context, r revocation, id domain.ID, at time.Time, event domain.AuditEvent) error {
 	chain := s.trailLog.Chain()
-	return s.tx(ctx, func(q *sqltx.Tx) error {
+	return s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		res, err := q.Exec(ctx, r.revoke, column.Micros(at), id)
 		if err != nil {
 			return fmt.Errorf("store: revoke %s %s: %w", r.what, id, err)
@@ -261,7 +261,7 @@ WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) AND (secret_
 		{domain.CredentialSession, `SELECT id, user_id, secret_bits FROM sessions
 WHERE revoked_at IS NULL AND expires_at > ? AND (secret_bits IS NULL OR secret_bits < ?) ORDER BY id`},
 	} {
-		weak, err := readAll(ctx, s.q(), c.query, func(r scanner) (WeakCredential, error) {
+		weak, err := readAll(ctx, s.pool, c.query, func(r scanner) (WeakCredential, error) {
 			w := WeakCredential{Kind: c.kind}
 			var bits sql.NullInt64
 			err := r.Scan(&w.ID, &w.UserID, &bits)

@@ -67,7 +67,7 @@ func TestWritesRefusedOnceTheFileIsGone(t *testing.T) {
 		if err := s.DeleteMerchantDocument(ctx, domain.Scope{}, purgeMerchant, purgeDocument, event); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("replaced=%v: delete: %v, want ErrUnavailable", replace, err)
 		}
-		if _, err := s.q().Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000002", "q"); !errors.Is(err, ErrUnavailable) {
+		if _, err := s.pool.Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000002", "q"); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("replaced=%v: insert: %v, want ErrUnavailable", replace, err)
 		}
 		if err := s.Writable(ctx); err == nil {

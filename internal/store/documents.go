@@ -15,7 +15,7 @@ import (
 func (s *Store) DeleteMerchantDocument(ctx context.Context, scope domain.Scope, merchantID, documentID domain.ID, event domain.AuditEvent) error {
 	var found bool
 	chain := s.trailLog.Chain()
-	err := s.tx(ctx, func(q *sqltx.Tx) error {
+	err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		var err error
 		found, err = deleteDocument(ctx, q, scope, merchantID, documentID)
 		if err != nil {
@@ -49,7 +49,7 @@ func (s *Store) DeleteMerchantDocumentOnce(ctx context.Context, scope domain.Sco
 	chain := s.trailLog.Chain()
 	target := documentKeyTarget(merchantID, documentID)
 	insertOrSkip, skipTail := s.engine.InsertOrSkip()
-	err = s.tx(ctx, func(q *sqltx.Tx) error {
+	err = s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		replayed, reused, found = false, false, false
 		claimed, err := claimKeyFor(ctx, q, insertOrSkip, skipTail, key, target)
 		if err != nil {

@@ -23,7 +23,7 @@ func MigrateTo(ctx context.Context, s *Store, version string) error {
 // Exec runs shared SQL on the store, outside any operation: tests write rows as an older schema
 // held them.
 func Exec(ctx context.Context, s *Store, query string, args ...any) error {
-	_, err := s.q().Exec(ctx, query, args...)
+	_, err := s.pool.Exec(ctx, query, args...)
 	return err
 }
 
@@ -36,7 +36,7 @@ func ListSAMActionLogs(ctx context.Context, s *Store, entity domain.ID, page, si
 
 // Count counts a table's rows.
 func Count(ctx context.Context, s *Store, table string) (n int, err error) {
-	err = s.q().QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
 
@@ -51,7 +51,7 @@ func CachedReads(s *Store) int {
 func WithoutReadCache(s *Store) { s.cache = nil }
 
 // InTx runs fn in one of the store's write transactions, as its operations do.
-func InTx(ctx context.Context, s *Store, fn func(q *sqltx.Tx) error) error { return s.tx(ctx, fn) }
+func InTx(ctx context.Context, s *Store, fn func(q *sqltx.Tx) error) error { return s.pool.Tx(ctx, fn) }
 
 // AppendAudit appends e to the audit chain in the transaction q, as an operation that records its
 // own event does.
@@ -60,11 +60,13 @@ func AppendAudit(ctx context.Context, s *Store, q *sqltx.Tx, e domain.AuditEvent
 }
 
 // SetBusyWait shortens how long this process's writers wait for each other (the engine's busy
-// timeout), on an engine that queues them (SQLite).
+// timeout), on an engine that queues them (SQLite), of a store opened with the default pool and
+// not yet written to: its pool is made again, in place, so that the trail's sees it too.
 func SetBusyWait(s *Store, d time.Duration) {
-	if s.writes != nil {
-		s.writes.wait = d
-	}
+	p := DefaultPool().forStatements(s.engine)
+	p.BusyWait = d
+	s.pool.Close()
+	*s.pool = *sqltx.NewDB(s.db, s.engine, p)
 }
 
 // CachedReadQueries are the statements of each read the read cache keeps, a list per read.
@@ -84,7 +86,7 @@ func WaitBackground(s *Store) { s.waitBackground() }
 
 // AddMerchantNote writes a note on a merchant, as a push's note is written.
 func AddMerchantNote(ctx context.Context, s *Store, n domain.MerchantNote) error {
-	return insertNote(ctx, s.q(), n)
+	return insertNote(ctx, s.pool, n)
 }
 
 // RefuseWrites makes the store's database refuse every write from now on, as a read-only database

@@ -30,10 +30,10 @@ var errProbed = errors.New("store: write probe done")
 // and costs one short write transaction.
 func (s *Store) Writable(ctx context.Context) error {
 	if err := s.engine.Room(); err != nil {
-		return fmt.Errorf("store: write probe: %w", &unavailableError{err: err})
+		return fmt.Errorf("store: write probe: %w: %w", ErrUnavailable, err)
 	}
 	statements, commit := s.engine.WriteProbe(probeRow)
-	err := s.tx(ctx, func(q *sqltx.Tx) error {
+	err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		for _, st := range statements {
 			if _, err := q.Exec(ctx, st.SQL, st.Args...); err != nil {
 				return err

@@ -19,12 +19,12 @@ import (
 //
 // Replicas racing for the same key get one KeyNew between them: the INSERT skips a taken key.
 func (s *Store) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte, lineItem domain.ID, now time.Time, runningFor time.Duration) (domain.KeyClaim, error) {
-	if _, err := s.q().Exec(ctx, `DELETE FROM push_idempotency WHERE expires_at <= ?`, column.Micros(now)); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM push_idempotency WHERE expires_at <= ?`, column.Micros(now)); err != nil {
 		return domain.KeyClaim{}, fmt.Errorf("store: expire idempotency keys: %w", err)
 	}
 	until := column.Micros(now.Add(runningFor))
 	head, tail := s.engine.InsertOrSkip()
-	res, err := s.q().Exec(ctx, head+` push_idempotency (user_id, key_hash, line_item_id, expires_at) VALUES (?, ?, ?, ?)`+tail,
+	res, err := s.pool.Exec(ctx, head+` push_idempotency (user_id, key_hash, line_item_id, expires_at) VALUES (?, ?, ?, ?)`+tail,
 		user, keyHash, lineItem, until)
 	if err != nil {
 		return domain.KeyClaim{}, fmt.Errorf("store: claim idempotency key: %w", err)
@@ -38,7 +38,7 @@ func (s *Store) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte
 	var status sql.NullInt64
 	var body []byte
 	var expires int64
-	err = s.q().QueryRow(ctx, `SELECT line_item_id, status, body, expires_at FROM push_idempotency WHERE user_id = ? AND key_hash = ?`,
+	err = s.pool.QueryRow(ctx, `SELECT line_item_id, status, body, expires_at FROM push_idempotency WHERE user_id = ? AND key_hash = ?`,
 		user, keyHash).Scan(&item, &status, &body, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The key expired, and another claim swept it away, between the insert and this read.
@@ -59,7 +59,7 @@ func (s *Store) ClaimPushKey(ctx context.Context, user domain.ID, keyHash []byte
 
 // FinishPushKey keeps a claimed key's answer until keepUntil.
 func (s *Store) FinishPushKey(ctx context.Context, user domain.ID, keyHash []byte, status int, body []byte, keepUntil time.Time) error {
-	_, err := s.q().Exec(ctx, `UPDATE push_idempotency SET status = ?, body = ?, expires_at = ? WHERE user_id = ? AND key_hash = ?`,
+	_, err := s.pool.Exec(ctx, `UPDATE push_idempotency SET status = ?, body = ?, expires_at = ? WHERE user_id = ? AND key_hash = ?`,
 		status, body, column.Micros(keepUntil), user, keyHash)
 	if err != nil {
 		return fmt.Errorf("store: keep idempotent answer: %w", err)
@@ -70,7 +70,7 @@ func (s *Store) FinishPushKey(ctx context.Context, user domain.ID, keyHash []byt
 // ReleasePushKey frees a claimed key whose request ended without an answer worth keeping, so
 // that a retry runs anew.
 func (s *Store) ReleasePushKey(ctx context.Context, user domain.ID, keyHash []byte) error {
-	_, err := s.q().Exec(ctx, `DELETE FROM push_idempotency WHERE user_id = ? AND key_hash = ? AND status IS NULL`, user, keyHash)
+	_, err := s.pool.Exec(ctx, `DELETE FROM push_idempotency WHERE user_id = ? AND key_hash = ? AND status IS NULL`, user, keyHash)
 	if err != nil {
 		return fmt.Errorf("store: release idempotency key: %w", err)
 	}

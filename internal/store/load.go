@@ -94,7 +94,7 @@ func (c *importChain) takeGeneration(q *sqltx.Tx) error {
 // on a connection held for it (sqltx.Tx.Conn), for the copies to run inside it.
 func (s *Store) loadTx(ctx context.Context, fn func(q *sqltx.Tx) error) error {
 	if _, ok := s.engine.(bulkload.Copier); !ok {
-		return s.tx(ctx, fn)
+		return s.pool.Tx(ctx, fn)
 	}
 	var conn *sql.Conn
 	defer func() {
@@ -115,18 +115,18 @@ func (s *Store) loadTx(ctx context.Context, fn func(q *sqltx.Tx) error) error {
 		tx, err := conn.BeginTx(ctx, nil)
 		return tx, conn, err
 	}
-	return s.inTx(ctx, begin, fn)
+	return s.pool.TxOn(ctx, begin, fn)
 }
 
 // Dump runs fn on one consistent snapshot of the database, without blocking writers.
 func (s *Store) Dump(ctx context.Context, fn func(sn *bulkload.Snapshot) error) error {
-	return s.snapshot(ctx, func(q *sqltx.Tx) error { return fn(bulkload.NewSnapshot(ctx, q)) })
+	return s.pool.Snapshot(ctx, func(q *sqltx.Tx) error { return fn(bulkload.NewSnapshot(ctx, q)) })
 }
 
 // StoredSAMLogIDs says, for each of ids, whether a stored SAM action log has it (see
 // bulkload.StoredSAMLogIDs): after an import that failed with bulkload.ErrSAMLogTaken, which.
 func (s *Store) StoredSAMLogIDs(ctx context.Context, ids []domain.ID) ([]bool, error) {
-	return bulkload.StoredSAMLogIDs(ctx, s.q(), ids)
+	return bulkload.StoredSAMLogIDs(ctx, s.pool, ids)
 }
 
 // PurgeDeleted has the engine drop the copies of deleted bytes it still keeps (SQLite's WAL), as
@@ -137,7 +137,7 @@ func (s *Store) PurgeDeleted(ctx context.Context) { s.purgeDeleted(ctx) }
 // IsEmpty reports whether the database holds no partners, the root of every other record.
 func (s *Store) IsEmpty(ctx context.Context) (bool, error) {
 	var n int
-	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM partners`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM partners`).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: %w", err)
 	}
 	return n == 0, nil

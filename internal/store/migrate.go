@@ -91,7 +91,7 @@ func (s *Store) Pending(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var applied int
-	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
 		return 0, fmt.Errorf("store: pending migrations: %w", err)
 	}
 	return len(names) - applied, nil

@@ -3,6 +3,8 @@ package store
 import (
 	"database/sql"
 	"time"
+
+	"backoffice/internal/store/sqltx"
 )
 
 // Pool sizes and ages the connection pool. Every replica holds up to MaxOpenConns connections,
@@ -31,12 +33,17 @@ func DefaultPool() Pool {
 }
 
 // lostTries is how many times an operation that met a lost connection is tried again (see
-// Store.lostConnection): once per connection the pool may hold, and once more.
+// sqltx.DB.LostConnection): once per connection the pool may hold, and once more.
 func (p Pool) lostTries() int {
 	if p.MaxOpenConns > 0 {
 		return p.MaxOpenConns + 1
 	}
 	return p.MaxIdleConns + 1
+}
+
+// forStatements is what the pool's statements and transactions need of p, on engine e.
+func (p Pool) forStatements(e Engine) sqltx.Pool {
+	return sqltx.Pool{MaxIdle: p.MaxIdleConns, LostTries: p.lostTries(), BusyWait: e.BusyTimeout()}
 }
 
 func (p Pool) apply(db *sql.DB) {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"backoffice/internal/store/postgres"
+	"backoffice/internal/store/sqltx"
 )
 
 // TestClassify: connection-level errors and a server that takes no write (full, a standby)
@@ -21,7 +22,7 @@ func TestClassify(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	pg := &Store{db: db, engine: &postgres.Engine{}, pool: DefaultPool()}
+	pg := sqltx.NewDB(db, &postgres.Engine{}, sqltx.Pool{MaxIdle: 10, LostTries: 11})
 	lost := []error{
 		driver.ErrBadConn,
 		fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P01"}),
@@ -33,13 +34,13 @@ func TestClassify(t *testing.T) {
 		&pgconn.PgError{Code: "58030"},                           // io_error
 	}
 	for _, err := range lost {
-		if got := pg.classify(err); !errors.Is(got, ErrUnavailable) || !errors.Is(got, err) {
+		if got := pg.Classify(err); !errors.Is(got, ErrUnavailable) || !errors.Is(got, err) {
 			t.Errorf("classify(%v) = %v, want ErrUnavailable wrapping it", err, got)
 		}
 	}
 	kept := []error{nil, errNotFound, &pgconn.PgError{Code: "23505"}, errors.New("syntax")}
 	for _, err := range kept {
-		if got := pg.classify(err); got != err {
+		if got := pg.Classify(err); got != err {
 			t.Errorf("classify(%v) = %v, want it unchanged", err, got)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lineItemID domain.ID) (*domain.PushSource, error) {
 	var src domain.PushSource
 	var partner string
-	err := s.q().QueryRow(ctx, `SELECT o.merchant_id, m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?`, orderID).
+	err := s.pool.QueryRow(ctx, `SELECT o.merchant_id, m.partner_id FROM deployment_orders o JOIN merchants m ON m.id = o.merchant_id WHERE o.id = ?`, orderID).
 		Scan(&src.MerchantID, &partner)
 	if err != nil {
 		return nil, notFoundOr(err, "order %s", orderID)
@@ -26,12 +26,12 @@ func (s *Store) PushSource(ctx context.Context, scope domain.Scope, orderID, lin
 	if !scope.Sees(domain.ID(partner)) {
 		return nil, errNotFound
 	}
-	li, err := scanLineItem(s.q().QueryRow(ctx, `SELECT `+lineItemCols+` FROM line_items WHERE id = ? AND order_id = ?`, lineItemID, orderID))
+	li, err := scanLineItem(s.pool.QueryRow(ctx, `SELECT `+lineItemCols+` FROM line_items WHERE id = ? AND order_id = ?`, lineItemID, orderID))
 	if err != nil {
 		return nil, notFoundOr(err, "line item %s", lineItemID)
 	}
 	src.View.LineItem = li
-	if err := s.q().QueryRow(ctx, `SELECT workflow FROM deployment_models WHERE id = ?`, li.DeploymentModelID).Scan(&src.Workflow); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT workflow FROM deployment_models WHERE id = ?`, li.DeploymentModelID).Scan(&src.Workflow); err != nil {
 		return nil, fmt.Errorf("store: deployment model of line item %s: %w", li.ID, err)
 	}
 	steps := []func(context.Context, *domain.PushSource) error{s.loadUnit, s.loadEquipment, s.loadVarsheet, s.loadShipment, s.loadFileBuild, s.loadPricing}
@@ -48,7 +48,7 @@ func (s *Store) loadUnit(ctx context.Context, src *domain.PushSource) error {
 	if id == nil {
 		return nil
 	}
-	u, err := scanInventoryUnit(s.q().QueryRow(ctx, `SELECT `+inventoryUnitCols+` FROM inventory_units WHERE id = ?`, *id))
+	u, err := scanInventoryUnit(s.pool.QueryRow(ctx, `SELECT `+inventoryUnitCols+` FROM inventory_units WHERE id = ?`, *id))
 	if err != nil {
 		return fmt.Errorf("store: inventory unit %s: %w", *id, err)
 	}
@@ -65,7 +65,7 @@ func (s *Store) loadEquipment(ctx context.Context, src *domain.PushSource) error
 	}
 	var v domain.EquipmentView
 	var model, typ, serial sql.NullString
-	e, err := scanEquipment(s.q().QueryRow(ctx, `SELECT `+cols("e", equipmentCols)+`, dm.name, dm.equipment_type, iu.serial_number
+	e, err := scanEquipment(s.pool.QueryRow(ctx, `SELECT `+cols("e", equipmentCols)+`, dm.name, dm.equipment_type, iu.serial_number
 FROM equipment e JOIN deployment_models dm ON dm.id = e.deployment_model_id
 LEFT JOIN inventory_units iu ON iu.id = e.inventory_unit_id WHERE e.id = ?`, *id), &model, &typ, &serial)
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *Store) loadVarsheet(ctx context.Context, src *domain.PushSource) error 
 	if id == nil {
 		return nil
 	}
-	v, err := scanVarsheet(s.q().QueryRow(ctx, `SELECT `+varsheetCols+` FROM varsheets WHERE id = ?`, *id))
+	v, err := scanVarsheet(s.pool.QueryRow(ctx, `SELECT `+varsheetCols+` FROM varsheets WHERE id = ?`, *id))
 	if err != nil {
 		return fmt.Errorf("store: VAR sheet %s: %w", *id, err)
 	}
@@ -90,7 +90,7 @@ func (s *Store) loadVarsheet(ctx context.Context, src *domain.PushSource) error 
 }
 
 func (s *Store) loadShipment(ctx context.Context, src *domain.PushSource) error {
-	sh, err := scanShipment(s.q().QueryRow(ctx, `SELECT `+shipmentCols+` FROM shipments WHERE line_item_id = ?`, src.View.ID))
+	sh, err := scanShipment(s.pool.QueryRow(ctx, `SELECT `+shipmentCols+` FROM shipments WHERE line_item_id = ?`, src.View.ID))
 	if err = noRows(err); err == errNotFound {
 		return nil
 	} else if err != nil {
@@ -102,7 +102,7 @@ func (s *Store) loadShipment(ctx context.Context, src *domain.PushSource) error 
 
 func (s *Store) loadFileBuild(ctx context.Context, src *domain.PushSource) error {
 	var settings string
-	err := s.q().QueryRow(ctx, `SELECT settings FROM file_builds WHERE line_item_id = ?`, src.View.ID).Scan(&settings)
+	err := s.pool.QueryRow(ctx, `SELECT settings FROM file_builds WHERE line_item_id = ?`, src.View.ID).Scan(&settings)
 	if err = noRows(err); err == errNotFound {
 		return nil
 	} else if err != nil {
@@ -115,7 +115,7 @@ func (s *Store) loadFileBuild(ctx context.Context, src *domain.PushSource) error
 func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 	var p domain.PricingModel
 	var adj sql.NullString
-	err := s.q().QueryRow(ctx, `SELECT id, merchant_id, active, type, adjustment_percent FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, src.MerchantID).
+	err := s.pool.QueryRow(ctx, `SELECT id, merchant_id, active, type, adjustment_percent FROM pricing_models WHERE merchant_id = ? AND active = TRUE`, src.MerchantID).
 		Scan(&p.ID, &p.MerchantID, &p.Active, &p.Type, &adj)
 	if err = noRows(err); err == errNotFound {
 		return nil
@@ -132,7 +132,7 @@ func (s *Store) loadPricing(ctx context.Context, src *domain.PushSource) error {
 // in the database so that it holds across every process sharing it, and expires so that a crashed
 // holder cannot keep it.
 func (s *Store) AcquirePushLease(ctx context.Context, lineItemID domain.ID, holder string, now time.Time, ttl time.Duration) (bool, error) {
-	res, err := s.q().Exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
+	res, err := s.pool.Exec(ctx, `INSERT INTO push_leases (line_item_id, holder, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (line_item_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE push_leases.expires_at <= ?`, lineItemID, holder, column.Micros(now.Add(ttl)), column.Micros(now))
 	if err != nil {
@@ -149,7 +149,7 @@ WHERE push_leases.expires_at <= ?`, lineItemID, holder, column.Micros(now.Add(tt
 // AcquirePushLease; ok is false when there is no lease any more (released meanwhile).
 func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expires time.Time, ok bool, err error) {
 	var us int64
-	err = noRows(s.q().QueryRow(ctx, `SELECT expires_at FROM push_leases WHERE line_item_id = ?`, lineItemID).Scan(&us))
+	err = noRows(s.pool.QueryRow(ctx, `SELECT expires_at FROM push_leases WHERE line_item_id = ?`, lineItemID).Scan(&us))
 	if err == errNotFound {
 		return time.Time{}, false, nil
 	}
@@ -161,7 +161,7 @@ func (s *Store) PushLeaseExpiry(ctx context.Context, lineItemID domain.ID) (expi
 
 // ReleasePushLease gives the lease back, if holder still has it.
 func (s *Store) ReleasePushLease(ctx context.Context, lineItemID domain.ID, holder string) error {
-	_, err := s.q().Exec(ctx, `DELETE FROM push_leases WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	_, err := s.pool.Exec(ctx, `DELETE FROM push_leases WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 	if err != nil {
 		return fmt.Errorf("store: release push lease %s: %w", lineItemID, err)
 	}
@@ -187,7 +187,7 @@ type NoteOf = func(domain.PushRecord) domain.MerchantNote
 // holder's lease: if it cannot be written, the push must not call the gateway. A record an earlier
 // push of the line item left behind is noted (noteOf) in the same transaction.
 func (s *Store) BeginPush(ctx context.Context, r domain.PushRecord, noteOf NoteOf) error {
-	err := s.tx(ctx, func(q *sqltx.Tx) error {
+	err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		if _, err := notePushRecords(ctx, q, `line_item_id = ?`, []any{r.LineItemID}, noteOf); err != nil {
 			return err
 		}
@@ -207,7 +207,7 @@ var errRecordTaken = errors.New("the push record was noted by another push: its 
 // CountPushAttempt counts one more request to the gateway on the holder's push record, before it
 // is sent: a request the database could not count must not be sent.
 func (s *Store) CountPushAttempt(ctx context.Context, lineItemID domain.ID, holder string) error {
-	res, err := s.q().Exec(ctx, `UPDATE push_records SET attempts = attempts + 1 WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
+	res, err := s.pool.Exec(ctx, `UPDATE push_records SET attempts = attempts + 1 WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 	if err == nil {
 		err = oneRow(res)
 	}
@@ -221,7 +221,7 @@ func (s *Store) CountPushAttempt(ctx context.Context, lineItemID domain.ID, hold
 // false when the record was no longer the holder's (another push noted it once the lease had
 // expired): then nothing is written.
 func (s *Store) FinishPush(ctx context.Context, lineItemID domain.ID, holder string, note domain.MerchantNote) (noted bool, err error) {
-	err = s.tx(ctx, func(q *sqltx.Tx) error {
+	err = s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		res, err := q.Exec(ctx, `DELETE FROM push_records WHERE line_item_id = ? AND holder = ?`, lineItemID, holder)
 		if err == nil {
 			err = oneRow(res)
@@ -247,14 +247,14 @@ func (s *Store) NoteAbandonedPushes(ctx context.Context, now time.Time, noteOf N
 	const abandoned = `NOT EXISTS (SELECT 1 FROM push_leases l
 WHERE l.line_item_id = push_records.line_item_id AND l.holder = push_records.holder AND l.expires_at > ?)`
 	var found int
-	if err := s.q().QueryRow(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, column.Micros(now)).Scan(&found); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM push_records WHERE `+abandoned, column.Micros(now)).Scan(&found); err != nil {
 		return 0, fmt.Errorf("store: abandoned push records: %w", err)
 	}
 	if found == 0 {
 		return 0, nil
 	}
 	var n int
-	err := s.tx(ctx, func(q *sqltx.Tx) error {
+	err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		var err error
 		n, err = notePushRecords(ctx, q, abandoned, []any{column.Micros(now)}, noteOf)
 		return err

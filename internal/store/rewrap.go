@@ -51,7 +51,7 @@ type sealedSSN struct {
 // Progress is the data itself: a later run simply finds fewer values to move.
 func (s *Store) RewrapSSNs(ctx context.Context, ring Rekeyer, after domain.ID, limit int) (RewrapBatch, error) {
 	var b RewrapBatch
-	err := s.tx(ctx, func(q *sqltx.Tx) error {
+	err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		b = RewrapBatch{Last: after}
 		values, err := sealedSSNsAfter(ctx, q, ring.ActiveKeyID(), after, limit)
 		if err != nil {
@@ -120,7 +120,7 @@ type KeyCount struct {
 
 // SSNKeyCounts counts stored SSNs per key id, in key id order.
 func (s *Store) SSNKeyCounts(ctx context.Context) ([]KeyCount, error) {
-	rows, err := s.q().Query(ctx, `SELECT ssn_key_id, count(*) FROM principals WHERE ssn_key_id IS NOT NULL GROUP BY ssn_key_id ORDER BY ssn_key_id`)
+	rows, err := s.pool.Query(ctx, `SELECT ssn_key_id, count(*) FROM principals WHERE ssn_key_id IS NOT NULL GROUP BY ssn_key_id ORDER BY ssn_key_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: ssn key counts: %w", err)
 	}

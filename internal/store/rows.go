@@ -18,6 +18,14 @@ import (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// runner is what a read or a write of the store needs, on the pool (*sqltx.DB) or in a
+// transaction (*sqltx.Tx), for the few queries run both ways.
+type runner interface {
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Query(ctx context.Context, query string, args ...any) (*sqltx.Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) sqltx.Row
+}
+
 const inventoryUnitCols = `id, deployment_model_id, serial_number, condition, status, received_date, created_at, created_by, updated_at, updated_by`
 
 func scanInventoryUnit(s scanner) (domain.InventoryUnit, error) {

@@ -22,7 +22,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	if _, err := a.db.ExecContext(ctx, "PRAGMA busy_timeout = 1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.q().Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
+	_, err := a.pool.Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", "p")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("insert into a locked database: %v, want ErrUnavailable", err)
 	}
@@ -40,12 +40,12 @@ func TestTxRollsBackOnErrorAndPanic(t *testing.T) {
 		return err
 	}
 	failed := errors.New("fails after the insert")
-	if err := s.tx(ctx, func(q *sqltx.Tx) error { _ = insert(q); return failed }); !errors.Is(err, failed) {
+	if err := s.pool.Tx(ctx, func(q *sqltx.Tx) error { _ = insert(q); return failed }); !errors.Is(err, failed) {
 		t.Fatalf("tx error %v", err)
 	}
 	func() {
 		defer func() { _ = recover() }()
-		_ = s.tx(ctx, func(q *sqltx.Tx) error { _ = insert(q); panic("boom") })
+		_ = s.pool.Tx(ctx, func(q *sqltx.Tx) error { _ = insert(q); panic("boom") })
 	}()
 	if empty, err := s.IsEmpty(ctx); err != nil || !empty {
 		t.Fatalf("after a failed and a panicking transaction: empty=%v, %v", empty, err)
@@ -190,7 +190,7 @@ func TestSQLiteFullIsUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("audit event into a full database: %v, want ErrUnavailable", err)
 	}
-	_, err = st.q().Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", strings.Repeat("p", 5000))
+	_, err = st.pool.Exec(ctx, `INSERT INTO partners (id, name) VALUES (?, ?)`, "00000000-0000-4000-8000-000000000001", strings.Repeat("p", 5000))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("insert into a full database: %v, want ErrUnavailable", err)
 	}
@@ -238,7 +238,7 @@ func TestWritableNeedsRoomForAnInsert(t *testing.T) {
 	}
 	var err error
 	for i := 0; i < 10000 && err == nil; i++ { // fill every page, free ones included
-		_, err = st.q().Exec(ctx, `INSERT INTO filler (b) VALUES (?)`, make([]byte, 200))
+		_, err = st.pool.Exec(ctx, `INSERT INTO filler (b) VALUES (?)`, make([]byte, 200))
 	}
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("filling the database: %v, want ErrUnavailable", err)

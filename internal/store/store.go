@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
 	"backoffice/internal/store/sqltx"
@@ -26,14 +27,9 @@ import (
 type Store struct {
 	db     *sql.DB
 	engine Engine
-	pool   Pool
-	stmts  *stmtCache
-	// writes, for an engine with a single writer, queues this process's writers in Go, each for
-	// at most the engine's busy timeout (see writeLock); nil elsewhere. Writers of other
-	// processes meet the engine's own lock and the same timeout.
-	writes *writeLock
-	// trailLog is the audit trail, on this store's SQL plumbing (trail.go); its methods are the
-	// store's.
+	// pool runs the store's SQL on db, and its transactions (s.pool.Tx, s.pool.Snapshot).
+	pool *sqltx.DB
+	// trailLog is the audit trail, on the same pool; its methods are the store's.
 	*trailLog
 	// background tracks writes that run after the request that caused them (last-use stamps);
 	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
@@ -175,12 +171,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	o.pool.apply(db)
-	s := &Store{db: db, engine: e, pool: o.pool, stmts: newStmtCache(db, e.KeepsStatements())}
-	if e.SingleWriter() {
-		s.writes = newWriteLock(e.BusyTimeout())
-	}
+	s := &Store{db: db, engine: e, pool: sqltx.NewDB(db, e, o.pool.forStatements(e))}
 	s.cache = newReadCache(newCheckRounds(generation{s}))
-	s.trailLog = newTrail(s)
+	s.trailLog = auditlog.New(s.pool, e)
 	return s, nil
 }
 
@@ -207,12 +200,12 @@ func (s *Store) Close() error {
 	s.waitBackground()
 	s.trailLog.Close()
 	s.engine.Close()
-	s.stmts.Close()
+	s.pool.Close()
 	return s.db.Close()
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.classify(s.db.PingContext(ctx)) }
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Classify(s.db.PingContext(ctx)) }
 
 // PoolCollector is client_golang's collector of the connection pool's statistics (go_sql_*,
 // labelled db_name="backoffice"), for the metrics: it reads the pool's statistics and nothing else.
@@ -220,107 +213,12 @@ func (s *Store) PoolCollector() prometheus.Collector {
 	return collectors.NewDBStatsCollector(s.db, "backoffice")
 }
 
-// sql is a shared query in the engine's own placeholders.
-func (s *Store) sql(query string) string { return s.engine.Rebind(query) }
+// trailLog is the audit trail (package auditlog), embedded in the Store: its methods are the
+// store's.
+type trailLog = auditlog.Log
 
-func (s *Store) q() querier { return querier{s: s} }
-
-// tx runs fn in one transaction, committed when fn returns nil and rolled back on an error or a
-// panic. It is scoped to one operation: never hold it across a network call. fn is given the
-// transaction (*sqltx.Tx), and what it writes goes through it: an audit event of the operation
-// is appended to the chain in it (auditlog.Chain.Append), and commits or rolls back with the rest.
-//
-// fn is given, and captures, only values from which the connection pool cannot be reached: the
-// transaction and data, never the store (the rule in docs/architecture.md, "Transactions"). Go
-// cannot forbid a capture, so TestTransactionBodiesReachNoPool (txbodies_static_test.go) checks
-// every body on the type-checked code. A body that reaches the store anyway meets the lock its own
-// transaction holds, and fails with ErrWriteWait after the engine's busy timeout rather than
-// waiting for itself (TestTransactionBodiesCannotDeadlock).
-func (s *Store) tx(ctx context.Context, fn func(q *sqltx.Tx) error) (err error) {
-	return s.inTx(ctx, func() (*sql.Tx, *sql.Conn, error) {
-		tx, err := s.db.BeginTx(ctx, nil)
-		return tx, nil, err
-	}, fn)
-}
-
-// inTx runs fn in the transaction begin opens (on a pool, or on a connection held for it, which
-// the *sqltx.Tx carries), with this process's writers queued and the engine's write check made
-// first; committed when fn returns nil, rolled back on an error or a panic. fn keeps tx's rule.
-func (s *Store) inTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, error), fn func(q *sqltx.Tx) error) (err error) {
-	if err := s.writes.lock(ctx); err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
-	defer s.writes.unlock()
-	if err := s.beforeWrite(); err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
-	tx, conn, err := s.beginTx(ctx, begin)
-	if err != nil {
-		return fmt.Errorf("store: begin: %w", s.classify(err))
-	}
-	q := sqltx.NewOnConn(tx, conn, s.engine, errClassifier{s}, s.stmts)
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			q.End(false)
-			panic(p)
-		}
-		if err != nil {
-			_ = tx.Rollback()
-		}
-		q.End(err == nil)
-	}()
-	if err = fn(q); err != nil {
-		return err
-	}
-	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", s.classify(err))
-	}
-	return nil
-}
-
-// beginTx runs begin, and again when the connection it drew had been lost (see lostConnection):
-// the transaction never began, so nothing was written.
-func (s *Store) beginTx(ctx context.Context, begin func() (*sql.Tx, *sql.Conn, error)) (*sql.Tx, *sql.Conn, error) {
-	tx, conn, err := begin()
-	for tries := s.pool.lostTries(); tries > 0 && s.lostConnection(ctx, err); tries-- {
-		tx, conn, err = begin()
-	}
-	return tx, conn, err
-}
-
-// beforeWrite is the engine's check that a write would not be lost, failing as unavailable.
-func (s *Store) beforeWrite() error {
-	if err := s.engine.BeforeWrite(); err != nil {
-		return &unavailableError{err: err}
-	}
-	return nil
-}
-
-// snapshot runs fn in a read-only transaction that sees one consistent state of the database and
-// blocks no writer: a plain deferred transaction on SQLite (in WAL mode a reader keeps its
-// snapshot), REPEATABLE READ on PostgreSQL. For long reads such as an export. fn keeps tx's rule.
-func (s *Store) snapshot(ctx context.Context, fn func(q *sqltx.Tx) error) error {
-	q, end, err := s.openSnapshot(ctx)
-	if err != nil {
-		return err
-	}
-	defer end()
-	return fn(q)
-}
-
-// openSnapshot begins the transaction of a snapshot, which end ends: for a read that runs beside
-// a transaction of another store (CopyTo), which a body could not start.
-func (s *Store) openSnapshot(ctx context.Context) (q *sqltx.Tx, end func(), err error) {
-	tx, _, err := s.beginTx(ctx, func() (*sql.Tx, *sql.Conn, error) {
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.engine.SnapshotIsolation()})
-		return tx, nil, err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: begin: %w", s.classify(err))
-	}
-	return sqltx.New(tx, s.engine, errClassifier{s}, nil), func() { _ = tx.Rollback() }, nil
-}
+// Trail is the store's audit trail.
+func (s *Store) Trail() *auditlog.Log { return s.trailLog }
 
 // noRows turns sql.ErrNoRows into the domain's not-found sentinel.
 func noRows(err error) error {

@@ -2,92 +2,25 @@ package store
 
 import (
 	"context"
-	"database/sql/driver"
-	"errors"
-	"io"
-	"net"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/store/sqltx"
 )
 
 // ErrUnavailable is domain.ErrUnavailable: see there.
 var ErrUnavailable = domain.ErrUnavailable
 
-// unavailableError keeps the driver's error for the log while matching ErrUnavailable.
-type unavailableError struct{ err error }
+// ErrWriteWait is sqltx.ErrWriteWait: see there.
+var ErrWriteWait = sqltx.ErrWriteWait
 
-func (e *unavailableError) Error() string        { return "database unavailable: " + e.err.Error() }
-func (e *unavailableError) Unwrap() error        { return e.err }
-func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-// classify marks the errors of a database that cannot answer now (a lost connection, another
-// writer's lock past the busy timeout, a full disk or a read-only database) with ErrUnavailable
-// and passes anything else through unchanged, so that not-found and constraint errors keep their
-// meaning.
-//
-// When the connection was lost the pool's idle connections are closed too: they are all dead (a
-// server restart or a network cut took them), yet the pool would hand each out once more after
-// the database returned, failing one request per connection. Shrinking the idle limit closes them
-// now, and restoring it lets new ones be kept. A busy database (another writer's lock) leaves
-// them as good as before, and they stay.
-func (s *Store) classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	switch {
-	case s.connectionLost(err):
-		s.db.SetMaxIdleConns(0)
-		s.db.SetMaxIdleConns(s.pool.MaxIdleConns)
-	case !s.engine.IsBusy(err) && !s.engine.IsUnwritable(err):
-		return err
-	}
-	return &unavailableError{err: err}
-}
-
-// connectionLost tells errors of the connection from errors of the statement: those every engine
-// shares, then the engine's own.
-func (s *Store) connectionLost(err error) bool {
-	var ne net.Error
-	switch {
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
-		return true
-	case errors.Is(err, context.DeadlineExceeded):
-		// No query of ours runs long; a deadline passing means waiting for a connection.
-		return true
-	}
-	return s.engine.IsConnectionLost(err)
-}
-
-// lostConnection tells whether an operation that failed with err, and changed nothing (a read, a
-// BEGIN), is to be tried again: it met a connection the server had lost (its backend terminated,
-// the server or a pooler restarted, the network cut it), which the pool hands out until a
-// statement finds it dead, and the caller is still waiting. It then drops the pool's idle
-// connections (classify), as lost as this one. A timeout is not tried again: the database is not
-// answering, and the caller would wait as long again for the same 503.
-//
-// Connections that were busy when the server lost them come back to the pool afterwards, and a
-// try may draw one of those; each is dropped as it fails, so a caller tries at most once per
-// connection the pool holds, and then once on a new one (Pool.lostTries).
-func (s *Store) lostConnection(ctx context.Context, err error) bool {
-	var ne net.Error
-	switch {
-	case err == nil, ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return false
-	case !s.connectionLost(err):
-		return false
-	}
-	_ = s.classify(err)
-	return true
-}
-
-// rereading is read run once more when it failed on a lost connection (see lostConnection): for
+// rereading is read run once more when it failed on a lost connection (see sqltx.DB.LostConnection): for
 // the reads of several rows, which a server process ended in the middle of its result fails after
-// the first rows (querier.query runs the statement again only when it fails before any). A read
+// the first rows (sqltx.DB.Query runs the statement again only when it fails before any). A read
 // changes nothing, and each run builds its answer afresh.
 func rereading[T any](ctx context.Context, s *Store, read func() (T, error)) func() (T, error) {
 	return func() (T, error) {
 		v, err := read()
-		if s.lostConnection(ctx, err) {
+		if s.pool.LostConnection(ctx, err) {
 			v, err = read()
 		}
 		return v, err

@@ -47,7 +47,7 @@ func scanUser(r scanner) (domain.User, error) {
 // that user; an id or external id in use ErrUserClash.
 func (s *Store) CreateUser(ctx context.Context, u domain.User, event domain.AuditEvent) error {
 	engine, chain := s.engine, s.trailLog.Chain()
-	return s.tx(ctx, func(q *sqltx.Tx) error {
+	return s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 		if u.PartnerID != nil {
 			var n int
 			if err := q.QueryRow(ctx, `SELECT count(*) FROM partners WHERE id = ?`, *u.PartnerID).Scan(&n); err != nil {
@@ -77,7 +77,7 @@ func (s *Store) CreateUser(ctx context.Context, u domain.User, event domain.Audi
 
 // ListUsers lists every user, by email then id.
 func (s *Store) ListUsers(ctx context.Context) ([]domain.User, error) {
-	users, err := readAll(ctx, s.q(), `SELECT `+userColumns+` FROM users ORDER BY email, id`, scanUser)
+	users, err := readAll(ctx, s.pool, `SELECT `+userColumns+` FROM users ORDER BY email, id`, scanUser)
 	if err != nil {
 		return nil, fmt.Errorf("store: list users: %w", err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) ChangeUser(ctx context.Context, id domain.ID, change UserChange,
 	for range 5 {
 		var after domain.User
 		raced := false
-		err := s.tx(ctx, func(q *sqltx.Tx) error {
+		err := s.pool.Tx(ctx, func(q *sqltx.Tx) error {
 			before, err := scanUser(q.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, id))
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("user %s: %w", id, errNotFound)

@@ -1,13 +1,9 @@
-package store
+package sqltx
 
 import (
-	"backoffice/internal/store/sqltx"
 	"context"
 	"time"
 )
-
-// ErrWriteWait is sqltx.ErrWriteWait: see there.
-var ErrWriteWait = sqltx.ErrWriteWait
 
 // writeLock queues this process's writers on an engine that lets one writer in at a time
 // (Engine.SingleWriter): in Go, where SQLite's busy handler would make them poll with sleeps of a
