@@ -161,3 +161,15 @@ type movesCountedCopier struct {
 	movesCounted
 	bulkload.Copier
 }
+
+// UseStatements has the store run its statements through c from now on, and returns the cache
+// it ran them through: the benchmark of the prepared statement cache beside the text sent each
+// run.
+func UseStatements(s *Store, c *sqltx.Stmts) *sqltx.Stmts {
+	old := s.stmts
+	s.stmts = c
+	return old
+}
+
+// Generation reads the read cache's generation, as every cached read does first.
+func Generation(ctx context.Context, s *Store) (int64, error) { return generation{s}.Version(ctx) }
