@@ -162,14 +162,26 @@ type movesCountedCopier struct {
 	bulkload.Copier
 }
 
-// UseStatements has the store run its statements through c from now on, and returns the cache
-// it ran them through: the benchmark of the prepared statement cache beside the text sent each
-// run.
-func UseStatements(s *Store, c *sqltx.Stmts) *sqltx.Stmts {
-	old := s.stmts
-	s.stmts = c
-	return old
+// UseStatements has the store keep its prepared statements (keep) or hand each text to
+// database/sql every run, until restore: the benchmark of the prepared statement cache beside
+// the text sent each run. The pool is rebuilt in place, so the audit trail, which holds it, runs
+// the same way.
+func UseStatements(s *Store, keep bool) (restore func()) {
+	old := *s.pool
+	*s.pool = *sqltx.NewDB(s.db, keeping{s.engine, keep}, DefaultPool().forStatements(s.engine))
+	return func() {
+		s.pool.Close()
+		*s.pool = old
+	}
 }
+
+// keeping is an engine that keeps prepared statements or not, as told.
+type keeping struct {
+	Engine
+	keep bool
+}
+
+func (k keeping) KeepsStatements() bool { return k.keep }
 
 // Generation reads the read cache's generation, as every cached read does first.
 func Generation(ctx context.Context, s *Store) (int64, error) { return generation{s}.Version(ctx) }

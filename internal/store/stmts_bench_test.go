@@ -6,7 +6,6 @@ import (
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
-	"backoffice/internal/store/sqltx"
 	"backoffice/internal/testdb"
 )
 
@@ -36,11 +35,6 @@ func BenchmarkStatementCache(b *testing.B) {
 			if err := store.DB(st).QueryRowContext(ctx, `SELECT key_hash FROM api_keys ORDER BY id LIMIT 1`).Scan(&hash); err != nil {
 				b.Fatal(err)
 			}
-			ways := map[string]*sqltx.Stmts{
-				"cached": sqltx.NewStmts(store.DB(st), true),
-				"plain":  sqltx.NewStmts(store.DB(st), false),
-			}
-			defer ways["cached"].Close()
 			ops := []struct {
 				name string
 				run  func() error
@@ -60,7 +54,7 @@ func BenchmarkStatementCache(b *testing.B) {
 								// prepared statement refuses.
 								b.Skip("the audit append's statements cannot be prepared on PostgreSQL")
 							}
-							defer store.UseStatements(st, store.UseStatements(st, ways[way]))
+							defer store.UseStatements(st, way == "cached")()
 							if err := op.run(); err != nil { // prepared outside the timing
 								b.Fatal(err)
 							}
