@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"backoffice/internal/auth"
@@ -131,32 +130,23 @@ func writeErrorBody(w http.ResponseWriter, status int, code, detail string) {
 
 // writeJSON encodes v before writing anything, so an encoding failure can still become a 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := bodyBuffers.Get().(*bytes.Buffer)
-	defer putBodyBuffer(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false) // bodies are JSON, never HTML; keep "<" readable in details
-	if err := enc.Encode(v); err != nil {
+	body, err := encodeJSON(v)
+	if err != nil {
 		writeBody(w, http.StatusInternalServerError, []byte(`{"status":500,"code":"internal","detail":"the service failed to encode its response"}`+"\n"))
 		return
 	}
-	writeBody(w, status, buf.Bytes())
+	writeBody(w, status, body)
 }
 
-// bodyBuffers keeps writeJSON's buffers from one answer to the next: a new one for each answer
-// was a large share of the bytes a request allocated (BenchmarkRequestPath). A buffer goes back only
-// once the answer's Write has returned, and a Writer must not keep the bytes it is given
-// (io.Writer; every writer here copies them or passes them on), so no two answers share one.
-var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxKeptBodyBuffer bounds what the pool keeps: a rare large answer is not held on to.
-const maxKeptBodyBuffer = 64 << 10
-
-func putBodyBuffer(b *bytes.Buffer) {
-	if b.Cap() > maxKeptBodyBuffer {
-		return
+// encodeJSON is v as writeJSON writes it, in bytes of its own.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // bodies are JSON, never HTML; keep "<" readable in details
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	b.Reset()
-	bodyBuffers.Put(b)
+	return buf.Bytes(), nil
 }
 
 // writeBody writes an encoded JSON body.

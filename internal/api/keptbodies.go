@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"sync"
 
@@ -98,14 +96,3 @@ func sameAcceptance(a, b domain.ServiceAcceptance) bool {
 }
 
 func samePtr[T comparable](a, b *T) bool { return a == b || a != nil && b != nil && *a == *b }
-
-// encodeJSON is v as writeJSON writes it, in bytes of its own.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}

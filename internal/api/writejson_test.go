@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// writeJSON's buffers are reused: one may go back to the pool only once its answer's Write has
-// returned. The writer here encodes another answer while it is handed the first one's bytes, as
-// a concurrent request would, and checks that the bytes it was handed did not change.
+// An answer's bytes are its own until its Write has returned (a writer that reused its buffers
+// could hand one to the next answer too soon). The writer here encodes another answer while it is
+// handed the first one's bytes, as a concurrent request would, and checks that the bytes it was
+// handed did not change.
 func TestWriteJSONKeepsItsBufferUntilWritten(t *testing.T) {
 	for range 3 {
 		w := &reentrantWriter{ResponseRecorder: httptest.NewRecorder()}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"sync"
 	"time"
 
 	"backoffice/internal/domain"
@@ -96,32 +97,58 @@ func account(ctx context.Context, r cachedReader, ref domain.UserRef) (domain.Ac
 }
 
 // NoteAPIKeyUse stamps an API key's last use in the background: bookkeeping must neither delay nor
-// fail the request it describes. At most one stamp per key is in flight in this process, and the
-// UPDATE's own condition keeps replicas from stamping the same interval twice.
+// fail the request it describes. The UPDATE's own condition keeps replicas from stamping the same
+// interval twice.
 //
 // A stamp moves no cache generation (last_used_at is no column the triggers watch), so a cached
 // credential keeps the last use it was read with, and the caller asks again on every request once
-// that is older than every. This process remembers when it stamped each key instead and stamps
-// it at most once per every.
+// that is older than every. This process remembers what it stamped instead, and what it is
+// stamping, and writes at most once per key per every.
 func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
-	if last, ok := s.stamped.Load(id); ok && last.(time.Time).After(at.Add(-every)) {
-		return
-	}
-	if _, busy := s.stamping.LoadOrStore(id, true); busy {
+	if !s.stamps.claim(id, at, every) {
 		return
 	}
 	s.background.Go(func() {
-		defer s.stamping.Delete(id)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		// An error leaves last_used_at a little stale, which is all it is for; the next request
-		// later tries again.
+		// tries again.
 		_, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
 			column.Micros(at), id, column.Micros(at.Add(-every)))
-		if err == nil {
-			s.stamped.Store(id, at)
+		if err != nil {
+			s.stamps.release(id, at)
 		}
 	})
+}
+
+// lastUseStamps is, per API key, the last use this process stamped or is stamping.
+type lastUseStamps struct {
+	mu sync.Mutex
+	at map[domain.ID]time.Time
+}
+
+// claim takes the stamp of id's use at, unless a use within every before it is stamped or being
+// stamped.
+func (l *lastUseStamps) claim(id domain.ID, at time.Time, every time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.at[id]; ok && last.After(at.Add(-every)) {
+		return false
+	}
+	if l.at == nil {
+		l.at = make(map[domain.ID]time.Time)
+	}
+	l.at[id] = at
+	return true
+}
+
+// release gives up the stamp of id's use at, which was not written: the next use claims it again.
+func (l *lastUseStamps) release(id domain.ID, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at[id].Equal(at) {
+		delete(l.at, id)
+	}
 }
 
 // waitBackground waits for background bookkeeping (last-use stamps) to be written. Close calls

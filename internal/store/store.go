@@ -31,15 +31,14 @@ type Store struct {
 	pool *sqltx.DB
 	// trailLog is the audit trail, on the same pool; its methods are the store's.
 	*trailLog
-	// background tracks writes that run after the request that caused them (last-use stamps);
-	// stamping holds the credential ids being stamped, so a busy key starts one write, not many.
+	// background tracks writes that run after the request that caused them (last-use stamps).
 	background sync.WaitGroup
-	stamping   sync.Map
 	// cache keeps the per-request reads while what they read is unchanged (see readCache and
 	// generation); nil only in benchmarks of the reads themselves.
 	cache *readCache
-	// stamped holds, per API key, when this process last stamped its use (see NoteAPIKeyUse).
-	stamped sync.Map
+	// stamps holds, per API key, the last use this process stamped or is stamping (see
+	// NoteAPIKeyUse).
+	stamps lastUseStamps
 }
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
