@@ -5,26 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"sync"
 	"time"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/column"
-)
-
-// Each kind's lookup, in plain sight. Sessions record no last use; CAST keeps the column list
-// the same shape for both engines.
-const (
-	apiKeyLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, u.disabled, c.key_hash, c.expires_at, c.revoked_at, c.last_used_at
-FROM api_keys c JOIN users u ON u.id = c.user_id WHERE c.key_hash = ?`
-	sessionLookup = `SELECT c.id, u.id, u.partner_id, u.permissions, u.disabled, c.token_hash, c.expires_at, c.revoked_at, CAST(NULL AS BIGINT)
-FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`
-)
-
-// The user an access token names, by either of the user's identifiers.
-const (
-	accountByID         = `SELECT id, partner_id, permissions, disabled FROM users WHERE id = ?`
-	accountByExternalID = `SELECT id, partner_id, permissions, disabled FROM users WHERE external_id = ?`
 )
 
 // Credential reads the credential of the kind (domain.CredentialAPIKey or
@@ -33,7 +17,7 @@ const (
 // next request on, on every replica sharing the database: the read cache keeps a credential only
 // while no connection anywhere has changed what it reads since.
 func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (domain.Credential, error) {
-	return readCached(ctx, s, cacheKey{read: credentialRead, a: kind, b: string(hash)},
+	return readCached(ctx, s.cache, s.pool, cacheKey{read: credentialRead, a: kind, b: string(hash)},
 		func(r cachedReader) (domain.Credential, error) { return credential(ctx, r, kind, hash) }, copyCredential)
 }
 
@@ -70,7 +54,7 @@ func (s *Store) Account(ctx context.Context, ref domain.UserRef) (domain.Account
 	if ref.Key == domain.UserKeyExternalID {
 		by = "external id"
 	}
-	return readCached(ctx, s, cacheKey{read: accountRead, a: by, b: ref.Value},
+	return readCached(ctx, s.cache, s.pool, cacheKey{read: accountRead, a: by, b: ref.Value},
 		func(r cachedReader) (domain.Account, error) { return account(ctx, r, ref) }, copyAccount)
 }
 
@@ -120,37 +104,3 @@ func (s *Store) NoteAPIKeyUse(id domain.ID, at time.Time, every time.Duration) {
 		}
 	})
 }
-
-// lastUseStamps is, per API key, the last use this process stamped or is stamping.
-type lastUseStamps struct {
-	mu sync.Mutex
-	at map[domain.ID]time.Time
-}
-
-// claim takes the stamp of id's use at, unless a use within every before it is stamped or being
-// stamped.
-func (l *lastUseStamps) claim(id domain.ID, at time.Time, every time.Duration) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if last, ok := l.at[id]; ok && last.After(at.Add(-every)) {
-		return false
-	}
-	if l.at == nil {
-		l.at = make(map[domain.ID]time.Time)
-	}
-	l.at[id] = at
-	return true
-}
-
-// release gives up the stamp of id's use at, which was not written: the next use claims it again.
-func (l *lastUseStamps) release(id domain.ID, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at[id].Equal(at) {
-		delete(l.at, id)
-	}
-}
-
-// waitBackground waits for background bookkeeping (last-use stamps) to be written. Close calls
-// it before it releases the database.
-func (s *Store) waitBackground() { s.background.Wait() }

@@ -29,21 +29,24 @@ type versioner interface {
 // caller's goroutine: outside any transaction (autocommit), so on PostgreSQL it sees every commit
 // made before it began, whatever a snapshot elsewhere holds. Audit commits touch no cached table
 // and leave it as it was.
-type generation struct{ s *Store }
+type generation struct {
+	pool   *sqltx.DB
+	engine Engine
+}
 
 // Version fails as unavailable, before reading, when the engine says a read would come from a
 // database nobody writes any more (SQLite: the file opened was removed or replaced, and its n
 // would never move again): the read cache then refuses the read (see cached). On an engine of
 // prompt reads it reads whether or not the request is still waiting (Engine.PromptReads).
 func (g generation) Version(ctx context.Context) (int64, error) {
-	if err := g.s.pool.BeforeWrite(); err != nil {
+	if err := g.pool.BeforeWrite(); err != nil {
 		return 0, err
 	}
-	if g.s.engine.PromptReads() {
+	if g.engine.PromptReads() {
 		ctx = context.WithoutCancel(ctx)
 	}
 	var n int64
-	err := g.s.pool.QueryRow(ctx, generationQuery).Scan(&n)
+	err := g.pool.QueryRow(ctx, generationQuery).Scan(&n)
 	return n, err
 }
 
@@ -70,38 +73,6 @@ type cacheKey struct {
 	read       cachedRead
 	a, b       string
 	page, size int64
-}
-
-// cachedRead is one of the reads the read cache keeps. Each lists the statements it runs, and
-// its load can run no other (cachedReader): TestTriggersCoverWhatCachedReadsRead has the engine
-// say which columns those read, and fails unless the generation's triggers move on every change
-// to them.
-type cachedRead uint8
-
-const (
-	credentialRead cachedRead = iota // Credential
-	acceptanceRead                   // ServiceAcceptance
-	ssnRead                          // PrincipalSSN
-	samPageRead                      // ListVisibleSAMActionLogs
-	accountRead                      // Account
-	cachedReads                      // how many there are
-)
-
-// queries are the statements the read runs.
-func (r cachedRead) queries() []string {
-	switch r {
-	case credentialRead:
-		return []string{apiKeyLookup, sessionLookup}
-	case acceptanceRead:
-		return []string{acceptanceQuery}
-	case ssnRead:
-		return []string{principalSSNQuery}
-	case samPageRead:
-		return []string{samVisiblePageQuery, samTotalVisibleQuery}
-	case accountRead:
-		return []string{accountByID, accountByExternalID}
-	}
-	return nil
 }
 
 func newReadCache(changes versioner) *readCache {
@@ -167,10 +138,10 @@ func cached[T any](ctx context.Context, c *readCache, key cacheKey, load func() 
 	return fresh, err
 }
 
-// readCached is cached for one of the store's reads: read is given the pool as a cachedReader,
-// which runs only the statements the read lists.
-func readCached[T any](ctx context.Context, s *Store, key cacheKey, read func(r cachedReader) (T, error), copyOf func(T) T) (T, error) {
-	return cached(ctx, s.cache, key, func() (T, error) { return read(cachedReader{q: s.pool, read: key.read}) }, copyOf)
+// readCached is cached for one of the store's reads (c and q are the store's cache and pool): read
+// is given the pool as a cachedReader, which runs only the statements the read lists.
+func readCached[T any](ctx context.Context, c *readCache, q *sqltx.DB, key cacheKey, read func(r cachedReader) (T, error), copyOf func(T) T) (T, error) {
+	return cached(ctx, c, key, func() (T, error) { return read(cachedReader{q: q, read: key.read}) }, copyOf)
 }
 
 // cachedReader is the pool as one cached read's load reads it: it runs only the statements the

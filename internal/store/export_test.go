@@ -184,4 +184,6 @@ type keeping struct {
 func (k keeping) KeepsStatements() bool { return k.keep }
 
 // Generation reads the read cache's generation, as every cached read does first.
-func Generation(ctx context.Context, s *Store) (int64, error) { return generation{s}.Version(ctx) }
+func Generation(ctx context.Context, s *Store) (int64, error) {
+	return generation{pool: s.pool, engine: s.engine}.Version(ctx)
+}

@@ -11,29 +11,14 @@ import (
 	"backoffice/internal/store/column"
 )
 
-// acceptanceQuery reads a lead's service acceptance: the lead's columns repeat on each catalogue
-// row (on one row with no plan columns when the catalogue is empty); no row at all means no such
-// lead.
-const acceptanceQuery = `
-SELECT l.partner_id, l.mid_id, l.sa_configured, l.sa_ebt_fcs_number, l.sa_amex_program, l.sa_amex_esa_number, l.sa_ebt_benefit_mode,
-       c.id, c.code, c.display_name, c.sort_order, lc.lead_id IS NOT NULL
-FROM leads l
-LEFT JOIN card_plans c ON TRUE
-LEFT JOIN lead_card_plans lc ON lc.card_plan_id = c.id AND lc.lead_id = l.id
-WHERE l.id = ?
-ORDER BY c.sort_order, c.id`
-
-// principalSSNQuery reads a principal's sealed SSN with the partner of its lead.
-const principalSSNQuery = `SELECT l.partner_id, p.ssn_key_id, p.ssn_sealed FROM principals p JOIN leads l ON l.id = p.lead_id WHERE p.id = ? AND p.lead_id = ?`
-
 // ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,
 // sorted by sortOrder, marking the lead's plans. A lead with none stored reads as not configured.
 // One statement: the lead's columns repeat on each catalogue row (on one row with no plan
 // columns when the catalogue is empty); no row at all means no such lead.
 func (s *Store) ServiceAcceptance(ctx context.Context, scope domain.Scope, leadID domain.ID) (domain.ServiceAcceptance, error) {
-	owned, err := readCached(ctx, s, cacheKey{read: acceptanceRead, a: string(leadID)},
+	owned, err := readCached(ctx, s.cache, s.pool, cacheKey{read: acceptanceRead, a: string(leadID)},
 		func(r cachedReader) (ownedAcceptance, error) {
-			return rereading(ctx, s, func() (ownedAcceptance, error) { return serviceAcceptance(ctx, r, leadID) })()
+			return rereading(ctx, s.pool, func() (ownedAcceptance, error) { return serviceAcceptance(ctx, r, leadID) })()
 		}, copyAcceptance)
 	if err != nil {
 		return domain.ServiceAcceptance{}, err
@@ -93,7 +78,7 @@ func serviceAcceptance(ctx context.Context, r cachedReader, leadID domain.ID) (o
 
 // PrincipalSSN returns the sealed SSN of a principal of a lead visible to the scope.
 func (s *Store) PrincipalSSN(ctx context.Context, scope domain.Scope, leadID, principalID domain.ID) (domain.SealedSSN, error) {
-	owned, err := readCached(ctx, s, cacheKey{read: ssnRead, a: string(leadID), b: string(principalID)},
+	owned, err := readCached(ctx, s.cache, s.pool, cacheKey{read: ssnRead, a: string(leadID), b: string(principalID)},
 		func(r cachedReader) (ownedSSN, error) { return principalSSN(ctx, r, leadID, principalID) }, copySSN)
 	if err != nil {
 		return domain.SealedSSN{}, err
@@ -125,12 +110,4 @@ func principalSSN(ctx context.Context, r cachedReader, leadID, principalID domai
 	}
 	out.KeyID, out.Found = keyID.String, keyID.Valid
 	return ownedSSN{out, domain.ID(partner)}, nil
-}
-
-// notFoundOr passes the not-found sentinel through and wraps anything else with context.
-func notFoundOr(err error, format string, args ...any) error {
-	if err = noRows(err); err == errNotFound {
-		return err
-	}
-	return fmt.Errorf("store: "+format+": %w", append(args, err)...)
 }

@@ -15,6 +15,16 @@ import (
 // recorded.
 func migrate(ctx context.Context, db *sql.DB, e Engine) error { return migrateTo(ctx, db, e, "") }
 
+// Migrate applies pending schema migrations, then has the engine purge deleted bytes it may still
+// keep from before a crash (SQLite: a WAL left behind).
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := migrate(ctx, s.db, s.engine); err != nil {
+		return err
+	}
+	s.engine.PurgeDeleted(ctx, s.db)
+	return nil
+}
+
 // migrateTo is migrate up to and including the migration last ("" for all of them), so that tests
 // can build a database as an older release left it.
 func migrateTo(ctx context.Context, db *sql.DB, e Engine, last string) error {

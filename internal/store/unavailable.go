@@ -17,10 +17,10 @@ var ErrWriteWait = sqltx.ErrWriteWait
 // the reads of several rows, which a server process ended in the middle of its result fails after
 // the first rows (sqltx.DB.Query runs the statement again only when it fails before any). A read
 // changes nothing, and each run builds its answer afresh.
-func rereading[T any](ctx context.Context, s *Store, read func() (T, error)) func() (T, error) {
+func rereading[T any](ctx context.Context, q *sqltx.DB, read func() (T, error)) func() (T, error) {
 	return func() (T, error) {
 		v, err := read()
-		if s.pool.LostConnection(ctx, err) {
+		if q.LostConnection(ctx, err) {
 			v, err = read()
 		}
 		return v, err
