@@ -21,15 +21,19 @@ import (
 // (internal/store's Engine has it all). It does not name the engine: the trail asks for what an
 // engine does, never which one it is.
 type Engine interface {
-	// IsBusy tells a database locked by another writer past the busy timeout.
+	// IsBusy tells a database locked by another writer past the busy timeout: the connection is
+	// as good as before, and the write may be tried again.
 	IsBusy(err error) bool
 	// IsChainMoved tells the error of an append after a head that is no longer the chain's
 	// (PostgreSQL's audit_chain_append_read; never on an engine without it).
 	IsChainMoved(err error) bool
 	// NotLanded tells the error of a one-statement append whose rows did not read back as they
-	// were written, and gives the rows it read back, as JSON; never on an engine without it.
+	// were written (PostgreSQL's audit_chain_append_read), and gives the rows it read back, as
+	// JSON; never on an engine without it.
 	NotLanded(err error) (rows string, ok bool)
-	// TypedArgs returns a statement's arguments to be sent in their types' binary form.
+	// TypedArgs returns a statement's arguments to be sent in their types' binary form where the
+	// driver would send text (PostgreSQL's audit columns as arrays, which the server would parse
+	// back element by element).
 	TypedArgs(args []any) []any
 	// SingleWriter tells an engine that lets one writer in at a time.
 	SingleWriter() bool
@@ -49,8 +53,10 @@ type Engine interface {
 	// schema version), "" on an engine without one: what an append's check of the audit trail's
 	// catalog compares, where it has one.
 	SchemaVersion() string
-	// TrailCatalog is the query that reads the audit trail's catalog, and the lines the engine's
-	// migrations make of it (CheckTrailCatalog).
+	// TrailCatalog is the query that reads the audit trail's catalog (its tables, what is attached
+	// to them, the functions its writer calls), a row per object (kind, name, the table it is on,
+	// its definition), and the lines the engine's migrations make of it, built into the binary
+	// (CheckTrailCatalog).
 	TrailCatalog() (query string, expected []byte)
 }
 

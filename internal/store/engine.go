@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"time"
 
+	"backoffice/internal/auditlog"
 	"backoffice/internal/store/sqltx"
 )
 
 // Engine is what differs between the two database engines. internal/store/sqlite and
 // internal/store/postgres each provide one; every query of the store is written once, for both.
 type Engine interface {
+	// auditlog.Engine: what the audit trail asks of the engine it is written to.
+	auditlog.Engine
 	Name() string
 	// Migrations holds the engine's *.sql files, applied in name order.
 	Migrations() fs.FS
@@ -22,20 +25,6 @@ type Engine interface {
 	// IsConnectionLost tells the engine's errors of a connection that is gone (the server
 	// restarted, the network cut) from errors of the statement.
 	IsConnectionLost(err error) bool
-	// IsBusy tells a database locked by another writer past the busy timeout: the connection is
-	// as good as before, and the write may be tried again.
-	IsBusy(err error) bool
-	// IsChainMoved tells the error of an append after a head that is no longer the chain's
-	// (PostgreSQL's audit_chain_append_read; never on an engine without it).
-	IsChainMoved(err error) bool
-	// NotLanded tells the error of a one-statement append whose rows did not read back as they
-	// were written (PostgreSQL's audit_chain_append_read), and gives the rows it read back, as
-	// JSON; never on an engine without it.
-	NotLanded(err error) (rows string, ok bool)
-	// TypedArgs returns a statement's arguments to be sent in their types' binary form where the
-	// driver would send text (PostgreSQL's audit columns as arrays, which the server would parse
-	// back element by element).
-	TypedArgs(args []any) []any
 	// IsUnwritable tells a database that takes no write until its operator acts (out of space, a
 	// read-only file or server, a failing disk): no fault of the service's, so answered like a
 	// lost connection (503), and not retried.
@@ -66,24 +55,6 @@ type Engine interface {
 	// front of the server gives each transaction whichever server connection is free, so there
 	// the store prepares nothing and sends each statement's text (see postgres.QueryExecMode).
 	KeepsStatements() bool
-	// SingleWriter tells an engine that lets one writer in at a time.
-	SingleWriter() bool
-	// ArrayArgs tells an engine that takes a column of values as one array argument
-	// (PostgreSQL's unnest): the audit trail's rows go in one statement of arrays.
-	ArrayArgs() bool
-	// AppendsAfterTip tells an engine whose migrations made the audit trail's one-statement
-	// append after a head the caller knows (PostgreSQL's audit_chain_append).
-	AppendsAfterTip() bool
-	// DeferredTrailChecks tells an engine whose audit tables carry triggers deferred to the
-	// commit (PostgreSQL's constraint triggers), which an append's read-back runs first.
-	DeferredTrailChecks() bool
-	// FailedStatementEndsTx tells an engine on which a failed statement leaves its transaction
-	// unusable until it is rolled back (PostgreSQL): nothing more can be read in it.
-	FailedStatementEndsTx() bool
-	// SchemaVersion is the query that reads a number every change of the schema moves (SQLite's
-	// schema version), "" on an engine without one: what an append's check of the audit trail's
-	// catalog compares, where it has one.
-	SchemaVersion() string
 	// DBSystem is the engine's name in OpenTelemetry's semantic conventions (db.system.name).
 	DBSystem() string
 	// PromptReads tells an engine whose point reads wait on nothing but the local disk and, at
@@ -110,11 +81,6 @@ type Engine interface {
 	// write transaction, each with its own arguments (row, the store's probe row, where one is
 	// written), and whether the transaction is committed (else it is rolled back).
 	WriteProbe(row []byte) (statements []sqltx.Statement, commit bool)
-	// TrailCatalog is the query that reads the audit trail's catalog (its tables, what is attached
-	// to them, the functions its writer calls), a row per object (kind, name, the table it is on,
-	// its definition), and the lines the engine's migrations make of it, built into the binary
-	// (CheckTrailCatalog).
-	TrailCatalog() (query string, expected []byte)
 	// Close stops what the engine runs in the background.
 	Close()
 }
