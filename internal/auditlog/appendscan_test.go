@@ -1,0 +1,65 @@
+package auditlog_test
+
+import (
+	"database/sql"
+	"testing"
+	"time"
+
+	"backoffice/internal/testdb"
+)
+
+// An append reaches the trail's rows by key, however the trail grew. PostgreSQL plans each
+// statement of audit_chain_append_tree once a connection and keeps the plan; one made while the
+// tables were a few rows and analyzed as such (autovacuum analyzes a new table early) reads the
+// whole table, and kept, it would read the whole trail on every later append. Here the tables are
+// analyzed small, the writer's connection makes its plans then, and the trail grows under them:
+// the tables' own counters tell how often anything read one whole.
+func TestAppendsNeverScanTheTrail(t *testing.T) {
+	for _, engine := range testdb.PostgresEngines() {
+		t.Run(engine, func(t *testing.T) {
+			dbURL := testdb.URL(t, engine)
+			admin, err := sql.Open("pgx", serverURL(t, dbURL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+			st := testdb.OpenURL(t, dbURL)
+			auditEvents(t, st, 0, 20)
+			if _, err := admin.ExecContext(ctx, `ANALYZE audit_events, audit_tree`); err != nil {
+				t.Fatal(err)
+			}
+			const appends = 1000
+			auditEvents(t, st, 20, appends)
+			st.Close() // its connections end, and their backends report their counters
+			scans := trailScans(t, admin, 20+appends)
+			for _, table := range []string{"audit_events", "audit_tree"} {
+				if scans[table] >= appends/10 {
+					t.Errorf("%d appends read %s whole %d times: each append's cost grows with the trail", appends, table, scans[table])
+				}
+			}
+		})
+	}
+}
+
+// trailScans reads how often each of the trail's tables was read whole, once the counters show
+// at least inserted events (a backend reports its counters when it ends).
+func trailScans(t *testing.T, db *sql.DB, inserted int64) map[string]int64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var events, tree, n int64
+		err := db.QueryRowContext(ctx, `SELECT (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'audit_events'),
+			(SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'audit_tree'),
+			(SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'audit_events')`).Scan(&events, &tree, &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= inserted {
+			return map[string]int64{"audit_events": events, "audit_tree": tree}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the counters show %d events inserted, not %d", n, inserted)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
