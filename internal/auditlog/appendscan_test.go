@@ -20,16 +20,17 @@ func TestAppendsNeverScanTheTrail(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			dbURL := testdb.URL(t, engine)
 			st := testdb.OpenURL(t, dbURL)
-			admin(t, dbURL, `ALTER TABLE audit_events SET (autovacuum_enabled = off)`, `ALTER TABLE audit_tree SET (autovacuum_enabled = off)`)
+			sqlExec(t, st, `ALTER TABLE audit_events SET (autovacuum_enabled = off)`)
+			sqlExec(t, st, `ALTER TABLE audit_tree SET (autovacuum_enabled = off)`)
 			auditEvents(t, st, 0, 20)
-			admin(t, dbURL, `ANALYZE audit_events, audit_tree`)
+			sqlExec(t, st, `ANALYZE audit_events, audit_tree`)
 			const appends = 1000
 			auditEvents(t, st, 20, appends)
 			st.Close()
 			testdb.TerminateBackends(t, dbURL) // a pooler's server connections too: an ended backend reports its counters
 			// Opening the store reads a table whole a few times, however long it is; a kept plan
 			// that scans does so on every append.
-			scans := trailScans(t, serverURL(t, dbURL), 20+appends)
+			scans := trailScans(t, testdb.SQL(t, serverURL(t, dbURL)), 20+appends)
 			for _, table := range []string{"audit_events", "audit_tree"} {
 				if scans[table] >= appends/10 {
 					t.Errorf("%d appends read %s whole %d times: an append's cost grows with the trail", appends, table, scans[table])
@@ -39,30 +40,10 @@ func TestAppendsNeverScanTheTrail(t *testing.T) {
 	}
 }
 
-// admin runs statements on the test's database, straight to its server.
-func admin(t *testing.T, dbURL string, statements ...string) {
+// trailScans reads, through db, how often each of the trail's tables was read whole, once the
+// counters show at least inserted events.
+func trailScans(t *testing.T, db *sql.DB, inserted int64) map[string]int64 {
 	t.Helper()
-	db, err := sql.Open("pgx", serverURL(t, dbURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, s := range statements {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
-// trailScans reads, on the server at url, how often each of the trail's tables was read whole,
-// once the counters show at least inserted events.
-func trailScans(t *testing.T, url string, inserted int64) map[string]int64 {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var events, tree, n int64
