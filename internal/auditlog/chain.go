@@ -448,8 +448,9 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
 func (s *Log) prepareAudit(ctx context.Context) error {
-	texts := append([]string{chainHead, auditReadBack, treeReadBack}, auditInsertRows...)
+	texts := append([]string{chainHead, auditReadBack}, auditInsertRows...)
 	texts = append(texts, treeInsertRows...)
+	texts = append(texts, treeReadBacks...)
 	texts = append(texts, s.trailGuard().appendReads()...)
 	for _, text := range texts {
 		if err := s.db.Prepare(ctx, text); err != nil {

@@ -314,9 +314,22 @@ func insertTree(ctx context.Context, q *sqltx.Tx, arrays bool, typed func([]any)
 // maxEdge bounds a right edge's size: one row for each bit set in the tree's size.
 const maxEdge = 64
 
-// treeReadBack reads the tree rows from first to last and the right edge's rows (the last
-// maxEdge arguments; -1 where unused), in one cached statement.
-var treeReadBack = `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? OR id IN (` + placeholders(maxEdge) + `) ORDER BY id`
+// treeReadBacks[k] reads the tree rows from first to last and up to 1<<k rows of the right edge
+// (the last arguments; -1 where unused), in one cached statement: sized to the edge, not to the
+// largest edge, a read-back binds and looks up a few ids instead of maxEdge.
+var treeReadBacks = func() []string {
+	var texts []string
+	for n := 1; n <= maxEdge; n *= 2 {
+		texts = append(texts, `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? OR id IN (`+placeholders(n)+`) ORDER BY id`)
+	}
+	return texts
+}()
+
+// treeReadBack is the statement of treeReadBacks for an edge of n rows, and how many it reads.
+func treeReadBack(n int) (string, int) {
+	k := bits.Len(uint(max(n, 1) - 1))
+	return treeReadBacks[k], 1 << k
+}
 
 // readBackTree reads, in q, the rows a group wrote and the right edge it computed them from, and
 // checks they are exactly those: ErrNotLanded for a row of the group that is not as written,
@@ -327,15 +340,16 @@ func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHash
 		return nil
 	}
 	last := rows.first + int64(len(rows.hashes)) - 1
-	args := make([]any, 2, 2+maxEdge)
+	text, size := treeReadBack(len(edge))
+	args := make([]any, 2, 2+size)
 	args[0], args[1] = rows.first, last
 	for x := range edge {
 		args = append(args, x)
 	}
-	for len(args) < 2+maxEdge {
+	for len(args) < 2+size {
 		args = append(args, int64(-1))
 	}
-	st, err := q.Cached(ctx, treeReadBack)
+	st, err := q.Cached(ctx, text)
 	if err != nil {
 		return fmt.Errorf("store: audit tree: read back: %w", err)
 	}

@@ -108,3 +108,17 @@ func TestReadBackTreeTakesOnlyWhatWasWritten(t *testing.T) {
 		t.Fatalf("the group grew %d rows, want %d", len(group.hashes), n)
 	}
 }
+
+// Every edge a tree can have (one to maxEdge rows) gets the smallest read-back that holds it, and
+// a statement whose list holds exactly that many ids.
+func TestTreeReadBackFitsTheEdge(t *testing.T) {
+	for n := 0; n <= maxEdge; n++ {
+		text, size := treeReadBack(n)
+		if size < max(n, 1) || size >= 2*max(n, 1) {
+			t.Fatalf("edge of %d: a read-back of %d ids", n, size)
+		}
+		if got := strings.Count(text, "?") - 2; got != size {
+			t.Fatalf("edge of %d: the statement lists %d ids, not %d", n, got, size)
+		}
+	}
+}
