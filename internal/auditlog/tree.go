@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"backoffice/internal/domain"
@@ -314,13 +315,16 @@ func insertTree(ctx context.Context, q *sqltx.Tx, arrays bool, typed func([]any)
 // maxEdge bounds a right edge's size: one row for each bit set in the tree's size.
 const maxEdge = 64
 
-// treeReadBacks[k] reads the tree rows from first to last and up to 1<<k rows of the right edge
-// (the last arguments; -1 where unused), in one cached statement: sized to the edge, not to the
-// largest edge, a read-back binds and looks up a few ids instead of maxEdge.
+// treeReadBacks[k] reads the tree rows from first to last, then up to 1<<k rows of the right
+// edge (the last arguments; -1 where unused), in one cached statement: sized to the edge, not to
+// the largest edge, a read-back binds and looks up a few ids instead of maxEdge. Two searches of
+// the table's key, one after the other and in no order asked for: a condition of the two joined
+// by OR, and an order, made SQLite gather the rows in a temporary tree and sort them.
 var treeReadBacks = func() []string {
 	var texts []string
 	for n := 1; n <= maxEdge; n *= 2 {
-		texts = append(texts, `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? OR id IN (`+placeholders(n)+`) ORDER BY id`)
+		texts = append(texts, `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? `+
+			`UNION ALL SELECT id, hash, subject_tag FROM audit_tree WHERE id IN (`+placeholders(n)+`)`)
 	}
 	return texts
 }()
@@ -360,7 +364,8 @@ func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHash
 	}
 	r := q.ClassifiedRows(rs)
 	defer r.Close()
-	want, edgeFound := rows.first, 0
+	// The rows come in no order asked for: each is placed by its id, and each place taken once.
+	seen, edgeSeen := make([]bool, len(rows.hashes)), make(map[int64]bool, len(edge))
 	var v [3]any
 	for r.Next() {
 		// Read as the driver gives them: conversion by reflection cost more than the rest.
@@ -370,30 +375,30 @@ func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHash
 		id, _ := v[0].(int64)
 		h, _ := v[1].([]byte)
 		tag, _ := v[2].([]byte)
-		if e, ok := edge[id]; ok && id < rows.first {
+		if e, ok := edge[id]; ok && id < rows.first && !edgeSeen[id] {
 			if string(h) != string(e[:]) {
 				return &treeError{what: fmt.Sprintf("stored hash %d is not the one the tree was grown from", id)}
 			}
-			edgeFound++
+			edgeSeen[id] = true
 			continue
 		}
-		if id != want {
-			return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing, or one this group did not write (%v)", want, v[0])}
+		if id < rows.first || id > last || seen[id-rows.first] {
+			return &notLandedError{what: fmt.Sprintf("audit tree row %v: one this group did not write", v[0])}
 		}
 		w := rows.hashes[id-rows.first]
 		if string(h) != string(w[:]) || (v[2] != nil && tag == nil) || string(tag) != string(rows.tags[id]) {
 			return &notLandedError{what: fmt.Sprintf("audit tree row %d: not as written", id)}
 		}
-		want++
+		seen[id-rows.first] = true
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("store: audit tree: read back: %w", err)
 	}
-	if edgeFound != len(edge) {
-		return &treeError{what: fmt.Sprintf("%d of the %d stored hashes the tree was grown from are missing", len(edge)-edgeFound, len(edge))}
+	if len(edgeSeen) != len(edge) {
+		return &treeError{what: fmt.Sprintf("%d of the %d stored hashes the tree was grown from are missing", len(edge)-len(edgeSeen), len(edge))}
 	}
-	if want != last+1 {
-		return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing", want)}
+	if i := slices.Index(seen, false); i >= 0 {
+		return &notLandedError{what: fmt.Sprintf("audit tree row %d: missing", rows.first+int64(i))}
 	}
 	return nil
 }
