@@ -159,3 +159,45 @@ func TestLimitConfig(t *testing.T) {
 		}
 	}
 }
+
+// Each group the audit writer commits is counted on /metrics with its write time: a read of the
+// trail writes one event, alone in its group.
+func TestServeMetricsCountAuditGroups(t *testing.T) {
+	e := newTestEnv(t)
+	if _, _, err := e.run("import", e.writeDataset("demo.json", importableDemo(time.Now().UTC()))); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
+	reads := 0
+	for i := 0; i < 500 && reads < 3; i++ { // until serving, then three reads of the trail, one after another
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("audit events: %d", resp.StatusCode)
+		}
+		reads++
+	}
+	code, body := fetch(t, "http://"+addr+"/metrics")
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		`backoffice_audit_group_events_bucket{outcome="committed",le="1"} 3`,
+		`backoffice_audit_group_events_count{outcome="committed"} 3`,
+		`backoffice_audit_group_write_seconds_count{outcome="committed"} 3`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s (%d)", want, code)
+		}
+	}
+	if strings.Contains(body, `outcome="failed"`) {
+		t.Errorf("/metrics counts a failed group:\n%s", body)
+	}
+}

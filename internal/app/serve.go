@@ -129,6 +129,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	var witnessed witnessObserver
 	if m != nil {
 		witnessed = m
+		st.Trail().ObserveGroups(m)
 	}
 	cp, err := startCheckpoints(ctx, cfg, st.Trail(), ring, genesis, log, witnessed)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"backoffice/internal/domain"
 	"backoffice/internal/store/sqltx"
@@ -91,6 +92,8 @@ type Log struct {
 	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner; read with chainSigner).
 	signer atomic.Pointer[ChainSigner]
+	// groups is told of each group the audit writer writes (ObserveGroups; nil: nobody).
+	groups atomic.Pointer[GroupObserver]
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
 	// do not make; while set, the chain links no event.
 	trailHeld atomic.Pointer[TrailCatalogError]
@@ -105,6 +108,22 @@ type Log struct {
 // New is the audit trail on the store's pool db, of engine e.
 func New(db *sqltx.DB, e Engine) *Log {
 	return &Log{db: db, engine: e}
+}
+
+// GroupObserver is told of each group of events the audit writer writes: how many, how long the
+// write took, and whether it committed (serve's metrics).
+type GroupObserver interface {
+	ObserveAuditGroup(events int, took time.Duration, committed bool)
+}
+
+// ObserveGroups tells o of every group the audit writer writes from now on.
+func (s *Log) ObserveGroups(o GroupObserver) { s.groups.Store(&o) }
+
+// observeGroup tells the observer, if any, of a group written.
+func (s *Log) observeGroup(events int, took time.Duration, err error) {
+	if o := s.groups.Load(); o != nil {
+		(*o).ObserveAuditGroup(events, took, err == nil)
+	}
 }
 
 // Close stops the group writer; later events are refused.

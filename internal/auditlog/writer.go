@@ -143,16 +143,13 @@ func (w *auditWriter) commit(s *Log, t *writerTurn) {
 		answer(t.group, err)
 	} else {
 		began := time.Now()
-		w.commitGroup(s, t.group)
+		err := w.write(s, eventsOf(t.group))
 		t.took = time.Since(began)
+		s.observeGroup(len(t.group), t.took, err) // before the answers: a caller answered was counted
+		answer(t.group, err)
 	}
 	t.last, t.wait = len(t.group), mayLinger
 	t.group = t.group[:0]
-}
-
-// commitGroup writes the group's events and answers their callers with the commit's outcome.
-func (w *auditWriter) commitGroup(s *Log, group []auditReq) {
-	answer(group, w.write(s, eventsOf(group)))
 }
 
 // answer tells each caller of group the outcome of its commit.

@@ -3,8 +3,11 @@ package auditlog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +194,47 @@ type countingSigner struct {
 func (c *countingSigner) ActiveKeyID() string {
 	c.groups.Add(1)
 	return c.ChainSigner.ActiveKeyID()
+}
+
+// Each group written is told to the observer: its events, and whether it committed.
+func TestAuditGroupsObserved(t *testing.T) {
+	ctx := context.Background()
+	st, _ := auditStore(t)
+	var seen groupsSeen
+	st.ObserveGroups(&seen)
+	event := domain.AuditEvent{At: time.Now(), ActorUserID: domain.SystemActorID, Action: "principal.decrypt",
+		TargetID: "p", Outcome: domain.OutcomeGranted}
+	if err := st.RecordAudit(ctx, event); err != nil {
+		t.Fatal(err)
+	}
+	st.SetChainSigner(nil) // the next group cannot be linked: it fails, nothing written
+	if err := st.RecordAudit(ctx, event); !errors.Is(err, ErrNoChainSigner) {
+		t.Fatalf("a group without a signer: %v", err)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if want := []string{"1 committed", "1 failed"}; !slices.Equal(seen.groups, want) {
+		t.Fatalf("observed %q, want %q", seen.groups, want)
+	}
+	if seen.took <= 0 {
+		t.Fatalf("observed write time %v", seen.took)
+	}
+}
+
+// groupsSeen is a GroupObserver that keeps what it was told.
+type groupsSeen struct {
+	mu     sync.Mutex
+	groups []string
+	took   time.Duration
+}
+
+func (g *groupsSeen) ObserveAuditGroup(events int, took time.Duration, committed bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	outcome := "committed"
+	if !committed {
+		outcome = "failed"
+	}
+	g.groups = append(g.groups, fmt.Sprint(events, " ", outcome))
+	g.took += took
 }

@@ -30,6 +30,10 @@ type Metrics struct {
 	witnessAnswers *prometheus.CounterVec
 	checkpointSize prometheus.Gauge
 	finalSize      prometheus.Gauge
+	// auditGroups and auditWrites follow the audit writer's groups: how many events each
+	// commits together, and how long writing one takes.
+	auditGroups *prometheus.HistogramVec
+	auditWrites *prometheus.HistogramVec
 	// routes keeps, by request kind, the series ObserveRequest adds to: resolving them by their
 	// labels on every request (hashing the label values, a look-up under a lock) cost more than
 	// the observation.
@@ -51,6 +55,10 @@ type requestSeries struct {
 var (
 	requestBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	pushBuckets    = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	// An audit group holds 1 to 128 events; its write is a commit and its sync, up to the busy
+	// timeout when the database's write lock is held elsewhere.
+	auditGroupBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128}
+	auditWriteBuckets = []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .05, .1, .5, 1, 5, 10}
 )
 
 // New returns the metrics of a service, with pool's (the database pool's statistics, as the
@@ -92,8 +100,19 @@ func New(pool prometheus.Collector) *Metrics {
 			Name: "backoffice_audit_final_checkpoint_size",
 			Help: "Tree size of the newest audit checkpoint a quorum of the witness policy cosigned: behind backoffice_audit_checkpoint_size while witnesses lag.",
 		}),
+		auditGroups: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "backoffice_audit_group_events",
+			Help:    "Audit events the audit writer wrote together in one transaction, by outcome (committed, failed).",
+			Buckets: auditGroupBuckets,
+		}, []string{"outcome"}),
+		auditWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "backoffice_audit_group_write_seconds",
+			Help:    "Time the audit writer took to write one group of audit events, from its transaction's start to its commit (or failure), by outcome (committed, failed).",
+			Buckets: auditWriteBuckets,
+		}, []string{"outcome"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.pushes, m.pushDuration, m.decrypts, m.witnessAnswers, m.checkpointSize, m.finalSize,
+		m.auditGroups, m.auditWrites,
 		buildInfo(buildinfo.Read()),
 		collectors.NewBuildInfoCollector(),
 		collectors.NewGoCollector(),
@@ -151,6 +170,17 @@ func (m *Metrics) ObserveWitnessAnswer(witness, outcome string) {
 func (m *Metrics) ObserveAuditCheckpoint(size, final int64) {
 	m.checkpointSize.Set(float64(size))
 	m.finalSize.Set(float64(final))
+}
+
+// ObserveAuditGroup records one group the audit writer wrote: its events, how long the write
+// took, and whether it committed.
+func (m *Metrics) ObserveAuditGroup(events int, took time.Duration, committed bool) {
+	outcome := "committed"
+	if !committed {
+		outcome = "failed"
+	}
+	m.auditGroups.WithLabelValues(outcome).Observe(float64(events))
+	m.auditWrites.WithLabelValues(outcome).Observe(took.Seconds())
 }
 
 // ObservePush counts one push that reached the gateway stage, and its duration.

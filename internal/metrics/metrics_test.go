@@ -38,6 +38,9 @@ func TestExposition(t *testing.T) {
 	m.ObserveDecrypt("denied")
 	m.ObservePush("succeeded", 40*time.Millisecond)
 	m.ObservePush("unavailable", 10*time.Second)
+	m.ObserveAuditGroup(32, 1500*time.Microsecond, true)
+	m.ObserveAuditGroup(3, 300*time.Microsecond, true)
+	m.ObserveAuditGroup(1, 10*time.Second, false)
 
 	out := scrape(t, m)
 	for _, want := range []string{
@@ -49,6 +52,12 @@ func TestExposition(t *testing.T) {
 		`backoffice_decrypts_total{outcome="denied"} 1`,
 		`backoffice_gateway_pushes_total{outcome="succeeded"} 1`,
 		`backoffice_gateway_push_duration_seconds_count{outcome="unavailable"} 1`,
+		`backoffice_audit_group_events_bucket{outcome="committed",le="4"} 1`,
+		`backoffice_audit_group_events_sum{outcome="committed"} 35`,
+		`backoffice_audit_group_events_count{outcome="failed"} 1`,
+		`backoffice_audit_group_write_seconds_bucket{outcome="committed",le="0.002"} 2`,
+		`backoffice_audit_group_write_seconds_bucket{outcome="committed",le="0.001"} 1`,
+		`backoffice_audit_group_write_seconds_count{outcome="failed"} 1`,
 		`go_sql_max_open_connections{db_name="backoffice"}`,
 		`go_sql_open_connections{db_name="backoffice"}`,
 		`go_build_info{`,
