@@ -439,6 +439,29 @@ func TestImportRefusesABrokenAuditChain(t *testing.T) {
 	})
 }
 
+// readTrailServed reads the audit trail from the serve at addr reads times, one after another, as
+// the imported staff user (an event each), waiting until it serves; it returns how many reads
+// were answered 200.
+func readTrailServed(t *testing.T, addr string, reads int) int {
+	t.Helper()
+	done := 0
+	for i := 0; i < 500 && done < reads; i++ {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
+		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("audit events: %d", resp.StatusCode)
+		}
+		done++
+	}
+	return done
+}
+
 // serve signs a checkpoint of every event it wrote when it stops, into BACKOFFICE_AUDIT_CHECKPOINTS
 // and its log; without the variable it warns at start that a cut tail cannot be caught.
 func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
@@ -449,18 +472,7 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	serveAndRead := func(reads int) string {
 		addr := freeAddr(t)
 		_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
-		done := 0
-		for i := 0; i < 500 && done < reads; i++ { // until serving, then reads of the trail (an event each)
-			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
-			req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			resp.Body.Close()
-			done++
-		}
+		done := readTrailServed(t, addr, reads)
 		if err := stop(); err != nil || done != reads {
 			t.Fatalf("serve: %v, %d reads\n%s", err, done, stderr)
 		}

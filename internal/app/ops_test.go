@@ -169,20 +169,8 @@ func TestServeMetricsCountAuditGroups(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
-	reads := 0
-	for i := 0; i < 500 && reads < 3; i++ { // until serving, then three reads of the trail, one after another
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
-		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("audit events: %d", resp.StatusCode)
-		}
-		reads++
+	if reads := readTrailServed(t, addr, 3); reads != 3 {
+		t.Fatalf("%d reads of the trail served", reads)
 	}
 	code, body := fetch(t, "http://"+addr+"/metrics")
 	if err := stop(); err != nil {

@@ -318,8 +318,8 @@ const maxEdge = 64
 // treeReadBacks[k] reads the tree rows from first to last, then up to 1<<k rows of the right
 // edge (the last arguments; -1 where unused), in one cached statement: sized to the edge, not to
 // the largest edge, a read-back binds and looks up a few ids instead of maxEdge. Two searches of
-// the table's key, one after the other and in no order asked for: a condition of the two joined
-// by OR, and an order, made SQLite gather the rows in a temporary tree and sort them.
+// the table's key, one after the other, in no order asked for: joined by OR and ordered, SQLite
+// gathers the rows in a temporary tree and sorts them (BenchmarkReadBackTree).
 var treeReadBacks = func() []string {
 	var texts []string
 	for n := 1; n <= maxEdge; n *= 2 {
