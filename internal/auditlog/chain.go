@@ -114,8 +114,15 @@ type auditChain struct {
 	known *chainTip
 }
 
-// Chain is the audit chain, for a transaction of the store to append its own event to.
-func (s *Log) Chain() Chain { return Chain{s.chain()} }
+// Chain is the audit chain, for a transaction of the store to append its own event to. The
+// append's statements are prepared first, on the pool (prepareAuditOnce): prepared inside the
+// transaction they would need a second connection, which a pool of one never has while the
+// transaction holds its own. Should that fail, the append prepares them itself and fails as the
+// database does.
+func (s *Log) Chain() Chain {
+	_ = s.prepareAuditOnce(context.Background())
+	return Chain{s.chain()}
+}
 
 // Chain is the audit chain as a transaction of the store appends to it (Append) or an import
 // adopts the events it inserted (Adopt).
@@ -444,10 +451,13 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 	return nil
 }
 
-// prepareAudit prepares the audit writer's statements on the pool, outside any transaction (see
+// prepareAuditOnce prepares the audit writer's statements on the pool, outside any transaction (see
 // sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
 // of one never has while the transaction holds its connection.
-func (s *Log) prepareAudit(ctx context.Context) error {
+func (s *Log) prepareAuditOnce(ctx context.Context) error {
+	if s.auditPrepared.Load() {
+		return nil
+	}
 	texts := append([]string{chainHead, auditReadBack}, auditInsertRows...)
 	texts = append(texts, treeInsertRows...)
 	texts = append(texts, treeReadBacks...)
@@ -457,6 +467,7 @@ func (s *Log) prepareAudit(ctx context.Context) error {
 			return fmt.Errorf("store: audit event: %w", err)
 		}
 	}
+	s.auditPrepared.Store(true)
 	return nil
 }
 

@@ -92,6 +92,8 @@ type Log struct {
 	memories commitMemories
 	// signer makes the audit chain's links (SetChainSigner; read with chainSigner).
 	signer atomic.Pointer[ChainSigner]
+	// auditPrepared: the appends' statements are prepared on the pool (prepareAuditOnce).
+	auditPrepared atomic.Bool
 	// groups is told of each group the audit writer writes (ObserveGroups; nil: nobody).
 	groups atomic.Pointer[GroupObserver]
 	// trailHeld is what CheckTrailCatalog found of the audit trail's catalog that the migrations
@@ -117,7 +119,13 @@ type GroupObserver interface {
 }
 
 // ObserveGroups tells o of every group the audit writer writes from now on.
-func (s *Log) ObserveGroups(o GroupObserver) { s.groups.Store(&o) }
+func (s *Log) ObserveGroups(o GroupObserver) {
+	if o == nil {
+		s.groups.Store(nil)
+		return
+	}
+	s.groups.Store(&o)
+}
 
 // observeGroup tells the observer, if any, of a group written.
 func (s *Log) observeGroup(events int, took time.Duration, err error) {

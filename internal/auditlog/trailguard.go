@@ -213,7 +213,7 @@ func (g trailGuard) fingerprint(ctx context.Context, r runner) (string, error) {
 }
 
 // appendReads are the statements an append's own check runs in its transaction, to be prepared
-// with the writer's (prepareAudit).
+// with the writer's (prepareAuditOnce).
 func (g trailGuard) appendReads() []string {
 	if g.schemaVersion == "" {
 		return nil

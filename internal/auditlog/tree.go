@@ -372,9 +372,12 @@ func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHash
 		if err := r.Scan(&v[0], &v[1], &v[2]); err != nil {
 			return fmt.Errorf("store: audit tree: read back: %w", err)
 		}
-		id, _ := v[0].(int64)
+		id, isID := v[0].(int64)
 		h, _ := v[1].([]byte)
 		tag, _ := v[2].([]byte)
+		if !isID {
+			return &notLandedError{what: fmt.Sprintf("audit tree row %v: not an id", v[0])}
+		}
 		if e, ok := edge[id]; ok && id < rows.first && !edgeSeen[id] {
 			if string(h) != string(e[:]) {
 				return &treeError{what: fmt.Sprintf("stored hash %d is not the one the tree was grown from", id)}
@@ -602,6 +605,11 @@ const treeBuildBatch = 4096
 func (s *Log) BuildAuditTree(ctx context.Context) (int64, error) {
 	if s.chainSigner() == nil {
 		return 0, ErrNoChainSigner
+	}
+	// Its transactions run the writer's statements: prepared first, on the pool, as the writer's
+	// are (a statement first prepared inside a transaction needs a second connection).
+	if err := s.prepareAuditOnce(ctx); err != nil {
+		return 0, fmt.Errorf("store: build the audit tree: %w", err)
 	}
 	var added int64
 	for {

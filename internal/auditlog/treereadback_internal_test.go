@@ -76,6 +76,8 @@ func TestReadBackTreeTakesOnlyWhatWasWritten(t *testing.T) {
 		{name: "an edge row altered in the database", sql: fmt.Sprintf(`UPDATE audit_tree SET hash = zeroblob(32) WHERE id = %d`, edgeIDs[0]), edge: edge, want: ErrTree},
 		{name: "an edge row missing", sql: fmt.Sprintf(`DELETE FROM audit_tree WHERE id = %d`, edgeIDs[1]), edge: edge, want: ErrTree},
 		{name: "an edge not the database's", edge: altered(edge, edgeIDs[2]), want: ErrTree},
+		{name: "a row of the group read twice", sql: readTwice(group.first+2), edge: edge, want: ErrNotLanded},
+		{name: "an edge row read twice", sql: readTwice(edgeIDs[0]), edge: edge, want: ErrNotLanded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +111,13 @@ func TestReadBackTreeTakesOnlyWhatWasWritten(t *testing.T) {
 	}
 }
 
+// readTwice puts a view in audit_tree's place that reads the row at id twice: rows that come in
+// no order asked for are each placed once.
+func readTwice(id int64) string {
+	return fmt.Sprintf(`ALTER TABLE audit_tree RENAME TO audit_tree_stored;
+		CREATE VIEW audit_tree AS SELECT * FROM audit_tree_stored UNION ALL SELECT * FROM audit_tree_stored WHERE id = %d`, id)
+}
+
 // Every edge a tree can have (one to maxEdge rows) gets the smallest read-back that holds it, and
 // a statement whose list holds exactly that many ids.
 func TestTreeReadBackFitsTheEdge(t *testing.T) {
@@ -120,5 +129,37 @@ func TestTreeReadBackFitsTheEdge(t *testing.T) {
 		if got := strings.Count(text, "?") - 2; got != size {
 			t.Fatalf("edge of %d: the statement lists %d ids, not %d", n, got, size)
 		}
+	}
+}
+
+// On a pool of one connection, before the audit writer ever ran, a transaction that records its
+// own event (as a credential's or a document's does) and the tree's build do not wait for a second
+// connection to prepare the append's statements.
+func TestAppendsOnOneConnection(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context, st *testLog) error
+	}{
+		{"a transaction's own event", func(ctx context.Context, st *testLog) error {
+			chain := st.Chain()
+			return st.db.Tx(ctx, func(q *sqltx.Tx) error {
+				return chain.Append(ctx, q, []domain.AuditEvent{{ID: domain.NewID(), At: time.Now(), ActorUserID: domain.SystemActorID,
+					Action: "document.delete", TargetID: "d", Outcome: domain.OutcomeGranted}})
+			})
+		}},
+		{"the tree's build", func(ctx context.Context, st *testLog) error {
+			_, err := st.BuildAuditTree(ctx)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, _ := auditStore(t)
+			st.sql.SetMaxOpenConns(1)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := c.run(ctx, st); err != nil {
+				t.Fatalf("on one connection: %v", err)
+			}
+		})
 	}
 }

@@ -26,7 +26,6 @@ type auditWriter struct {
 	once     sync.Once
 	stopOnce sync.Once
 	reqs     chan auditReq
-	prepared bool // its statements are prepared (only its goroutine reads or sets it)
 	// tip is the chain's head after the group it committed last, nil when it does not know it
 	// (before its first group, after a failure); only its goroutine reads or sets it.
 	tip  *chainTip
@@ -140,6 +139,7 @@ func (w *auditWriter) gather(t *writerTurn) {
 // another process or a transaction of this one holds it (the store's writeLock).
 func (w *auditWriter) commit(s *Log, t *writerTurn) {
 	if err := w.prepare(s); err != nil {
+		s.observeGroup(len(t.group), 0, err)
 		answer(t.group, err)
 	} else {
 		began := time.Now()
@@ -286,15 +286,10 @@ func (t *writerTurn) answerAll(err error) {
 	}
 }
 
-// prepare prepares the writer's statements once (prepareAudit), trying again before the next
+// prepare prepares the writer's statements (prepareAuditOnce), trying again before the next
 // group while it fails (a store not yet migrated).
 func (w *auditWriter) prepare(s *Log) error {
-	if w.prepared {
-		return nil
-	}
-	err := s.prepareAudit(context.Background())
-	w.prepared = err == nil
-	return err
+	return s.prepareAuditOnce(context.Background())
 }
 
 // stop ends the writer; later callers are told the store is closed.
