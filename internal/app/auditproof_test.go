@@ -455,7 +455,8 @@ func readTrailServed(t *testing.T, addr string, reads int) int {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("audit events: %d", resp.StatusCode)
+			t.Errorf("audit events: %d", resp.StatusCode)
+			break
 		}
 		done++
 	}

@@ -169,12 +169,10 @@ func TestServeMetricsCountAuditGroups(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
-	if reads := readTrailServed(t, addr, 3); reads != 3 {
-		t.Fatalf("%d reads of the trail served", reads)
-	}
+	reads := readTrailServed(t, addr, 3)
 	code, body := fetch(t, "http://"+addr+"/metrics")
-	if err := stop(); err != nil {
-		t.Fatalf("serve: %v\n%s", err, stderr)
+	if err := stop(); err != nil || reads != 3 {
+		t.Fatalf("serve: %v, %d reads of the trail\n%s", err, reads, stderr)
 	}
 	for _, want := range []string{
 		`backoffice_audit_group_events_bucket{outcome="committed",le="1"} 3`,

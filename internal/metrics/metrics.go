@@ -58,7 +58,7 @@ var (
 	// An audit group holds 1 to 128 events; its write is a commit and its sync, up to the busy
 	// timeout when the database's write lock is held elsewhere.
 	auditGroupBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128}
-	auditWriteBuckets = []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .05, .1, .5, 1, 5, 10}
+	auditWriteBuckets = []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .5, 1, 2.5, 5, 10}
 )
 
 // New returns the metrics of a service, with pool's (the database pool's statistics, as the
@@ -107,7 +107,7 @@ func New(pool prometheus.Collector) *Metrics {
 		}, []string{"outcome"}),
 		auditWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "backoffice_audit_group_write_seconds",
-			Help:    "Time the audit writer took to write one group of audit events, from its transaction's start to its commit (or failure), by outcome (committed, failed).",
+			Help:    "Time the audit writer took to write one group of audit events, from taking it up to its commit (or failure), waits for the database's write lock and retries included, by outcome (committed, failed).",
 			Buckets: auditWriteBuckets,
 		}, []string{"outcome"}),
 	}
