@@ -76,7 +76,7 @@ func TestReadBackTreeTakesOnlyWhatWasWritten(t *testing.T) {
 		{name: "an edge row altered in the database", sql: fmt.Sprintf(`UPDATE audit_tree SET hash = zeroblob(32) WHERE id = %d`, edgeIDs[0]), edge: edge, want: ErrTree},
 		{name: "an edge row missing", sql: fmt.Sprintf(`DELETE FROM audit_tree WHERE id = %d`, edgeIDs[1]), edge: edge, want: ErrTree},
 		{name: "an edge not the database's", edge: altered(edge, edgeIDs[2]), want: ErrTree},
-		{name: "a row of the group read twice", sql: readTwice(group.first+2), edge: edge, want: ErrNotLanded},
+		{name: "a row of the group read twice", sql: readTwice(group.first + 2), edge: edge, want: ErrNotLanded},
 		{name: "an edge row read twice", sql: readTwice(edgeIDs[0]), edge: edge, want: ErrNotLanded},
 	}
 	for _, c := range cases {
