@@ -115,10 +115,9 @@ type auditChain struct {
 }
 
 // Chain is the audit chain, for a transaction of the store to append its own event to. The
-// append's statements are prepared first, on the pool (prepareAuditOnce): prepared inside the
-// transaction they would need a second connection, which a pool of one never has while the
-// transaction holds its own. Should that fail, the append prepares them itself and fails as the
-// database does.
+// append's statements are prepared first, on the pool (prepareAuditOnce), to be kept; should that
+// fail, the transaction prepares them for itself (sqltx.Tx.Cached) and meets the database's error
+// there.
 func (s *Log) Chain() Chain {
 	_ = s.prepareAuditOnce(context.Background())
 	return Chain{s.chain()}
@@ -451,9 +450,9 @@ func insertAuditRows(ctx context.Context, q *sqltx.Tx, args []any) error {
 	return nil
 }
 
-// prepareAuditOnce prepares the audit writer's statements on the pool, outside any transaction (see
-// sqltx.Tx.Cached): a statement first prepared inside one needs a second connection, which a pool
-// of one never has while the transaction holds its connection.
+// prepareAuditOnce prepares the appends' statements on the pool, outside any transaction, to be
+// kept: a statement the pool lacks is prepared anew by each transaction that runs it
+// (sqltx.Tx.Cached).
 func (s *Log) prepareAuditOnce(ctx context.Context) error {
 	if s.auditPrepared.Load() {
 		return nil

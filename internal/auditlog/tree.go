@@ -606,8 +606,7 @@ func (s *Log) BuildAuditTree(ctx context.Context) (int64, error) {
 	if s.chainSigner() == nil {
 		return 0, ErrNoChainSigner
 	}
-	// Its transactions run the writer's statements: prepared first, on the pool, as the writer's
-	// are (a statement first prepared inside a transaction needs a second connection).
+	// Its transactions run the writer's statements: prepared first, on the pool, to be kept.
 	if err := s.prepareAuditOnce(ctx); err != nil {
 		return 0, fmt.Errorf("store: build the audit tree: %w", err)
 	}

@@ -151,6 +151,12 @@ func TestAppendsOnOneConnection(t *testing.T) {
 			_, err := st.BuildAuditTree(ctx)
 			return err
 		}},
+		{"a transaction's cached statement prepared nowhere before", func(ctx context.Context, st *testLog) error {
+			return st.db.Tx(ctx, func(q *sqltx.Tx) error {
+				var n int64
+				return q.ReadCachedRow(ctx, `SELECT count(*) FROM audit_events WHERE seq > 0`, nil, []any{&n})
+			})
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, _ := auditStore(t)

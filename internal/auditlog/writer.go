@@ -135,10 +135,11 @@ func (w *auditWriter) gather(t *writerTurn) {
 }
 
 // commit writes the group in one transaction on the pool and answers its callers with the
-// outcome. Like any writer it waits for the write lock up to the engine's busy timeout, whether
-// another process or a transaction of this one holds it (the store's writeLock).
+// outcome; its statements are prepared first, again before each group while that fails (a store
+// not yet migrated). Like any writer it waits for the write lock up to the engine's busy
+// timeout, whether another process or a transaction of this one holds it (the store's writeLock).
 func (w *auditWriter) commit(s *Log, t *writerTurn) {
-	if err := w.prepare(s); err != nil {
+	if err := s.prepareAuditOnce(context.Background()); err != nil {
 		s.observeGroup(len(t.group), 0, err)
 		answer(t.group, err)
 	} else {
@@ -284,12 +285,6 @@ func (t *writerTurn) answerAll(err error) {
 	for _, r := range t.group {
 		r.errc <- err
 	}
-}
-
-// prepare prepares the writer's statements (prepareAuditOnce), trying again before the next
-// group while it fails (a store not yet migrated).
-func (w *auditWriter) prepare(s *Log) error {
-	return s.prepareAuditOnce(context.Background())
 }
 
 // stop ends the writer; later callers are told the store is closed.

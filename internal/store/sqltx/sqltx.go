@@ -364,7 +364,11 @@ func (t *Tx) Prepare(ctx context.Context, query string) (Stmt, error) {
 }
 
 // Cached is the cached prepared statement of query, bound to this transaction (the text alone,
-// run in it, where the engine keeps no statements). Close it when done.
+// run in it, where the engine keeps no statements). Close it when done. A text the pool has not
+// prepared yet is prepared on this transaction's own connection, for it alone: preparing it on the
+// pool would need a second connection, which a pool of one never has while this transaction holds
+// its own. Texts a kind of transaction runs every time are prepared on the pool beforehand
+// (DB.Prepare), outside any transaction.
 func (t *Tx) Cached(ctx context.Context, query string) (Stmt, error) {
 	if t.stmts == nil {
 		return nil, errors.New("store: a transaction's statement asked for outside a write transaction")
@@ -376,11 +380,11 @@ func (t *Tx) Cached(ctx context.Context, query string) (Stmt, error) {
 	if st, ok := t.stmts.Lookup(text); ok {
 		return t.tx.StmtContext(ctx, st), nil
 	}
-	st, err := t.stmts.Prepare(ctx, text)
+	st, err := t.tx.PrepareContext(ctx, text)
 	if err != nil {
 		return nil, t.Classify(err)
 	}
-	return t.tx.StmtContext(ctx, st), nil
+	return st, nil
 }
 
 // ClassifiedRows is r, read from a statement of this transaction, its errors classified.
