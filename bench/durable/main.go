@@ -3,10 +3,12 @@
 // server whose every request hands a row to one writer goroutine; the writer takes the rows that
 // are waiting, inserts them in one transaction and commits, and each request writes its answer
 // (the bytes of -body, read once) after the commit returned. The row has seven columns and two
-// secondary indexes, as an audit event has, and holds what the service's event of a decrypt
-// holds: a time-ordered uuid for its id, the user's and the principal's uuids (-actor, -target),
-// the same action, outcome and detail. Index entries of the same size fill and split the index
-// pages as often as the service's do, so each commit writes as many of them. The database is the
+// secondary indexes, an audit event's by actor and by target, and holds what the service's event
+// of a decrypt holds: a time-ordered uuid for its id, the user's and the principal's uuids
+// (-actor, -target), the same action, outcome and detail. Index entries of the same size fill and
+// split the index pages as often as the service's do, so each commit writes as many of them. What
+// an audit event has beyond it (its id's unique index, its link and key id, its row of the audit
+// tree) is the service's own cost, measured against this limit. The database is the
 // service's engine with the service's settings (SQLite: WAL, synchronous=FULL, immediate
 // transactions; PostgreSQL: a committed transaction, in schema bench_durable of the same database).
 //
