@@ -7,7 +7,7 @@
 // of a decrypt holds: a time-ordered uuid for its id, the user's and the principal's uuids
 // (-actor, -target), the same action, outcome and detail. Index entries of the same size fill and
 // split the index pages as often as the service's do, so each commit writes as many of them. What
-// an audit event has beyond it (its id's unique index, its link and key id, its row of the audit
+// an audit event has beyond it (its id's unique index, its link and key id, its rows of the audit
 // tree) is the service's own cost, measured against this limit. The database is the
 // service's engine with the service's settings (SQLite: WAL, synchronous=FULL, immediate
 // transactions; PostgreSQL: a committed transaction, in schema bench_durable of the same database).
