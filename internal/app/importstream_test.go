@@ -45,7 +45,7 @@ func TestImportChildProcess(t *testing.T) {
 
 // importChild is `backoffice import args…` in a process of its own, with its own folder for
 // temporary files and its standard input a pipe the test writes.
-func importChild(t *testing.T, vars map[string]string, tmp string, args ...string) (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
+func importChild(t *testing.T, vars map[string]string, tmp string, args ...string) (*exec.Cmd, io.WriteCloser, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestImportChildProcess$")
 	cmd.Env = append(os.Environ(), childImportVar+"="+strings.Join(args, " "), "TMPDIR="+tmp,
@@ -57,12 +57,13 @@ func importChild(t *testing.T, vars map[string]string, tmp string, args ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// Read while the child writes (a test waits for a line): exec copies into it from a goroutine.
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, in, &out
+	return cmd, in, out
 }
 
 // spoolOf is the child's spool: the file it holds open that no name leads to ("" while none).
@@ -269,7 +270,7 @@ func TestImportRefusesABadStreamInTheMemoryOfARecord(t *testing.T) {
 			t.Fatalf("%s: no peak: %v\n%s", c.name, err, out)
 		}
 		t.Logf("%s: peak resident memory %d MiB", c.name, peak>>10)
-		if peak<<10 > 64<<20 {
+		if peak<<10 > 64<<20 && !raceDetector {
 			t.Errorf("%s: peak resident memory %d MiB for a %d MiB stream", c.name, peak>>10, size>>20)
 		}
 	}
