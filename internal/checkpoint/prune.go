@@ -120,6 +120,13 @@ func ParsePrune(msg []byte) (Prune, error) {
 	if p.text() != unverified.Note.Text {
 		return Prune{}, errors.New("invalid prune note: not in the form this service writes")
 	}
+	// What SignPrune would not sign: an origin it refuses, a time not in the form it writes.
+	if err := ValidOrigin(p.Origin); err != nil {
+		return Prune{}, fmt.Errorf("invalid prune note: %w", err)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, p.At); err != nil || at.UTC().Format(time.RFC3339Nano) != p.At {
+		return Prune{}, fmt.Errorf("invalid prune note: signed at %q, not a time in UTC as RFC 3339 writes it", p.At)
+	}
 	return p, nil
 }
 

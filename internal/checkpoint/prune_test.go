@@ -47,3 +47,40 @@ func TestPruneNote(t *testing.T) {
 		t.Error("a prune below seq 1 was signed")
 	}
 }
+
+// FuzzParsePrune reads whatever the database holds as a prune note (a database attacker writes
+// what they like there): ParsePrune never panics, and a note it accepts is in the one form
+// SignPrune writes: its fields, signed again, give the same text.
+//
+//	go test ./internal/checkpoint -run '^$' -fuzz FuzzParsePrune -fuzztime 1m
+func FuzzParsePrune(f *testing.F) {
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+	p := Prune{Origin: DefaultOrigin, Below: 201, Link: strings.Repeat("ab", 32), Digest: bytes.Repeat([]byte{7}, 32),
+		Archive: sha256.Sum256([]byte("archive")), KeyID: "k1"}
+	at := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	for _, link := range []string{p.Link, ""} {
+		p.Link = link
+		signed, err := SignPrune(p, at, key)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(signed.Note)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		got, err := ParsePrune(msg)
+		if err != nil {
+			return
+		}
+		when, err := time.Parse(time.RFC3339Nano, got.At)
+		if err != nil {
+			t.Fatalf("accepted a note signed at %q, which SignPrune never writes", got.At)
+		}
+		again, err := SignPrune(got, when, key)
+		if err != nil {
+			t.Fatalf("a note ParsePrune accepts cannot be signed again: %v\n%q", err, msg)
+		}
+		if again.text() != got.text() {
+			t.Fatalf("the fields read give another text:\n%q\n%q", again.text(), got.text())
+		}
+	})
+}
