@@ -445,22 +445,32 @@ func TestImportRefusesABrokenAuditChain(t *testing.T) {
 func readTrailServed(t *testing.T, addr string, reads int) int {
 	t.Helper()
 	done := 0
-	for i := 0; i < 500 && done < reads; i++ {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-events", nil)
+	for ; done < reads; done++ {
+		if status, _ := getWhenServed(t, addr, "/v1/audit-events"); status != http.StatusOK {
+			t.Errorf("audit events: %d", status)
+			break
+		}
+	}
+	return done
+}
+
+// getWhenServed GETs path from the serve at addr as the imported staff user, waiting (up to five
+// seconds) until the serve listens: its status and body, a status of 0 when it never answered.
+func getWhenServed(t *testing.T, addr, path string) (int, []byte) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("audit events: %d", resp.StatusCode)
-			break
-		}
-		done++
+		return resp.StatusCode, body
 	}
-	return done
+	return 0, nil
 }
 
 // serve signs a checkpoint of every event it wrote when it stops, into BACKOFFICE_AUDIT_CHECKPOINTS
@@ -508,19 +518,7 @@ func TestServeSignsCheckpointsOnShutdown(t *testing.T) {
 	// A serve started on the file serves its last checkpoint, the note as signed.
 	addr := freeAddr(t)
 	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
-	status, body := 0, []byte(nil)
-	for i := 0; i < 500 && status == 0; i++ {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/audit-log/checkpoint", nil)
-		req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		status = resp.StatusCode
-	}
+	status, body := getWhenServed(t, addr, "/v1/audit-log/checkpoint")
 	if err := stop(); err != nil || status != http.StatusOK || string(body) != string(entries[0].Note) {
 		t.Fatalf("GET /v1/audit-log/checkpoint: %d %q, want the file's note; serve: %v\n%s", status, body, err, stderr)
 	}
