@@ -428,20 +428,11 @@ func TestServeHoldsATrailWithAnotherCatalog(t *testing.T) {
 	addr := freeAddr(t)
 	_, stderr, stop := background(func(k string) string { return e.vars[k] }, "serve", "--addr", addr)
 	call := func(path string) (int, string) {
-		for range 500 { // until serving
-			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-			req.Header.Set("Authorization", "Api-Key "+importedStaffKey)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
+		status, body := getWhenServed(t, addr, path)
+		if status == 0 {
+			t.Fatalf("serve does not answer:\n%s", stderr)
 		}
-		t.Fatalf("serve does not answer:\n%s", stderr)
-		return 0, ""
+		return status, string(body)
 	}
 	status, body := call("/v1/crm/leads/" + string(demoLead) + "/principals/" + string(demoPrincipal) + "/decrypt/ssn")
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"unavailable"`) || strings.Contains(body, "zz") {
