@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Adopt makes the audit events an import inserted with their place in the chain this database's

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // The audit writer's read-back. An INSERT that returns without an error has not shown that its

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // where is the filter as SQL conditions and their arguments.

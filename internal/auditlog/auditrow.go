@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // The audit event as stored: the one place its columns are named, in their order, with the

@@ -16,8 +16,8 @@ import (
 	"backoffice/internal/auditlog"
 	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store"
-	"backoffice/internal/store/sqltx"
 	"backoffice/internal/testdb"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/trail"
 )
 

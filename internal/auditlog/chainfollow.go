@@ -10,7 +10,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/pause"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 
 	"golang.org/x/mod/sumdb/tlog"
 )

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store/sqlite"
-	"backoffice/internal/store/sqltx"
 )
 
 // testDB is a migrated SQLite database and the pool the trail runs on, as the store hands them

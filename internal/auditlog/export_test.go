@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Hooks for the external tests of this package.

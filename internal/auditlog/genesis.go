@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/trail"
 )
 

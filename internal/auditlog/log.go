@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Engine is what differs between the database engines, as far as the trail is concerned

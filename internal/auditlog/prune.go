@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"backoffice/internal/checkpoint"
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 
 	"golang.org/x/mod/sumdb/tlog"
 )

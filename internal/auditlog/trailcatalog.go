@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // The audit trail's catalog: the tables the trail relies on (every table whose name begins with

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // The trail's catalog, checked in the transaction of every append. CheckTrailCatalog runs at

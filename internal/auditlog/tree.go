@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/trail"
 
 	"golang.org/x/mod/sumdb/tlog"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // BenchmarkReadBackTree is the tree's read-back of a group (readBackTree, its checks included) on

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // readBackTree passes a group's rows and edge exactly as stored, and nothing else: a row of the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // auditWriter commits audit events in groups. Every disclosure writes one, so under load the

@@ -14,7 +14,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // auditStore is a migrated SQLite database in a folder of the test's and its trail, with a chain

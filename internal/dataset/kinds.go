@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"backoffice/internal/auditlog"
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
-	"backoffice/internal/store/column"
 )
 
 // kinds lists every kind of record the file holds, once, in the order of the file's keys: its

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 )
 
 // Credential reads the credential of the kind (domain.CredentialAPIKey or

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // cacheEntries bounds the read cache: when full it is emptied and fills again from the reads

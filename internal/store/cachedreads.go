@@ -3,8 +3,8 @@ package store
 import (
 	"math"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 )
 
 // cachedRead is one of the reads the read cache keeps. Each lists the statements it runs, and

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // ErrCredentialClash means a new credential's prefix or hash is already taken. With random

@@ -6,7 +6,7 @@ import (
 
 	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // DeleteMerchantDocument removes a document of a merchant visible to the scope, content and all,

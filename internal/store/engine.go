@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"backoffice/internal/auditlog"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Engine is what differs between the two database engines. internal/store/sqlite and

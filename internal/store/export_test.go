@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store/bulkload"
-	"backoffice/internal/store/sqltx"
 )
 
 // Hooks for the external tests of this package.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // probeRow is what the write probe writes where the engine's statements take a row: larger than

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // ClaimPushKey claims a user's idempotency key for a push of a line item at now. A key that is

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 )
 
 // ServiceAcceptance returns a lead's service acceptance with the whole card-plan catalogue,

@@ -7,8 +7,8 @@ import (
 
 	"backoffice/internal/auditlog"
 	"backoffice/internal/domain"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store/bulkload"
-	"backoffice/internal/store/sqltx"
 )
 
 // The store's side of moving records in bulk (package bulkload holds their SQL): the import's

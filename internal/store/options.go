@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"time"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Pool sizes and ages the connection pool. Every replica holds up to MaxOpenConns connections,

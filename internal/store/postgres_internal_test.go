@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store/postgres"
-	"backoffice/internal/store/sqltx"
 )
 
 // TestClassify: connection-level errors and a server that takes no write (full, a standby)

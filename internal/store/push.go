@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // PushSource loads a line item of an order visible to the scope, with the objects the line item

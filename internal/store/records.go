@@ -2,7 +2,7 @@ package store
 
 import (
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Scanner reads one row's columns.

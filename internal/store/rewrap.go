@@ -7,7 +7,7 @@ import (
 
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Rekeyer opens a value under the key it names and seals under the active key; *secrets.Ring is

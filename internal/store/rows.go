@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Row mapping shared by the service's queries, the import and the export: each record's column

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // ListVisibleSAMActionLogs returns one page of an entity's logs, newest first (ties by id,

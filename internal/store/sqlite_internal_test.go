@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // A SQLite database locked past the busy timeout by another process reads as unavailable (503),

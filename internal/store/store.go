@@ -12,9 +12,9 @@ import (
 	"sync"
 
 	"backoffice/internal/auditlog"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store/postgres"
 	"backoffice/internal/store/sqlite"
-	"backoffice/internal/store/sqltx"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

@@ -40,7 +40,7 @@ import (
 
 const (
 	modulePath = "backoffice"
-	sqltxPath  = modulePath + "/internal/store/sqltx"
+	sqltxPath  = modulePath + "/internal/sqltx"
 )
 
 // poolTypes are database/sql's types whose methods run on the pool.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	"backoffice/internal/sqltx"
 	"backoffice/internal/store"
-	"backoffice/internal/store/sqltx"
 	"backoffice/internal/testdb"
 )
 

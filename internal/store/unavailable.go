@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // ErrUnavailable is domain.ErrUnavailable: see there.

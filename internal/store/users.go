@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"slices"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // ErrUserClash means a new user's id, or its external id, is another user's already.

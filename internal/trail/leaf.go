@@ -8,8 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 	"golang.org/x/mod/sumdb/tlog"
 )
 

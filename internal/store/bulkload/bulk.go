@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"backoffice/internal/domain"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Engine is what an import needs of the database engine.

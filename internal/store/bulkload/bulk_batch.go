@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Batcher inserts rows into one table insertBatchRows at a time, in one statement each, skipping a

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // SAM action logs come by the million, so their import differs from the other records'. Rows go

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // Primitives of an import that replaces and deletes records (import --upsert). Like the rest of

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // A copy reads each table of the source in its primary key's order, a row at a time through one

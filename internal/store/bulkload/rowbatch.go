@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // rowBatch runs multi-row inserts that skip a row whose key is taken (a failed statement would

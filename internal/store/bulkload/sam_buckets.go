@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 )
 
 // The buckets of SAM action logs (sam_log_buckets, migration 0006) count each entity's logs in

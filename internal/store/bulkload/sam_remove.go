@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"backoffice/internal/column"
 	"backoffice/internal/domain"
-	"backoffice/internal/store/column"
 )
 
 // RemoveSAMLog removes a stored SAM action log, from both of its tables, reporting whether there

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"

@@ -13,7 +13,7 @@ import (
 	"net/url"
 	"time"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"

@@ -7,7 +7,7 @@ import (
 	"context"
 	"database/sql"
 
-	"backoffice/internal/store/sqltx"
+	"backoffice/internal/sqltx"
 )
 
 // store stands for the store: it holds the pool and runs transactions.

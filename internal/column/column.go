@@ -1,6 +1,7 @@
-// Package column is how the store keeps Go values in its columns, for every package of the store
-// that writes or reads rows: times as microseconds since the epoch (UTC), nullable values as
-// NULL, the SAM logs' uuids as 16 bytes.
+// Package column is how Go values are kept in the database's columns, for every package that
+// writes or reads rows (the store and its bulk loads, the audit trail, the dataset) and for the audit
+// tree's leaf, which encodes an event's time as its row does: times as microseconds since the
+// epoch (UTC), nullable values as NULL, the SAM logs' uuids as 16 bytes.
 package column
 
 import (
