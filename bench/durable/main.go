@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"backoffice/internal/domain"
@@ -241,7 +240,7 @@ func measureSync(dir string, n int) error {
 		if _, err := f.Write(block); err != nil {
 			return err
 		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		if err := syncData(f); err != nil {
 			return err
 		}
 		took[i] = float64(time.Since(t0).Microseconds()) / 1000

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backoffice/internal/api"
+	"backoffice/internal/cputime"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/jsonlog"
@@ -79,7 +80,7 @@ func serveLoop(b *testing.B, h http.Handler, path string) {
 	defer cancel()
 	req := httptest.NewRequestWithContext(ctx, http.MethodGet, path, nil)
 	req.Header.Set("Authorization", "Api-Key "+staffKey)
-	cpu := testdb.ProcessCPU()
+	cpu := cputime.Process()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -88,7 +89,7 @@ func serveLoop(b *testing.B, h http.Handler, path string) {
 		}
 	}
 	if cpu >= 0 {
-		b.ReportMetric(float64(testdb.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 

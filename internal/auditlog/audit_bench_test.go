@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"backoffice/internal/auditlog"
+	"backoffice/internal/cputime"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
 	"backoffice/internal/testdb"
@@ -67,7 +68,7 @@ func BenchmarkAuditReadBack(b *testing.B) {
 // recordAudits records b.N decrypts' events from callers goroutines a core (one caller when 1),
 // and reports this process's CPU time an event (SQLite's work; PostgreSQL's server is another).
 func recordAudits(b *testing.B, st *store.Store, callers int) {
-	began := testdb.ProcessCPU()
+	began := cputime.Process()
 	record := func() {
 		err := st.RecordAudit(context.Background(), domain.AuditEvent{At: time.Now(), ActorUserID: samID(1),
 			Action: "principal.decrypt", TargetID: samID(2).String(), Outcome: domain.OutcomeGranted, Detail: "field ssn"})
@@ -89,7 +90,7 @@ func recordAudits(b *testing.B, st *store.Store, callers int) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	if began >= 0 {
-		b.ReportMetric(float64((testdb.ProcessCPU()-began).Microseconds())/float64(b.N), "cpu-µs/event")
+		b.ReportMetric(float64((cputime.Process()-began).Microseconds())/float64(b.N), "cpu-µs/event")
 	}
 }
 

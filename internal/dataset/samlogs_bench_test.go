@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"backoffice/internal/cputime"
 	"backoffice/internal/domain"
 )
 
@@ -27,7 +27,7 @@ func BenchmarkSAMLogs(b *testing.B) {
 	array := benchSAMArray(n)
 	b.Run("lean", func(b *testing.B) {
 		b.SetBytes(int64(len(array)))
-		cpu := cpuTime()
+		cpu := cputime.Process()
 		for b.Loop() {
 			sr := benchSAMReader(array)
 			for {
@@ -48,7 +48,7 @@ func BenchmarkSAMLogs(b *testing.B) {
 	})
 	b.Run("library", func(b *testing.B) {
 		b.SetBytes(int64(len(array)))
-		cpu := cpuTime()
+		cpu := cputime.Process()
 		for b.Loop() {
 			sr := benchSAMReader(array)
 			w := &walker{dec: sr.dec, lim: sr.lim}
@@ -106,16 +106,10 @@ func benchSAMArray(n int) []byte {
 	return b.Bytes()
 }
 
-// cpuTime is the CPU time the process has used: on a shared machine it moves less than the time
-// on the clock.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportPerLog reports the time on the clock and the CPU time a log took, since cpu.
 func reportPerLog(b *testing.B, n int, cpu time.Duration) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/log")
-	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/log")
+	if cpu >= 0 {
+		b.ReportMetric(float64((cputime.Process()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/log")
+	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 
+	"backoffice/internal/cputime"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
 	"backoffice/internal/store"
@@ -59,14 +60,14 @@ func BenchmarkStatementCache(b *testing.B) {
 								b.Fatal(err)
 							}
 							b.ReportAllocs()
-							cpu := testdb.ProcessCPU()
+							cpu := cputime.Process()
 							for b.Loop() {
 								if err := op.run(); err != nil {
 									b.Fatal(err)
 								}
 							}
 							if cpu >= 0 {
-								b.ReportMetric(float64(testdb.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+								b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 							}
 						})
 					}

@@ -97,7 +97,9 @@ func (p *PgBouncer) stop(dir string) {
 		p.t.Errorf("pgbouncer pid file: %v", err)
 		return
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	if proc, err := os.FindProcess(pid); err == nil {
+		_ = proc.Signal(syscall.SIGTERM)
+	}
 }
 
 // serverPort is the port of the server of BACKOFFICE_TEST_POSTGRES_URL.

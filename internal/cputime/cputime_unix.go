@@ -1,17 +1,17 @@
 //go:build unix
 
-package testdb
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// ProcessCPU is the CPU time this process has used, user and system, every goroutine's (the
+// Process is the CPU time this process has used, user and system, every goroutine's (the
 // audit writer's and the collector's work count too), or -1 where it cannot be read. A
 // benchmark reports it beside ns/op: on a machine shared with other work it moves less than the
 // wall clock, which also counts the time the benchmark waited for a core.
-func ProcessCPU() time.Duration {
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return -1
