@@ -93,12 +93,16 @@ func open(dbURL string) (*sql.DB, bool, error) {
 	switch {
 	case postgres:
 		// As the service does (postgres.QueryExecMode): each statement's text sent with its
-		// arguments, which a transaction-mode pooler passes through.
+		// arguments, which a transaction-mode pooler passes through, unless the URL chooses its
+		// own default_query_exec_mode (cache_statement, for a direct connection), which the
+		// service keeps too.
 		var cfg *pgx.ConnConfig
 		if cfg, err = pgx.ParseConfig(dbURL); err != nil {
 			return nil, false, err
 		}
-		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+		if u, err := url.Parse(dbURL); err != nil || !u.Query().Has("default_query_exec_mode") {
+			cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+		}
 		db = stdlib.OpenDB(*cfg)
 	case strings.HasPrefix(dbURL, "sqlite:"):
 		q := url.Values{}
