@@ -16,7 +16,7 @@
 //	durable -addr 127.0.0.1:9091 -db postgres://… -body decrypt.json -actor UUID -target UUID
 //
 // With -sync N it measures the disk instead: N appends of 20 KiB to a file in -dir, each followed
-// by fdatasync, and prints the median and the 99th percentile of one append and its sync in ms.
+// by fdatasync (fsync where the system has none), and prints the median and the 99th percentile of one append and its sync in ms.
 package main
 
 import (
@@ -45,7 +45,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:9091", "listen address (loopback)")
 	dbURL := flag.String("db", "", "sqlite:PATH or postgres://… (the same server as the service's)")
 	bodyFile := flag.String("body", "", "file holding the answer's bytes")
-	syncs := flag.Int("sync", 0, "measure N appends with fdatasync in -dir instead of serving")
+	syncs := flag.Int("sync", 0, "measure N appends with fdatasync (fsync where there is none) in -dir instead of serving")
 	dir := flag.String("dir", ".", "folder for -sync's file")
 	actor := flag.String("actor", "00000002-0000-4000-8000-000000000001", "the user's id written in each row")
 	target := flag.String("target", "00000006-0000-4000-8000-000000000001", "the principal's id written in each row")
@@ -228,7 +228,7 @@ func (w *writer) insert(n int) string {
 	return b.String()
 }
 
-// measureSync appends 20 KiB to a new file in dir n times, each followed by fdatasync, and prints
+// measureSync appends 20 KiB to a new file in dir n times, each followed by syncData, and prints
 // "p50_ms p99_ms" of one append and its sync.
 func measureSync(dir string, n int) error {
 	f, err := os.CreateTemp(dir, "sync-*.tmp")

@@ -5,5 +5,6 @@ import (
 	"syscall"
 )
 
-// syncData is fdatasync, the call SQLite and PostgreSQL make on Linux to sync their write-ahead logs.
+// syncData is fdatasync, the call PostgreSQL makes on Linux to sync its write-ahead log (its
+// default wal_sync_method); SQLite's is fsync.
 func syncData(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

@@ -1,8 +1,8 @@
-//go:build !linux
+//go:build !unix
 
 package main
 
 import "os"
 
-// syncData is fsync where the system has no fdatasync.
+// syncData is the system's flush of the file (FlushFileBuffers on Windows).
 func syncData(f *os.File) error { return f.Sync() }

@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -97,8 +98,16 @@ func (p *PgBouncer) stop(dir string) {
 		p.t.Errorf("pgbouncer pid file: %v", err)
 		return
 	}
-	if proc, err := os.FindProcess(pid); err == nil {
-		_ = proc.Signal(syscall.SIGTERM)
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return // gone already
+	}
+	defer proc.Release()
+	// Where SIGTERM cannot be sent (Windows), the process is killed outright.
+	if err := proc.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		if err := proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			p.t.Errorf("stop pgbouncer (pid %d): %v", pid, err)
+		}
 	}
 }
 
