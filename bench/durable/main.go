@@ -16,7 +16,8 @@
 //	durable -addr 127.0.0.1:9091 -db postgres://… -body decrypt.json -actor UUID -target UUID
 //
 // With -sync N it measures the disk instead: N appends of 20 KiB to a file in -dir, each followed
-// by fdatasync (fsync where the system has none), and prints the median and the 99th percentile of one append and its sync in ms.
+// by fdatasync (fsync where the system has none), and prints the median and the 99th percentile
+// of one append and its sync in ms.
 package main
 
 import (
