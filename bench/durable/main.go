@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"backoffice/internal/domain"
+	pgstore "backoffice/internal/store/postgres"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,16 +94,11 @@ func open(dbURL string) (*sql.DB, bool, error) {
 	postgres := strings.HasPrefix(dbURL, "postgres://") || strings.HasPrefix(dbURL, "postgresql://")
 	switch {
 	case postgres:
-		// As the service does (postgres.QueryExecMode): each statement's text sent with its
-		// arguments, which a transaction-mode pooler passes through, unless the URL chooses its
-		// own default_query_exec_mode (cache_statement, for a direct connection), which the
-		// service keeps too.
+		// Connected as the service connects (the store's postgres.Config): statements sent as
+		// the service sends its own, as text unless the URL chooses its own mode.
 		var cfg *pgx.ConnConfig
-		if cfg, err = pgx.ParseConfig(dbURL); err != nil {
+		if cfg, _, err = pgstore.Config(dbURL); err != nil {
 			return nil, false, err
-		}
-		if u, err := url.Parse(dbURL); err != nil || !u.Query().Has("default_query_exec_mode") {
-			cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 		}
 		db = stdlib.OpenDB(*cfg)
 	case strings.HasPrefix(dbURL, "sqlite:"):

@@ -173,6 +173,47 @@ func waitFor(t *testing.T, f func() string) string {
 	return ""
 }
 
+// Standard input is imported as a file is, and an error in it names its line and column in it
+// (a named pipe and /dev/fd too, on Unix: importstream_unix_test.go).
+func TestImportReadsStandardInput(t *testing.T) {
+	e := newTestEnv(t)
+	viaStdin := func(data []byte) (string, error) {
+		var out, errOut bytes.Buffer
+		err := Run(context.Background(), Env{Args: []string{"import", "--upsert", "-"}, Getenv: func(k string) string { return e.vars[k] },
+			Stdin: bytes.NewReader(data), Stdout: &out, Stderr: &errOut})
+		return out.String(), err
+	}
+	importsAnyStream(t, e, map[string]func([]byte) (string, error){"standard input": viaStdin})
+}
+
+// importsAnyStream imports a dataset of 3,000 SAM logs, and the same with one log wrong, through
+// each way of reading it: the first is imported whole, the second refused naming the log's
+// line, nothing of it imported.
+func importsAnyStream(t *testing.T, e *testEnv, vias map[string]func([]byte) (string, error)) {
+	t.Helper()
+	ds := testdb.SAMBase()
+	ds.SAMActionLogs = testdb.SAMLogs(ds.Leads[0].ID, 0, 3000)
+	var file bytes.Buffer
+	if err := dataset.Write(&file, ds); err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(file.Bytes(), []byte(`"samId": 2500`), []byte(`"samId": 2500.5`), 1)
+	for name, via := range vias {
+		out, err := via(file.Bytes())
+		if err != nil || !strings.Contains(out, "imported 3003 records from ") {
+			t.Errorf("%s: %q, %v", name, out, err)
+		}
+		_, err = via(bad)
+		want := "samActionLogs[2500].samId: expected a whole number from -9223372036854775808 to 9223372036854775807, got 2500.5 (line "
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "(nothing was imported)") {
+			t.Errorf("%s, a bad log: %v", name, err)
+		}
+	}
+	if got := e.export(); len(got.SAMActionLogs) != 3000 {
+		t.Errorf("%d logs stored, want 3000", len(got.SAMActionLogs))
+	}
+}
+
 // A stream of 400 MB that is wrong from its first bytes, or whose first record never ends, is
 // refused in the memory of a record, not of the stream: the import's peak resident memory (its
 // process's, from the system) stays far below the stream's size.

@@ -40,17 +40,9 @@ const (
 // Open connects through pgx's database/sql driver, so that every shared query of the store runs on
 // it unchanged, and checks that the server answers.
 func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, ownMode, err := Config(url)
 	if err != nil {
-		// pgx's parse errors mask the password.
-		return nil, nil, fmt.Errorf("postgres: %w", err)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = defaultConnectTimeout
-	}
-	ownMode := setsExecMode(url)
-	if !ownMode {
-		cfg.DefaultQueryExecMode = QueryExecMode
+		return nil, nil, err
 	}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.PingContext(ctx); err != nil {
@@ -58,6 +50,26 @@ func Open(ctx context.Context, url string) (*sql.DB, *Engine, error) {
 		return nil, nil, unreachable(cfg, err)
 	}
 	return db, &Engine{typedArgs: !ownMode}, nil
+}
+
+// Config is how the store connects to url: pgx's settings from it, a connect timeout where it
+// names none, and each statement sent as QueryExecMode says unless the URL chooses its own
+// default_query_exec_mode (ownMode). The load benchmark's durable limit connects by it too, so
+// that it sends its statements as the service does.
+func Config(url string) (cfg *pgx.ConnConfig, ownMode bool, err error) {
+	cfg, err = pgx.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors mask the password.
+		return nil, false, fmt.Errorf("postgres: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	ownMode = setsExecMode(url)
+	if !ownMode {
+		cfg.DefaultQueryExecMode = QueryExecMode
+	}
+	return cfg, ownMode, nil
 }
 
 // QueryExecMode is how the store has pgx send each statement unless the URL says otherwise
