@@ -38,7 +38,13 @@ func TestPruneNote(t *testing.T) {
 	if q, err := ParsePrune(altered); err == nil && q.SignedBy(key.Public().(ed25519.PublicKey)) {
 		t.Error("a note altered after signing still holds")
 	}
-	for _, bad := range []string{"not a note", strings.Replace(string(signed.Note), "tree 200", "tree 199", 1), strings.Replace(string(signed.Note), "backoffice audit prune v1", "backoffice audit prune v2", 1)} {
+	note := string(signed.Note)
+	for _, bad := range []string{"not a note", strings.Replace(note, "tree 200", "tree 199", 1), strings.Replace(note, "backoffice audit prune v1", "backoffice audit prune v2", 1),
+		// What SignPrune never writes: no origin, a time outside UTC, a time not RFC 3339's.
+		strings.Replace(note, DefaultOrigin+"\n", "\n", 1),
+		strings.Replace(note, "signed 2026-12-02T14:00:00Z", "signed 2026-12-02T15:00:00+01:00", 1),
+		strings.Replace(note, "signed 2026-12-02T14:00:00Z", "signed 2026-12-02T14:00:00.000Z", 1),
+		strings.Replace(note, "signed 2026-12-02T14:00:00Z", "signed yesterday", 1)} {
 		if _, err := ParsePrune([]byte(bad)); err == nil {
 			t.Errorf("ParsePrune accepted:\n%s", bad)
 		}
