@@ -17,7 +17,11 @@
 # audit event holds (a time-ordered uuid, the bench user's and principal's uuids). Its rounds run
 # beside decrypt's (at one connection too, ROUNDS rounds of each in turn), and the report prints
 # decrypt's ratio to it, both one-connection p99s (medians of those rounds), and the
-# disk's own latency of a write and its fdatasync.
+# disk's own latency of a write and its fdatasync. decrypt asks for one principal over and over;
+# decrypt_many for every principal of the dataset, each request's drawn at random (bench/many.lua),
+# as staff reveal the SSNs of the many merchants they board, and its limit's rows name the same
+# spread of principals (so each commit writes index entries all over the events' by-target index,
+# where one principal's land on one page).
 #
 # The load generator never shares the server's cores: the service and the bare server run on
 # SERVER_CPUS with GOMAXPROCS set to that many cores, wrk on LOAD_CPUS (on 2 cores: core 0 and
@@ -27,7 +31,7 @@
 # Every run is bounded ($DURATION each) and talks to 127.0.0.1 only. Knobs (environment):
 #   SAM_LOGS=1000000 LEADS=10000 LINE_ITEMS=1000 DURATION=10s ROUNDS=3 CONNS=32
 #   SERVER_CPUS=0 LOAD_CPUS=(every other core) THREADS=(one per load core)
-#   CASES="acceptance acceptance_session acceptance_token decrypt sam_page_1 sam_page_50000" (which
+#   CASES="acceptance acceptance_session acceptance_token decrypt decrypt_many sam_page_1 sam_page_50000" (which
 #     cases run, in this order)
 #   PORT=18080 BARE_PORT=18081 LIMIT_PORT=18082 IDP_PORT=18443 WORKDIR=(a new temporary folder) KEEP=0 (1 keeps WORKDIR)
 #   DATABASE_URL=(SQLite in WORKDIR) a postgres://… URL of an EMPTY database runs it on PostgreSQL
@@ -96,7 +100,7 @@ go build -o "$WORKDIR/idp" ./bench/idp
 
 # --- dataset and import ------------------------------------------------------------------------
 say "generating $SAM_LOGS SAM action logs, $LEADS leads with principals, $LINE_ITEMS line items"
-"$WORKDIR/gen" -out "$WORKDIR/dataset.json" -targets "$WORKDIR/targets.env" \
+"$WORKDIR/gen" -out "$WORKDIR/dataset.json" -targets "$WORKDIR/targets.env" -principals "$WORKDIR/principals.txt" \
   -sam-logs "$SAM_LOGS" -leads "$LEADS" -line-items "$LINE_ITEMS"
 # The generator's file goes to the disk now, not while the import syncs its own writes.
 sync
@@ -165,12 +169,15 @@ path[acceptance]="/v1/crm/leads/$BENCH_LEAD/service-acceptance"
 path[acceptance_session]=${path[acceptance]}
 path[acceptance_token]=${path[acceptance]}
 path[decrypt]="/v1/crm/leads/$BENCH_LEAD/principals/$BENCH_PRINCIPAL/decrypt/ssn"
+# decrypt_many's requests name every principal in turn (many.lua); this one gives the bare
+# server its bytes.
+path[decrypt_many]=${path[decrypt]}
 path[sam_page_1]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=1&size=20"
 path[sam_page_50000]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=50000&size=20"
 for n in "${!path[@]}"; do auth[$n]="Authorization: Api-Key $BENCH_API_KEY"; done
 auth[acceptance_session]="Authorization: Bearer $BENCH_SESSION"
 auth[acceptance_token]="Authorization: Bearer $(cat "$WORKDIR/token.txt")"
-read -r -a names <<<"${CASES:-acceptance acceptance_session acceptance_token decrypt sam_page_1 sam_page_50000}"
+read -r -a names <<<"${CASES:-acceptance acceptance_session acceptance_token decrypt decrypt_many sam_page_1 sam_page_50000}"
 for n in "${names[@]}"; do [ -n "${path[$n]:-}" ] || { echo "CASES: no case $n" >&2; exit 1; }; done
 
 # The bare server answers with the service's own bytes for each request.
@@ -191,50 +198,57 @@ for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/${names[0]}" >/de
 # Same engine and settings as the service: a SQLite file of its own beside the service's, or the
 # service's PostgreSQL database (its table in schema bench_durable), through the same pooler.
 LIMIT_PORT=${LIMIT_PORT:-18082}
-LIMIT_OP=decrypt
+LIMIT_OPS=(decrypt decrypt_many)
 case $engine in
   sqlite) limit_db="sqlite:$WORKDIR/limit.db" ;;
   *) limit_db=$BACKOFFICE_DATABASE_URL ;;
 esac
-# It runs only when decrypt is among the cases.
-with_limit=0
-for n in "${names[@]}"; do [ "$n" != "$LIMIT_OP" ] || with_limit=1; done
-if [ "$with_limit" = 1 ]; then
+# has_limit OP: whether OP is measured against the limit. The limit runs only when such a case does.
+has_limit() { local o; for o in "${LIMIT_OPS[@]}"; do [ "$o" != "$1" ] || return 0; done; return 1; }
+limited=()
+for n in "${names[@]}"; do ! has_limit "$n" || limited+=("$n"); done
+if [ "${#limited[@]}" -gt 0 ]; then
   GOMAXPROCS=$SERVER_PROCS taskset -c "$SERVER_CPUS" "$WORKDIR/durable" -addr "127.0.0.1:$LIMIT_PORT" -db "$limit_db" \
-    -body "$WORKDIR/bodies/$LIMIT_OP.json" -actor "$BENCH_USER" -target "$BENCH_PRINCIPAL" 2>"$WORKDIR/durable.log" &
+    -body "$WORKDIR/bodies/${limited[0]}.json" -actor "$BENCH_USER" -target "$BENCH_PRINCIPAL" 2>"$WORKDIR/durable.log" &
   limit=$!
   pids+=("$limit")
-  for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$LIMIT_PORT/$LIMIT_OP" >/dev/null 2>&1 && break; sleep 0.1; done
-  curl -fs "http://127.0.0.1:$LIMIT_PORT/$LIMIT_OP" >/dev/null || { echo "bench/durable did not start" >&2; cat "$WORKDIR/durable.log" >&2; exit 1; }
+  for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$LIMIT_PORT/decrypt" >/dev/null 2>&1 && break; sleep 0.1; done
+  curl -fs "http://127.0.0.1:$LIMIT_PORT/decrypt" >/dev/null || { echo "bench/durable did not start" >&2; cat "$WORKDIR/durable.log" >&2; exit 1; }
 fi
-declare -a limit_rates=() limit_p99=() limit_cpu=()
-# limit_round OP: one round of the limit at $CONNS connections, for decrypt only.
-limit_round() {
-  [ "$1" = "$LIMIT_OP" ] || return 0
+# Each limited case's rounds: their figures, space-separated.
+declare -A limit_rates=() limit_p99=() limit_cpu=() svc1_p99=() limit1_p99=() limit1=()
+# limit_run OP CONNS THREADS: one run of OP's limit, as run prints it.
+limit_run() {
   local out
-  out=$(run "http://127.0.0.1:$LIMIT_PORT/$1" "$CONNS" "$THREADS" "$limit")
+  out=$(run "http://127.0.0.1:$LIMIT_PORT/$1" "$2" "$3" "$limit" "" "$(spread_form "$1" limit)")
   [ -n "$out" ] && [ "$(field "$out" 1)" != 0 ] || { echo "bench/durable answered nothing" >&2; exit 1; }
-  limit_rates+=("$(field "$out" 1)"); limit_p99+=("$(field "$out" 3)"); limit_cpu+=("$(field "$out" 6)")
+  echo "$out"
 }
-# one_beside_limit OP: decrypt and its limit at one connection, in turn, ROUNDS times: svc1[OP]
-# and limit1 get the medians (req/s, p50, p99; non-2xx and errors summed). A round's p99 at one
+# limit_round OP: one round of OP's limit at $CONNS connections, for the limited cases only.
+limit_round() {
+  has_limit "$1" || return 0
+  local out
+  out=$(limit_run "$1" "$CONNS" "$THREADS")
+  limit_rates[$1]+=" $(field "$out" 1)"; limit_p99[$1]+=" $(field "$out" 3)"; limit_cpu[$1]+=" $(field "$out" 6)"
+}
+# one_beside_limit OP: OP and its limit at one connection, in turn, ROUNDS times: svc1[OP]
+# and limit1[OP] get the medians (req/s, p50, p99; non-2xx and errors summed). A round's p99 at one
 # connection is its slowest hundredth, and wrk counts the requests a steady client would have sent
 # during a stall: one stall of the disk or the database server sets it. Rounds in turn with
 # medians, as at 32 connections, compare the two and not the moment each round fell on.
-declare -a svc1_p99=() limit1_p99=()
 one_beside_limit() {
-  local out s_r=() s_50=() l_r=() l_50=() bad=0 e=0
+  local out s_r=() s_50=() s_99=() l_r=() l_50=() l_99=() bad=0 e=0
   for _ in $(seq 1 "$ROUNDS"); do
-    out=$(run "http://127.0.0.1:$PORT${path[$1]}" 1 1 "$server" "${auth[$1]}")
-    s_r+=("$(field "$out" 1)"); s_50+=("$(field "$out" 2)"); svc1_p99+=("$(field "$out" 3)")
+    out=$(run "http://127.0.0.1:$PORT${path[$1]}" 1 1 "$server" "${auth[$1]}" "$(spread_form "$1" service)")
+    s_r+=("$(field "$out" 1)"); s_50+=("$(field "$out" 2)"); s_99+=("$(field "$out" 3)")
     bad=$((bad + $(field "$out" 4))); e=$((e + $(field "$out" 5)))
-    out=$(run "http://127.0.0.1:$LIMIT_PORT/$1" 1 1 "$limit")
-    [ -n "$out" ] && [ "$(field "$out" 1)" != 0 ] || { echo "bench/durable answered nothing" >&2; exit 1; }
-    l_r+=("$(field "$out" 1)"); l_50+=("$(field "$out" 2)"); limit1_p99+=("$(field "$out" 3)")
+    out=$(limit_run "$1" 1 1)
+    l_r+=("$(field "$out" 1)"); l_50+=("$(field "$out" 2)"); l_99+=("$(field "$out" 3)")
   done
+  svc1_p99[$1]="${s_99[*]}"; limit1_p99[$1]="${l_99[*]}"
   # run's fields; the last, CPU, is left 0: the table's CPU is taken at $CONNS connections.
-  svc1[$1]="$(median "${s_r[@]}") $(median "${s_50[@]}") $(median "${svc1_p99[@]}") $bad $e 0"
-  limit1="$(median "${l_r[@]}") $(median "${l_50[@]}") $(median "${limit1_p99[@]}")"
+  svc1[$1]="$(median "${s_r[@]}") $(median "${s_50[@]}") $(median "${s_99[@]}") $bad $e 0"
+  limit1[$1]="$(median "${l_r[@]}") $(median "${l_50[@]}") $(median "${l_99[@]}")"
 }
 
 # --- load --------------------------------------------------------------------------------------
@@ -244,13 +258,15 @@ rss_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$server/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
-# run URL CONNS THREADS PID [HEADER]: one bounded wrk run (wrk on LOAD_CPUS) against the server
-# PID, sending HEADER if given; prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
+# run URL CONNS THREADS PID [HEADER [FORM]]: one bounded wrk run (wrk on LOAD_CPUS) against the
+# server PID, sending HEADER if given, its requests spread over every principal in FORM (service
+# or limit, bench/many.lua) if given; prints "reqs p50_ms p99_ms non2xx errors cpu_us_per_request".
 run() {
-  local out t0 t1 header=()
+  local out t0 t1 header=() script=() script_args=()
   [ -z "${5:-}" ] || header=(-H "$5")
+  [ -z "${6:-}" ] || { script=(-s bench/many.lua); script_args=(-- "$6" "$WORKDIR/principals.txt"); }
   t0=$(cpu_ticks "$4")
-  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency "${header[@]}" "$1" 2>&1) || true
+  out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency "${header[@]}" "${script[@]}" "$1" "${script_args[@]}" 2>&1) || true
   t1=$(cpu_ticks "$4")
   echo "$out" >>"$WORKDIR/wrk.log"
   echo "$out" | awk '
@@ -270,6 +286,8 @@ run() {
 }
 
 field() { echo "$1" | awk -v i="$2" '{print $i}'; }
+# spread_form OP FORM: FORM when OP's requests are spread over every principal (decrypt_many).
+spread_form() { [ "$1" != decrypt_many ] || echo "$2"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 declare -A svc32 svc1 bare32 bare1 rss_after rates
@@ -279,12 +297,12 @@ rss_start=$(rss_kb VmRSS)
 for n in "${names[@]}"; do
   say "$n"
   # A short unmeasured run first: the measured ones see warm caches, as a serving process does.
-  timeout 30 taskset -c "$LOAD_CPUS" wrk -t"$THREADS" -c"$CONNS" -d2s -H "${auth[$n]}" "http://127.0.0.1:$PORT${path[$n]}" >/dev/null 2>&1 || true
+  DURATION=2s run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server" "${auth[$n]}" "$(spread_form "$n" service)" >/dev/null
   # Throughput: service and bare server in turn, ROUNDS times; the table takes each figure's
   # median, so that a burst of load from elsewhere on the machine during one run moves neither much.
   svc_rates=(); bare_rates=(); svc_p99=(); bare_p99=(); svc_cpu=(); non2xx=0; errs=0
   for _ in $(seq 1 "$ROUNDS"); do
-    out=$(run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server" "${auth[$n]}")
+    out=$(run "http://127.0.0.1:$PORT${path[$n]}" "$CONNS" "$THREADS" "$server" "${auth[$n]}" "$(spread_form "$n" service)")
     svc_rates+=("$(field "$out" 1)"); svc_p99+=("$(field "$out" 3)"); svc_cpu+=("$(field "$out" 6)")
     non2xx=$((non2xx + $(field "$out" 4))); errs=$((errs + $(field "$out" 5)))
     out=$(run "http://127.0.0.1:$BARE_PORT/$n" "$CONNS" "$THREADS" "$bare" "${auth[$n]}")
@@ -295,7 +313,7 @@ for n in "${names[@]}"; do
   svc32[$n]="$(median "${svc_rates[@]}") $(median "${svc_p99[@]}") $non2xx $errs $(median "${svc_cpu[@]}")"
   bare32[$n]="$(median "${bare_rates[@]}") $(median "${bare_p99[@]}")"
   rates[$n]="${svc_rates[*]} / ${bare_rates[*]}"
-  if [ "$n" = "$LIMIT_OP" ]; then
+  if has_limit "$n"; then
     one_beside_limit "$n"
   else
     svc1[$n]=$(run "http://127.0.0.1:$PORT${path[$n]}" 1 1 "$server" "${auth[$n]}")
@@ -305,23 +323,28 @@ for n in "${names[@]}"; do
 done
 peak_kb=$(rss_kb VmHWM)
 
-# report_limit prints decrypt beside its durable limit, and the disk's sync latency.
+# report_limit prints each limited case beside its durable limit, and the disk's sync latency.
 report_limit() {
-  local r l p d lp cpu lcpu sync
-  r=$(field "${svc32[$LIMIT_OP]}" 1); l=$(median "${limit_rates[@]}")
-  p=$(field "${svc1[$LIMIT_OP]}" 3); lp=$(field "$limit1" 3)
-  cpu=$(field "${svc32[$LIMIT_OP]}" 5); lcpu=$(median "${limit_cpu[@]}")
-  d=$(field "${svc32[$LIMIT_OP]}" 2)
+  local n r l p d lp cpu lcpu sync
+  printf '\nbeside the durable limit (bench/durable: one durable, indexed insert per answer, same engine, settings and cores):\n'
+  printf '| %-28s | %9s | %9s | %5s | %9s | %9s | %8s | %8s | %8s | %5s |\n' '' 'req/s' 'limit r/s' ratio 'CPU µs/r' 'limit µs' 'p99 @32' 'p99 @1' 'limit @1' ratio
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------------------: ----------: ----------: ------: ----------: ----------: ---------: ---------: ---------: ------:
+  for n in "${limited[@]}"; do
+    # The rounds' figures are split into words on purpose (unquoted).
+    r=$(field "${svc32[$n]}" 1); l=$(median ${limit_rates[$n]})
+    p=$(field "${svc1[$n]}" 3); lp=$(field "${limit1[$n]}" 3)
+    cpu=$(field "${svc32[$n]}" 5); lcpu=$(median ${limit_cpu[$n]})
+    d=$(field "${svc32[$n]}" 2)
+    printf '| %-28s | %9.0f | %9.0f | %5.2f | %9.1f | %9.1f | %8.3f | %8.3f | %8.3f | %5.2f |\n' "$n ($engine)" "$r" "$l" \
+      "$(echo "if ($l > 0) $r / $l else 0" | bc -l)" "$cpu" "$lcpu" "$d" "$p" "$lp" "$(echo "if ($lp > 0) $p / $lp else 0" | bc -l)"
+  done
+  printf 'targets: req/s ratio >= 0.8, p99 @1 ratio <= 1.5\n'
+  for n in "${limited[@]}"; do
+    printf '%s: limit req/s of each round:%s; limit p99 @32: %s ms (median)\n' "$n" "${limit_rates[$n]}" "$(median ${limit_p99[$n]})"
+    printf '%s: p99 @1 of each round in turn, ms (service / limit; the table takes the medians): %s / %s\n' "$n" "${svc1_p99[$n]}" "${limit1_p99[$n]}"
+  done
   # The disk, for the record: 2,000 appends of 20 KiB, each followed by fdatasync, in WORKDIR.
   sync=$("$WORKDIR/durable" -sync 2000 -dir "$WORKDIR")
-  printf '\n%s beside its durable limit (bench/durable: one durable, indexed insert per answer, same engine, settings and cores):\n' "$LIMIT_OP"
-  printf '| %-22s | %9s | %9s | %5s | %9s | %9s | %8s | %8s | %8s | %5s |\n' '' 'req/s' 'limit r/s' ratio 'CPU µs/r' 'limit µs' 'p99 @32' 'p99 @1' 'limit @1' ratio
-  printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -----------------------: ----------: ----------: ------: ----------: ----------: ---------: ---------: ---------: ------:
-  printf '| %-22s | %9.0f | %9.0f | %5.2f | %9.1f | %9.1f | %8.3f | %8.3f | %8.3f | %5.2f |\n' "$LIMIT_OP ($engine)" "$r" "$l" \
-    "$(echo "if ($l > 0) $r / $l else 0" | bc -l)" "$cpu" "$lcpu" "$d" "$p" "$lp" "$(echo "if ($lp > 0) $p / $lp else 0" | bc -l)"
-  printf 'targets: req/s ratio >= 0.8, p99 @1 ratio <= 1.5 (p99 @1 of the limit %s ms)\n' "$lp"
-  printf 'limit req/s of each round: %s; limit p99 @32: %s ms (median)\n' "${limit_rates[*]}" "$(median "${limit_p99[@]}")"
-  printf 'p99 @1 of each round in turn, ms (service / limit; the table takes the medians): %s / %s\n' "${svc1_p99[*]}" "${limit1_p99[*]}"
   printf 'disk: write of 20 KiB + fdatasync in %s: p50 %s ms, p99 %s ms (2,000 in a row)\n' "$WORKDIR" "$(field "$sync" 1)" "$(field "$sync" 2)"
 }
 
@@ -358,6 +381,6 @@ fi
 printf 'non-2xx column: non-2xx answers/socket errors, all runs of the service\n'
 printf 'req/s of each round (service / bare):\n'
 for n in "${names[@]}"; do printf '  %-18s %s\n' "$n" "${rates[$n]}"; done
-[ "$with_limit" = 0 ] || report_limit
+[ "${#limited[@]}" = 0 ] || report_limit
 printf 'wrk output: %s/wrk.log; server log: %s/serve.log\n' "$WORKDIR" "$WORKDIR"
 [ "$bad" -eq 0 ] || { echo "some requests failed or answered non-2xx" >&2; exit 1; }

@@ -5,7 +5,8 @@
 // (the bytes of -body, read once) after the commit returned. The row has seven columns and two
 // secondary indexes, an audit event's by actor and by target, and holds what the service's event
 // of a decrypt holds: a time-ordered uuid for its id, the user's and the principal's uuids
-// (-actor, -target), the same action, outcome and detail. Index entries of the same size fill and
+// (-actor, and -target unless the request's path names the principal as its last part, as
+// /decrypt/UUID does: decrypts spread over many principals), the same action, outcome and detail. Index entries of the same size fill and
 // split the index pages as often as the service's do, so each commit writes as many of them. What
 // an audit event has beyond it (its id's unique index, its link and key id, its rows of the audit
 // tree) is the service's own cost, measured against this limit. The database is the
@@ -66,10 +67,10 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	w := &writer{db: db, postgres: postgres, actor: *actor, target: *target, reqs: make(chan request)}
+	w := &writer{db: db, postgres: postgres, actor: *actor, reqs: make(chan request)}
 	go w.run()
 	h := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if err := w.record(); err != nil {
+		if err := w.record(targetOf(r.URL.Path, *target)); err != nil {
 			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -80,6 +81,16 @@ func main() {
 	if err := http.ListenAndServe(*addr, h); err != nil {
 		fail(err)
 	}
+}
+
+// targetOf is the principal a request names as its path's second part (/decrypt/UUID), or
+// otherwise: the row's target is then the request's, as a decrypt's event's is.
+func targetOf(path, otherwise string) string {
+	_, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if id, err := domain.ParseID(rest); err == nil {
+		return id.String()
+	}
+	return otherwise
 }
 
 func fail(err error) {
@@ -139,19 +150,20 @@ func open(dbURL string) (*sql.DB, bool, error) {
 }
 
 type request struct {
-	done chan error
+	target string
+	done   chan error
 }
 
 // writer commits the rows of the requests waiting, one transaction at a time.
 type writer struct {
-	db            *sql.DB
-	postgres      bool
-	actor, target string
-	reqs          chan request
+	db       *sql.DB
+	postgres bool
+	actor    string
+	reqs     chan request
 }
 
-func (w *writer) record() error {
-	r := request{done: make(chan error, 1)}
+func (w *writer) record(target string) error {
+	r := request{target: target, done: make(chan error, 1)}
 	w.reqs <- r
 	return <-r.done
 }
@@ -186,8 +198,8 @@ func (w *writer) commit(group []request) error {
 	defer tx.Rollback()
 	args := make([]any, 0, 7*len(group))
 	now := time.Now()
-	for range group {
-		args = append(args, domain.NewTimeOrderedID(now).String(), now.UnixMicro(), w.actor, "principal.decrypt", w.target, "granted", "field ssn")
+	for _, r := range group {
+		args = append(args, domain.NewTimeOrderedID(now).String(), now.UnixMicro(), w.actor, "principal.decrypt", r.target, "granted", "field ssn")
 	}
 	if _, err := tx.Exec(w.insert(len(group)), args...); err != nil {
 		return err

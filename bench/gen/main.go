@@ -3,9 +3,11 @@
 // and 1,000 line items, plus the partner, user, API key and session to call the service with. It
 // writes JSON by hand, in one pass, so that making the file is never what a benchmark waits for.
 //
-//	go run ./bench/gen -out bench.json -targets targets.env
+//	go run ./bench/gen -out bench.json -targets targets.env -principals principals.txt
 //
-// The targets file holds shell assignments of the ids the benchmark requests.
+// The targets file holds shell assignments of the ids the benchmark requests; the principals file
+// every principal, one "LEAD PRINCIPAL" line each, for the decrypts spread over all of them
+// (bench/many.lua).
 package main
 
 import (
@@ -25,6 +27,7 @@ func main() {
 	leads := flag.Int("leads", 10_000, "leads, each with one principal that has an SSN")
 	lineItems := flag.Int("line-items", 1_000, "line items, ten per deployment order")
 	seed := flag.Uint64("seed", 1, "random seed (the same seed writes the same file)")
+	principals := flag.String("principals", "", "file to write every principal to, one \"LEAD PRINCIPAL\" line each")
 	flag.Parse()
 	if *leads < 2 || *samLogs < 0 || *lineItems < 0 {
 		fmt.Fprintln(os.Stderr, "gen: need at least 2 leads and no negative counts")
@@ -53,7 +56,26 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if *principals != "" {
+		if err := os.WriteFile(*principals, principalLines(*leads), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+	}
 }
+
+// principalLines lists the dataset's principals, each beside its lead.
+func principalLines(leads int) []byte {
+	var b []byte
+	for i := range leads {
+		lead, principal := principalOf(i)
+		b = fmt.Appendf(b, "%s %s\n", lead, principal)
+	}
+	return b
+}
+
+// principalOf is the i-th lead's one principal, with the lead.
+func principalOf(i int) (lead, principal string) { return fixed(kLead, i), fixed(kPrincipal, i) }
 
 // apiKey and sessionToken are the benchmark's credentials, of a staff user with every permission
 // (who is also the sub of bench/idp's access token). Strong, as import requires of every key (a
@@ -161,8 +183,9 @@ func (g *gen) dataset(samLogs, leads, lineItems int) targets {
 			plans[0], plans[1], plans[3])
 	})
 	g.section("principals", false, leads, func(b []byte, i int) []byte {
+		lead, principal := principalOf(i)
 		return fmt.Appendf(b, `{"id":%q,"leadId":%q,"firstName":"Pat","lastName":"Bench%d","ssn":"%03d-%02d-%04d"}`,
-			fixed(kPrincipal, i), fixed(kLead, i), i, 100+i%800, 10+i%89, i%10000)
+			principal, lead, i, 100+i%800, 10+i%89, i%10000)
 	})
 	orders := (lineItems + 9) / 10
 	g.section("merchants", false, orders, func(b []byte, i int) []byte {
