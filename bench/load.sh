@@ -15,9 +15,9 @@
 # per request (one writer goroutine, the waiting requests' rows in one transaction) into the same
 # engine with the same settings, on the same cores, before it answers; the row holds what decrypt's
 # audit event holds (a time-ordered uuid, the bench user's and principal's uuids). Its rounds run
-# beside decrypt's (at one connection too, ROUNDS rounds of each in turn), and the report prints
-# decrypt's ratio to it, both one-connection p99s (medians of those rounds), and the
-# disk's own latency of a write and its fdatasync. decrypt asks for one principal over and over;
+# beside each decrypt case's (at one connection too, ROUNDS rounds of each in turn), and the
+# report prints each case's ratio to it, both one-connection p99s (medians of those rounds), and
+# the disk's own latency of a write and its fdatasync. decrypt asks for one principal over and over;
 # decrypt_many for every principal of the dataset, each request's drawn at random (bench/many.lua),
 # as staff reveal the SSNs of the many merchants they board, and its limit's rows name the same
 # spread of principals (so each commit writes index entries all over the events' by-target index,
@@ -169,7 +169,7 @@ path[acceptance]="/v1/crm/leads/$BENCH_LEAD/service-acceptance"
 path[acceptance_session]=${path[acceptance]}
 path[acceptance_token]=${path[acceptance]}
 path[decrypt]="/v1/crm/leads/$BENCH_LEAD/principals/$BENCH_PRINCIPAL/decrypt/ssn"
-# decrypt_many's requests name every principal in turn (many.lua); this one gives the bare
+# decrypt_many's requests name principals drawn at random (many.lua); this one gives the bare
 # server its bytes.
 path[decrypt_many]=${path[decrypt]}
 path[sam_page_1]="/v1/crm/sam-action-logs/$BENCH_SAM_ENTITY?page=1&size=20"
@@ -194,7 +194,7 @@ bare=$!
 pids+=("$bare")
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$BARE_PORT/${names[0]}" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# --- the durable limit (bench/durable), decrypt's baseline --------------------------------------
+# --- the durable limit (bench/durable), the decrypt cases' baseline -----------------------------
 # Same engine and settings as the service: a SQLite file of its own beside the service's, or the
 # service's PostgreSQL database (its table in schema bench_durable), through the same pooler.
 LIMIT_PORT=${LIMIT_PORT:-18082}
@@ -269,6 +269,8 @@ run() {
   out=$(timeout 120 taskset -c "$LOAD_CPUS" wrk -t"$3" -c"$2" -d"$DURATION" --latency "${header[@]}" "${script[@]}" "$1" "${script_args[@]}" 2>&1) || true
   t1=$(cpu_ticks "$4")
   echo "$out" >>"$WORKDIR/wrk.log"
+  # A run that measured nothing (wrk or its script failed) fails the benchmark, not a 0 in the table.
+  grep -q 'Requests/sec:' <<<"$out" || { echo "wrk measured nothing against $1:" >&2; echo "$out" >&2; exit 1; }
   echo "$out" | awk '
     function ms(v) {
       if (v ~ /us$/) return substr(v, 1, length(v)-2) / 1000
@@ -352,7 +354,7 @@ report_limit() {
 printf '\n'
 printf 'backoffice load benchmark (%s): server on cores %s (GOMAXPROCS=%s), wrk on cores %s; %s per run,\n' \
   "$engine" "$SERVER_CPUS" "$SERVER_PROCS" "$LOAD_CPUS" "$DURATION"
-printf '%s connections for req/s, CPU and p99 (medians of %s rounds), 1 connection for p50/p99 at 1 (decrypt: medians of as many)\n' "$CONNS" "$ROUNDS"
+printf '%s connections for req/s, CPU and p99 (medians of %s rounds), 1 connection for p50/p99 at 1 (decrypt cases: medians of as many)\n' "$CONNS" "$ROUNDS"
 printf 'dataset: %d records (%d SAM action logs on one lead, %d leads with principals, %d line items)\n\n' \
   "$imported" "$BENCH_SAM_LOGS" "$LEADS" "$LINE_ITEMS"
 printf '| %-18s | %9s | %9s | %5s | %9s | %8s | %8s | %8s | %8s | %8s | %7s | %7s |\n' \

@@ -10,11 +10,14 @@ local paths = {}
 
 function init(args)
   local form, file = args[1], args[2]
-  if form ~= "service" and form ~= "limit" then
-    error("many.lua: want -- service|limit PRINCIPALS, got " .. tostring(form))
+  if (form ~= "service" and form ~= "limit") or not file then
+    error("many.lua: want -- service|limit PRINCIPALS, got " .. tostring(form) .. " " .. tostring(file))
   end
   for line in io.lines(file) do
     local lead, principal = line:match("^(%S+) (%S+)$")
+    if not principal then
+      error("many.lua: " .. file .. ": not a \"LEAD PRINCIPAL\" line: " .. line)
+    end
     if form == "service" then
       paths[#paths + 1] = "/v1/crm/leads/" .. lead .. "/principals/" .. principal .. "/decrypt/ssn"
     else

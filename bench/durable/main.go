@@ -5,13 +5,14 @@
 // (the bytes of -body, read once) after the commit returned. The row has seven columns and two
 // secondary indexes, an audit event's by actor and by target, and holds what the service's event
 // of a decrypt holds: a time-ordered uuid for its id, the user's and the principal's uuids
-// (-actor, and -target unless the request's path names the principal as its last part, as
-// /decrypt/UUID does: decrypts spread over many principals), the same action, outcome and detail. Index entries of the same size fill and
-// split the index pages as often as the service's do, so each commit writes as many of them. What
-// an audit event has beyond it (its id's unique index, its link and key id, its rows of the audit
-// tree) is the service's own cost, measured against this limit. The database is the
-// service's engine with the service's settings (SQLite: WAL, synchronous=FULL, immediate
-// transactions; PostgreSQL: a committed transaction, in schema bench_durable of the same database).
+// (-actor; -target, or the UUID of a path /NAME/UUID, as load.sh's decrypt_many sends to spread
+// the rows over many principals), the same action, outcome and detail. Index entries of the same
+// size fill and split the index pages as often as the service's do, so each commit writes as
+// many of them. What an audit event has beyond it (its id's unique index, its link and key id,
+// its rows of the audit tree) is the service's own cost, measured against this limit. The
+// database is the service's engine with the service's settings (SQLite: WAL, synchronous=FULL,
+// immediate transactions; PostgreSQL: a committed transaction, in schema bench_durable of the
+// same database).
 //
 //	durable -addr 127.0.0.1:9091 -db sqlite:/tmp/limit.db -body decrypt.json -actor UUID -target UUID
 //	durable -addr 127.0.0.1:9091 -db postgres://… -body decrypt.json -actor UUID -target UUID
@@ -83,8 +84,8 @@ func main() {
 	}
 }
 
-// targetOf is the principal a request names as its path's second part (/decrypt/UUID), or
-// otherwise: the row's target is then the request's, as a decrypt's event's is.
+// targetOf is the principal the row of a request for path names: UUID when path is /NAME/UUID
+// (as a decrypt's event names the principal of its request), otherwise.
 func targetOf(path, otherwise string) string {
 	_, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	if id, err := domain.ParseID(rest); err == nil {
