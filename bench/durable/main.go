@@ -84,14 +84,14 @@ func main() {
 	}
 }
 
-// targetOf is the principal the row of a request for path names: UUID when path is /NAME/UUID
-// (as a decrypt's event names the principal of its request), otherwise.
-func targetOf(path, otherwise string) string {
+// targetOf is the principal named by the row of a request for path: the UUID of a path
+// /NAME/UUID (as a decrypt's event names the principal of its request), else fallback (-target).
+func targetOf(path, fallback string) string {
 	_, rest, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	if id, err := domain.ParseID(rest); err == nil {
 		return id.String()
 	}
-	return otherwise
+	return fallback
 }
 
 func fail(err error) {
