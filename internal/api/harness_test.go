@@ -339,7 +339,14 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, h *harness), opts ...harn
 // useGateway rebuilds the handler around another gateway simulator.
 func (h *harness) useGateway(t *testing.T, sim *gateway.Simulator, token string, budget time.Duration) {
 	t.Helper()
-	srv := httptest.NewServer(sim)
+	h.useGatewayServedBy(t, sim, sim, token, budget)
+}
+
+// useGatewayServedBy is useGateway with the gateway's requests served by front, which hands
+// them on to sim (holding them, say).
+func (h *harness) useGatewayServedBy(t *testing.T, front http.Handler, sim *gateway.Simulator, token string, budget time.Duration) {
+	t.Helper()
+	srv := httptest.NewServer(front)
 	t.Cleanup(srv.Close)
 	log := slog.New(slog.NewJSONHandler(h.logs, nil))
 	p := push.New(push.Config{Store: h.st, Gateway: gateway.New(gateway.Config{BaseURL: srv.URL, Token: token, Timeout: budget}),

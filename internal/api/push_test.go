@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -260,24 +259,30 @@ func TestPushLease(t *testing.T) {
 
 func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		// A slow gateway keeps the first push running while the second arrives.
-		slow := gateway.NewSimulator(gateway.SimOptions{Latency: 300 * time.Millisecond})
-		h.useGateway(t, slow, "", 10*time.Second)
-		var wg sync.WaitGroup
-		results := make([]response, 2)
-		for i := range results {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = h.push(orderA, itemOK, staffKey)
-			}()
+		// The gateway holds the first push's request until the second push has been answered, so
+		// the second arrives while the first runs however the machine schedules them.
+		sim := gateway.NewSimulator(gateway.SimOptions{})
+		reached, release := make(chan struct{}, 1), make(chan struct{})
+		held := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			<-release
+			sim.ServeHTTP(w, r)
+		})
+		h.useGatewayServedBy(t, held, sim, "", 10*time.Second)
+		answers := make(chan response, 2)
+		go func() { answers <- h.push(orderA, itemOK, staffKey) }()
+		<-reached
+		go func() { answers <- h.push(orderA, itemOK, staffKey) }()
+		second := <-answers
+		close(release)
+		first := <-answers
+		if first.Status != http.StatusOK || second.Status != http.StatusConflict {
+			t.Fatalf("statuses: first push %d, second %d while the first ran; want 200 and 409", first.Status, second.Status)
 		}
-		wg.Wait()
-		codes := []int{results[0].Status, results[1].Status}
-		if !(codes[0] == 200 && codes[1] == 409 || codes[0] == 409 && codes[1] == 200) {
-			t.Fatalf("statuses %v, want one 200 and one 409", codes)
-		}
-		for _, r := range results {
+		for _, r := range []response{first, second} {
 			if r.Status == http.StatusConflict {
 				wantError(t, r, http.StatusConflict, "push_in_progress")
 				// What the running push's budget (10 s) has left, not its lease (40 s).
