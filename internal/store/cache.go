@@ -12,8 +12,9 @@ import (
 
 // cacheEntries bounds the read cache: when full it is emptied and fills again from the reads
 // that follow. The hot reads are few (the callers' keys, the leads and pages they ask for), so a
-// bound this size is met only by a caller sweeping many records, whom it costs nothing but the
-// cache.
+// bound this size is met only by callers sweeping many records (decrypts of many principals, say);
+// each emptying costs every caller one read from the database of each entry it uses next, its
+// credential's included (docs/performance.md, decrypt_many).
 const cacheEntries = 4096
 
 // versioner reads a number that moves whenever a commit changed what the cached reads read
