@@ -274,7 +274,11 @@ func TestConcurrentPushesOfOneLineItem(t *testing.T) {
 		h.useGatewayServedBy(t, held, sim, "", 10*time.Second)
 		answers := make(chan response, 2)
 		go func() { answers <- h.push(orderA, itemOK, staffKey) }()
-		<-reached
+		select {
+		case <-reached:
+		case r := <-answers:
+			t.Fatalf("the first push answered %d without calling the gateway", r.Status)
+		}
 		go func() { answers <- h.push(orderA, itemOK, staffKey) }()
 		second := <-answers
 		close(release)
