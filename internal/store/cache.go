@@ -10,11 +10,10 @@ import (
 	"backoffice/internal/sqltx"
 )
 
-// cacheEntries bounds the read cache: when full it is emptied and fills again from the reads
-// that follow. The hot reads are few (the callers' keys, the leads and pages they ask for), so a
-// bound this size is met only by callers sweeping many records (decrypts of many principals, say);
-// each emptying costs every caller one read from the database of each entry it uses next, its
-// credential's included (docs/performance.md, decrypt_many).
+// cacheEntries bounds the read cache: when full, one entry, any, makes room for the next. The hot
+// reads are few (the callers' keys, the leads and pages they ask for), so a bound this size is met
+// only by callers sweeping many records (decrypts of many principals, say), and the hot entries
+// stay through a sweep: each has one chance in cacheEntries to be the one dropped.
 const cacheEntries = 4096
 
 // versioner reads a number that moves whenever a commit changed what the cached reads read
@@ -110,9 +109,18 @@ func (c *readCache) put(key cacheKey, v any, version int64) {
 		return
 	}
 	if len(c.entries) >= cacheEntries {
-		clear(c.entries)
+		dropOne(c.entries)
 	}
 	c.entries[key] = v
+}
+
+// dropOne removes an entry of m, whichever a range over it meets first: the runtime starts each
+// range at a random place, so each entry is as likely as any other to go.
+func dropOne[K comparable, V any](m map[K]V) {
+	for k := range m {
+		delete(m, k)
+		return
+	}
 }
 
 // cached answers from c when it can, otherwise with load, filing load's answer; a nil c (turned

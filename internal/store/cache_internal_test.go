@@ -34,6 +34,36 @@ func TestReadCacheIsBounded(t *testing.T) {
 	}
 }
 
+// A full cache makes room for the next answer by dropping one entry, not all: a caller sweeping
+// many records keeps the other callers' entries (their credentials) cached. Which one goes is left
+// to chance, so that no entry is always the one.
+func TestFullReadCacheDropsOneEntry(t *testing.T) {
+	dropped := map[int64]bool{}
+	for range 20 {
+		c := newReadCache(&fakeVersion{v: 1})
+		for i := range cacheEntries + 1 {
+			key := cacheKey{read: samPageRead, page: int64(i)}
+			if _, err := cached(t.Context(), c, key, func() (int, error) { return i, nil }, func(v int) int { return v }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(c.entries) != cacheEntries {
+			t.Fatalf("%d entries after %d answers; one should have made room, leaving %d", len(c.entries), cacheEntries+1, cacheEntries)
+		}
+		if _, ok := c.entries[cacheKey{read: samPageRead, page: cacheEntries}]; !ok {
+			t.Fatal("the answer that found the cache full was not filed")
+		}
+		for i := range int64(cacheEntries) {
+			if _, ok := c.entries[cacheKey{read: samPageRead, page: i}]; !ok {
+				dropped[i] = true
+			}
+		}
+	}
+	if len(dropped) < 2 {
+		t.Errorf("twenty full caches all dropped the same entry (%v): one entry is always the one to go", dropped)
+	}
+}
+
 // An answer read under one version is not filed once another read has seen the database change:
 // it may be older than the change.
 func TestReadCacheDropsAnswersOfAnOlderVersion(t *testing.T) {
