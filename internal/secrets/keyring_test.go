@@ -123,6 +123,8 @@ func TestParseKeyRing(t *testing.T) {
 		"duplicate id":      "k1:" + a + ",k1:" + b,
 		"same key twice":    "k1:" + a + ",k2:" + a,
 		"trailing bad item": "k1:" + a + ",junk",
+		"key first":         b + ":k1",
+		"key first, second": "k1:" + a + "," + b + ":k2",
 	} {
 		if _, err := ParseKeyRing(spec); err == nil {
 			t.Errorf("%s: ParseKeyRing accepted it", name)

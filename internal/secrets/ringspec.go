@@ -57,7 +57,9 @@ func parseRingEntry(entry string) (Key, error) {
 	}
 	id = strings.TrimSpace(id)
 	if !ValidKeyID(id) {
-		return Key{}, fmt.Errorf("key id %q: want 1 to %d of A-Z a-z 0-9 _ -", id, MaxKeyIDLength)
+		// Not quoted: an entry written key first ("base64key:id") has the key here.
+		return Key{}, fmt.Errorf("the part before ':' (%d characters) is not a key id: want id:base64key, the id 1 to %d of A-Z a-z 0-9 _ -",
+			len(id), MaxKeyIDLength)
 	}
 	raw, err := decodeKey(b64)
 	if err != nil {
