@@ -165,6 +165,42 @@ func TestAuditChainCatchesCutTail(t *testing.T) {
 	})
 }
 
+// Sealing the genesis under a new key reads the seal back: a trigger that swallows the update
+// fails it, the seal left where it was, instead of reporting it moved (after which the old key
+// would be let go).
+func TestGenesisSealReadsBack(t *testing.T) {
+	swallow := map[string]string{
+		"sqlite":   `CREATE TRIGGER zz BEFORE UPDATE ON audit_chain_genesis BEGIN SELECT RAISE(IGNORE); END`,
+		"postgres": `CREATE FUNCTION zz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; CREATE TRIGGER zz BEFORE UPDATE ON audit_chain_genesis FOR EACH ROW EXECUTE FUNCTION zz()`,
+	}
+	drop := map[string]string{"sqlite": `DROP TRIGGER zz`, "postgres": `DROP FUNCTION zz() CASCADE`}
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 2)
+		both := testdb.Ring(t, "knew", testdb.DefaultKeyID)
+		st.SetChainSigner(both)
+		rep, err := st.VerifyAuditChain(ctx, both, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rep.Verified()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlExec(t, st, swallow[st.Engine()])
+		if sealed, err := st.SealAuditGenesis(ctx, v); !errors.Is(err, auditlog.ErrNotLanded) || sealed {
+			t.Fatalf("seal swallowed by a trigger: sealed %v, %v; want ErrNotLanded", sealed, err)
+		}
+		sqlExec(t, st, drop[st.Engine()])
+		var keyID string
+		if err := testdb.SQLOf(t, st).QueryRowContext(ctx, `SELECT chain_key_id FROM audit_chain_genesis WHERE id = 1`).Scan(&keyID); err != nil || keyID != testdb.DefaultKeyID {
+			t.Fatalf("after the refused seal the genesis names %q (%v), want %q", keyID, err, testdb.DefaultKeyID)
+		}
+		if sealed, err := st.SealAuditGenesis(ctx, v); err != nil || !sealed {
+			t.Fatalf("seal without the trigger: sealed %v, %v", sealed, err)
+		}
+	})
+}
+
 // Links made before a rotation verify while their key is in the ring. Once it is not, they cannot
 // be checked (neither intact nor broken) until an anchor under the new key covers them, and then
 // altering one of them is still caught, by the anchor's digest.

@@ -148,7 +148,24 @@ func sealGenesis(ctx context.Context, q *sqltx.Tx, sig ChainSigner, v Verified) 
 	if _, err := q.Exec(ctx, `UPDATE audit_chain_genesis SET chain_key_id = ?, mac = ? WHERE id = 1 AND last_unlinked_seq = ?`, active, mac, v.lastUnlinked); err != nil {
 		return false, fmt.Errorf("store: audit chain genesis: %w", err)
 	}
+	if err := genesisLanded(ctx, q, v.lastUnlinked, active, mac); err != nil {
+		return false, err
+	}
 	return true, nil
+}
+
+// genesisLanded reads the genesis back in q, the transaction that sealed it, and fails unless it
+// holds the seal as written: a trigger or a rule may swallow the update and report success, and a
+// seal said to be moved to the new key lets the old key go.
+func genesisLanded(ctx context.Context, q *sqltx.Tx, lastUnlinked int64, keyID string, mac []byte) error {
+	g, err := readGenesis(ctx, q)
+	if err != nil {
+		return err
+	}
+	if !g.Found || g.bad != "" || g.LastUnlinked != lastUnlinked || !g.keyed || g.KeyID != keyID || !bytes.Equal(g.MAC, mac) {
+		return fmt.Errorf("store: audit chain genesis: its seal did not read back as written, so nothing was sealed (something in the database drops or alters writes to audit_chain_genesis: a trigger, a rule or a view in its place): %w", ErrNotLanded)
+	}
+	return nil
 }
 
 // GenesisOpening is what SealUnsealedAuditGenesis found and did.
