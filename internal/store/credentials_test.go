@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,6 +348,31 @@ func TestRewrapSSNsBatches(t *testing.T) {
 			if p.SSN == nil || *p.SSN != ssnOf(i) {
 				t.Fatalf("principal %d: SSN does not open to its value after rewrap", i)
 			}
+		}
+	})
+}
+
+// A batch reads back each value it moved: a trigger that alters the new seal on its way fails the
+// batch, rolled back, so no value is counted under the new key (which would let the old one go)
+// while the row holds something else.
+func TestRewrapSSNsReadsBack(t *testing.T) {
+	alter := map[string]string{
+		"sqlite":   `CREATE TRIGGER zz AFTER UPDATE OF ssn_sealed ON principals BEGIN UPDATE principals SET ssn_sealed = X'00' WHERE id = NEW.id; END`,
+		"postgres": `CREATE FUNCTION zz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.ssn_sealed := '\x00'::bytea; RETURN NEW; END $$; CREATE TRIGGER zz BEFORE UPDATE ON principals FOR EACH ROW EXECUTE FUNCTION zz()`,
+	}
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		seed(t, st, testdb.Ring(t, "old"), 3)
+		if _, err := testdb.SQLOf(t, st).ExecContext(ctx, alter[st.Engine()]); err != nil {
+			t.Fatal(err)
+		}
+		b, err := st.RewrapSSNs(ctx, testdb.Ring(t, "new", "old"), "", 10)
+		if err == nil || !strings.Contains(err.Error(), "did not read back as written") {
+			t.Fatalf("rewrap with its writes altered: %+v, %v; want the read-back's error", b, err)
+		}
+		counts, err := st.SSNKeyCounts(ctx)
+		if diff := cmp.Diff([]store.KeyCount{{KeyID: "old", Values: 3}}, counts); err != nil || diff != "" {
+			t.Errorf("after the refused batch, SSNKeyCounts (-want +got), %v:\n%s", err, diff)
 		}
 	})
 }

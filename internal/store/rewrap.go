@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -102,12 +103,33 @@ func (b *RewrapBatch) rewrap(ctx context.Context, q *sqltx.Tx, ring Rekeyer, v s
 	if err != nil {
 		return fmt.Errorf("store: rewrap principal %s: %w", v.principal, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return fmt.Errorf("store: rewrap principal %s: %w", v.principal, err)
-	} else if n == 1 {
-		b.Moved++
-	} else {
+	}
+	if n != 1 {
 		b.Changed++
+		return nil
+	}
+	if err := rewrapLanded(ctx, q, sealedSSN{principal: v.principal, keyID: keyID, sealed: sealed}); err != nil {
+		return err
+	}
+	b.Moved++
+	return nil
+}
+
+// rewrapLanded reads w's row back in q and fails unless it holds w exactly: a value counted as
+// moved lets the old key go (keys status), so one that a trigger or a rule altered on its way
+// must fail the batch, rolled back, instead.
+func rewrapLanded(ctx context.Context, q *sqltx.Tx, w sealedSSN) error {
+	var keyID sql.NullString
+	var sealed []byte
+	err := q.QueryRow(ctx, `SELECT ssn_key_id, ssn_sealed FROM principals WHERE id = ?`, w.principal).Scan(&keyID, &sealed)
+	if err != nil {
+		return fmt.Errorf("store: rewrap principal %s: read back: %w", w.principal, err)
+	}
+	if keyID.String != w.keyID || !bytes.Equal(sealed, w.sealed) {
+		return fmt.Errorf("store: rewrap principal %s: the new seal did not read back as written, so the batch was rolled back (something in the database alters writes to principals: a trigger, a rule or a view in its place)", w.principal)
 	}
 	return nil
 }
