@@ -234,6 +234,9 @@ type ChainWalk struct {
 	// the walk goes no further (nothing after such a prune can be checked).
 	pruneGap *ChainGap
 	stopped  bool
+	// prunedGap is what the checkpoints given that fix only pruned events left unchecked (see
+	// meetPrune); nil when nothing.
+	prunedGap *ChainGap
 }
 
 // genesisState is the genesis as a walk judged it.
@@ -541,6 +544,9 @@ func (w *ChainWalk) Finish() ChainReport {
 	rep.Unchecked = w.unheldGap()
 	if rep.Unchecked == nil {
 		rep.Unchecked = w.treeGap()
+	}
+	if rep.Unchecked == nil && w.prunedGap != nil {
+		rep.Unchecked = w.prunedGap
 	}
 	if rep.Unchecked == nil {
 		rep.Unchecked = genesisGap

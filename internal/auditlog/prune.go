@@ -92,6 +92,50 @@ func openPrune(ver ChainVerifier, row pruneRow) (p checkpoint.Prune, brk *ChainB
 	return p, missing(fmt.Sprintf("is not signed under key %q or any key of the ring (if it was signed under a key since removed from the ring, verify with a ring that holds it)", p.KeyID)), nil
 }
 
+// meetPrune checks the checkpoints given at or below base, the seq whose link and digest the
+// prune's note fixed (the walk's digest, and link, when it is called). One at base must fix the
+// same, or one of them was altered: a break. One below fixes only pruned events, whose digest no
+// walk recomputes: its tree root is checked with the others' (audit verify's checkTrees), which
+// the report's note says; one of the format before the tree signed no root, and nothing here can
+// check it: the walk ends unchecked (prunedGap), never intact over it.
+func (w *ChainWalk) meetPrune(base int64, link []byte) {
+	rooted := 0
+	for seq, xs := range w.expects {
+		if seq > base {
+			continue
+		}
+		delete(w.expects, seq)
+		for _, x := range xs {
+			switch {
+			case seq == base && (!bytes.Equal(x.Digest, w.rep.Digest) || !bytes.Equal(x.Link, link)):
+				w.rep.Break = &ChainBreak{Seq: base, Reason: fmt.Sprintf("%s signed another trail at seq %d than the prune's note, which fixed it there: one of them was altered", x.What, base)}
+				return
+			case seq == base:
+				w.rep.Matched++
+			case x.Root != nil:
+				rooted++
+			default:
+				w.unrootedBelowPrune(x, base)
+			}
+		}
+	}
+	if rooted > 0 {
+		w.rep.Notes = append(w.rep.Notes, fmt.Sprintf("%d checkpoints given fix only events pruned below seq %d: their trees are checked against the audit tree, their digests cannot be (the events are in the prune's archive)", rooted, base+1))
+	}
+}
+
+// unrootedBelowPrune widens the walk's prunedGap to x, a checkpoint of the format before the tree
+// that fixes only events pruned below base+1.
+func (w *ChainWalk) unrootedBelowPrune(x ChainExpect, base int64) {
+	g := w.prunedGap
+	if g == nil {
+		g = &ChainGap{From: x.Seq, To: x.Seq}
+		w.prunedGap = g
+	}
+	g.From, g.To = min(g.From, x.Seq), max(g.To, x.Seq)
+	g.Reason = fmt.Sprintf("checkpoints of the format before the audit tree fix only events pruned below seq %d, and sign no tree root: nothing but the prune's archive can check them (verify with a checkpoints file without them, or check them against the archive)", base+1)
+}
+
 // resumeAtPrune starts w, a walk from the genesis not yet begun, at the newest prune in q, if the
 // trail was pruned: the chain, its digest and the audit tree carry on from what the prune's note
 // fixed at seq below-1, and the rows the prune removed must be gone.
@@ -120,6 +164,9 @@ func (w *ChainWalk) resumeAtPrune(ctx context.Context, q runner, ver ChainVerifi
 	}
 	w.prev, w.begun = link, len(link) > 0
 	w.cover(base)
+	if w.meetPrune(base, link); w.rep.Break != nil {
+		return nil
+	}
 	edge, err := readTreeEdge(ctx, q, base)
 	if errors.Is(err, ErrTree) {
 		w.rep.Break = &ChainBreak{Seq: base, Reason: fmt.Sprintf("the audit tree up to the prune below seq %d is not whole (%v): its rows were removed", p.Below, err)}

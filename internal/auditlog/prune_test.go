@@ -1,7 +1,10 @@
 package auditlog_test
 
 import (
+	"encoding/hex"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +105,51 @@ func TestPruneReadsBackItsRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The checkpoints given at or below a prune: one at the seq the prune's note fixed must fix the
+// same (matched, or a break); one below fixes only pruned events: with a tree root it is left to
+// the tree's check, and the report says so; of the format before the tree (no root) it leaves the
+// walk unchecked, never intact.
+func TestVerifyMeetsCheckpointsAtAndBelowAPrune(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		recordPruneEvents(t, st, 1900, 6)
+		ring := testdb.Ring(t)
+		plan, _, err := st.PlanAuditPrune(ctx, ring, 4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testdb.Prune(t, st, 4)
+		verify := func(x auditlog.ChainExpect) auditlog.ChainReport {
+			t.Helper()
+			rep, err := st.VerifyAuditChain(ctx, ring, []auditlog.ChainExpect{x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		link, _ := hex.DecodeString(plan.Link)
+		at := auditlog.ChainExpect{Seq: 3, Link: link, Digest: plan.Digest, What: "the checkpoint at the prune"}
+		if rep := verify(at); rep.Break != nil || rep.Unchecked != nil || rep.Matched != 1 {
+			t.Errorf("a checkpoint at the prune's seq, as its note: break %v, unchecked %v, %d matched; want it matched", rep.Break, rep.Unchecked, rep.Matched)
+		}
+		other := at
+		other.Digest = make([]byte, len(at.Digest))
+		if rep := verify(other); rep.Break == nil || !strings.Contains(rep.Break.Reason, "than the prune's note") {
+			t.Errorf("a checkpoint at the prune's seq that is not its note's: break %v; want a break naming the note", rep.Break)
+		}
+		below := auditlog.ChainExpect{Seq: 2, Link: link, Digest: plan.Digest, Root: make([]byte, 32), What: "a checkpoint below the prune"}
+		if rep := verify(below); rep.Break != nil || rep.Unchecked != nil || !slices.ContainsFunc(rep.Notes, func(n string) bool {
+			return strings.Contains(n, "fix only events pruned below seq 4")
+		}) {
+			t.Errorf("a checkpoint with a root below the prune: break %v, unchecked %v, notes %q; want intact, its note saying the tree checks it", rep.Break, rep.Unchecked, rep.Notes)
+		}
+		legacy := below
+		legacy.Root = nil
+		if rep := verify(legacy); rep.Break != nil || rep.Unchecked == nil || rep.Unchecked.From != 2 {
+			t.Errorf("a checkpoint of the format before the tree below the prune: break %v, unchecked %v; want unchecked at seq 2", rep.Break, rep.Unchecked)
+		}
+	})
 }
 
 // recordPruneEvents records n events, their ids from id(first) on.
