@@ -109,15 +109,17 @@ func runAuditPrune(ctx context.Context, env Env, cfg Config, args []string) erro
 		return refusePrune("the audit tree does not extend the checkpoints: %v", err)
 	}
 	plan, rep, err := st.PlanAuditPrune(ctx, ring, below, expects)
-	if errors.Is(err, auditlog.ErrNothingToPrune) {
-		fmt.Fprintf(env.Stdout, "nothing to prune: the trail starts at seq %d, at or after seq %d\n", plan.From, below)
-		return nil
-	}
-	if err != nil {
+	nothing := errors.Is(err, auditlog.ErrNothingToPrune)
+	if err != nil && !nothing {
 		return err
 	}
+	// The walk's verdict first: "nothing to prune" over a broken trail would hide the break.
 	if _, err := rep.Verified(); err != nil {
 		return refusePrune("the trail does not verify, and only a verified trail is archived and pruned: %v", err)
+	}
+	if nothing {
+		fmt.Fprintf(env.Stdout, "nothing to prune: the trail starts at seq %d, at or after seq %d\n", plan.From, below)
+		return nil
 	}
 	now := time.Now()
 	if cutoff := cfg.AuditRetention.Cutoff(now); !plan.NewestPruned.Before(cutoff) {

@@ -209,6 +209,8 @@ func TestAuditPruneRefusals(t *testing.T) {
 			// An event altered behind the service's back: nothing unverified is archived or signed.
 			sqlOn(t, p.url, fmt.Sprintf(`UPDATE audit_events SET detail = 'altered' WHERE seq = %d`, p.oldSeq(3)))
 			refused("broken.zip", errPruneRefused, "does not verify", "--before", old)
+			// Below where the trail starts there is nothing to prune, and the break is still said.
+			refused("nothing.zip", errPruneRefused, "does not verify", "--before", "1")
 		})
 	}
 }
