@@ -506,7 +506,8 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 }
 
 // writeOutput writes to a temporary file renamed into place, so a failed export never leaves a
-// half-written file under the requested name.
+// half-written file under the requested name; the file is synced before the rename, so that a
+// crash of the machine that keeps the rename does not leave an empty or short file there either.
 func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
 		return write(stdout)
@@ -521,6 +522,10 @@ func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) err
 		return err
 	}
 	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}
