@@ -203,8 +203,9 @@ var _ pruneSource = (*store.Store)(nil)
 // writePruneArchive writes the archive of the events plan prunes at path: the newest checkpoint
 // (the signed note of size S), every hash tile an auditor reads to check the entry bundles under
 // it, the entry bundles of the pruned leaves (at S's widths), and the events. It writes a
-// temporary file beside path, syncs it, renames it and syncs the folder, then reads the file back
-// and checks it as an auditor would (checkPruneArchive), and returns its SHA-256.
+// temporary file beside path, syncs it, links it to path and syncs the folder, then reads the file
+// back and checks it as an auditor would (checkPruneArchive), and returns its SHA-256; on any
+// failure nothing is left at path.
 func writePruneArchive(ctx context.Context, st pruneSource, path string, newest checkpoint.Entry, plan auditlog.PrunePlan, keys map[string]ed25519.PublicKey) (sum [sha256.Size]byte, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -241,6 +242,13 @@ func writePruneArchive(ctx context.Context, st pruneSource, path string, newest 
 		}
 		return sum, err
 	}
+	// From here path is this archive's: one that fails its checks goes, as nothing is pruned, so
+	// that a second try is not refused for the file the first left.
+	defer func() {
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
 	if err := os.Remove(tmp.Name()); err != nil {
 		return sum, err
 	}
