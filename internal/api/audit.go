@@ -81,10 +81,11 @@ func handleListAuditEvents(st AuditStore, now func() time.Time) handlerFunc {
 			return err
 		}
 		events, total, err := st.ListAuditEvents(r.Context(), f, page.Number, page.Size)
-		if err != nil {
-			return err
+		event.Outcome = outcomeOf(err)
+		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
+			return auditErr
 		}
-		if err := st.RecordAudit(r.Context(), event); err != nil {
+		if err != nil {
 			return err
 		}
 		if events == nil {

@@ -2,15 +2,19 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"backoffice/internal/api"
 	"backoffice/internal/dataset"
 	"backoffice/internal/domain"
+	"backoffice/internal/store"
 	"backoffice/internal/testdb"
 )
 
@@ -147,6 +151,33 @@ func TestAuditEventsReadIsAudited(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("reads recorded:\n%q\nwant\n%q", got, want)
+		}
+	})
+}
+
+// failingList is a store whose reads of the trail fail, and whose writes of it do not.
+type failingList struct{ *store.Store }
+
+func (failingList) ListAuditEvents(context.Context, domain.AuditFilter, int64, int64) ([]domain.AuditEvent, int64, error) {
+	return nil, 0, errors.New("the trail's read failed")
+}
+
+// A read of the trail that the store fails is recorded too, denied: the attempt happened.
+func TestAuditEventsFailedReadIsAudited(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		deps := h.deps
+		deps.Store = failingList{h.st}
+		failing := api.New(deps)
+		req := httptest.NewRequest(http.MethodGet, "/v1/audit-events?outcome=denied", nil)
+		req.Header.Set("Authorization", "Api-Key "+staffKey)
+		rec := httptest.NewRecorder()
+		failing.ServeHTTP(rec, req)
+		if rec.Code != http.StatusInternalServerError {
+			t.Fatalf("a failed read of the trail answered %d, want 500", rec.Code)
+		}
+		p := h.auditPage(t, staffKey, "action=audit_event.read")
+		if len(p.Data) == 0 || p.Data[0].Outcome != domain.OutcomeDenied || p.Data[0].Detail != "outcome=denied" {
+			t.Fatalf("the failed read is not in the trail as denied: %+v", p.Data)
 		}
 	})
 }
