@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"backoffice/internal/domain"
 )
@@ -22,6 +23,12 @@ const (
 	// auditTrailTarget is the target of a read of the audit trail: the trail itself.
 	auditTrailTarget = "audit_events"
 )
+
+// printableText: valid UTF-8 without control characters, as every action is (a NUL or a byte that
+// is not UTF-8 is also what PostgreSQL refuses in a query's text).
+func printableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
+}
 
 // ParseAuditFilter reads the audit list's filters. actorUserId and targetId are uuids, outcome one
 // of the audit outcomes, from and to RFC 3339 times; action is matched exactly. The command line
@@ -44,6 +51,9 @@ func ParseAuditFilter(q url.Values) (domain.AuditFilter, error) {
 	if q.Has("action") {
 		if f.Action = q.Get("action"); f.Action == "" {
 			return f, domain.InvalidParameter("action", "must not be empty")
+		}
+		if !printableText(f.Action) {
+			return f, domain.InvalidParameter("action", "must be UTF-8 text without control characters")
 		}
 	}
 	if q.Has("outcome") {

@@ -182,6 +182,22 @@ func TestAuditEventsFailedReadIsAudited(t *testing.T) {
 	})
 }
 
+// A NUL or a byte that is not UTF-8 in what a client sends into the trail is refused (a filter) or
+// kept as U+FFFD (a decrypt's field), never a 5xx, and never stored as is: PostgreSQL stores no
+// NUL, and a trail begun on SQLite must copy there.
+func TestAuditTextFromClientsIsStorable(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for _, q := range []string{"action=%00", "action=%ff", "action=%c3%28", "action=a%01b"} {
+			wantError(t, h.get("/v1/audit-events?"+q, staffKey), http.StatusBadRequest, "invalid_parameter")
+		}
+		wantError(t, h.get(decryptPath(leadA, principalA, "ssn%00"), partnerAKey), http.StatusBadRequest, "unsupported_field")
+		p := h.auditPage(t, staffKey, "action=principal.decrypt")
+		if len(p.Data) == 0 || p.Data[0].Detail != "field ssn\uFFFD" {
+			t.Fatalf("the decrypt with a NUL in its field: %+v; want its event, the NUL as U+FFFD", p.Data)
+		}
+	})
+}
+
 // Any page number is answered as on the SAM list: a page past the end is an empty page, also the
 // largest page a client may ask for, whose offset is far past any trail (it was 500 on PostgreSQL
 // and page 1 on SQLite); a page past 2^53-1 is refused on both lists alike.

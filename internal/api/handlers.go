@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -191,11 +192,19 @@ func outcomeOf(err error) string {
 	return domain.OutcomeDenied
 }
 
-// auditTarget keeps a raw path value fit for the audit trail: valid UTF-8, bounded.
+// auditTarget keeps a raw path value fit for the audit trail: valid UTF-8 without control
+// characters (each becomes U+FFFD: PostgreSQL stores no NUL, and a trail copied or exported from
+// SQLite must import there), bounded.
 func auditTarget(s string) string {
 	if !utf8.ValidString(s) {
 		s = "(invalid utf-8)"
 	}
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 	if len(s) > 64 {
 		s = s[:64]
 		for !utf8.ValidString(s) {
