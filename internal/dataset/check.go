@@ -94,7 +94,30 @@ func (c *checker) optEnum(path string, v *string, values []string) {
 func (c *checker) time(path string, t time.Time) {
 	if t.IsZero() {
 		c.fail(path, "required date-time")
+		return
 	}
+	c.inYears(path, t)
+}
+
+func (c *checker) optTime(path string, t *time.Time) {
+	if t != nil {
+		c.inYears(path, *t)
+	}
+}
+
+// inYears refuses a date-time whose year in UTC is outside 0000-9999: every answer and export
+// writes date-times in UTC with four digits of year, and one that cannot be written would fail
+// every read that meets it.
+func (c *checker) inYears(path string, t time.Time) {
+	if !writableYear(t) {
+		c.fail(path, "a date-time whose year in UTC is outside 0000-9999")
+	}
+}
+
+// writableYear: t's year in UTC has four digits.
+func writableYear(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }
 
 func (c *checker) stamps(path string, s *domain.Stamps) {
@@ -131,6 +154,7 @@ func (c *checker) user(p string, r *domain.User) {
 func (c *checker) apiKey(p string, r *domain.APIKey) {
 	c.id(p+".userId", &r.UserID)
 	c.secret(p+".key", r.Key)
+	c.optTime(p+".expiresAt", r.ExpiresAt)
 }
 
 func (c *checker) session(p string, r *domain.Session) {
@@ -178,6 +202,7 @@ func (c *checker) deploymentOrder(p string, r *domain.DeploymentOrder) {
 func (c *checker) shipment(p string, r *Shipment) {
 	c.id(p+".lineItemId", &r.LineItemID)
 	c.enum(p+".status", r.Status, shipmentStatuses)
+	c.optTime(p+".shippedDate", r.ShippedDate)
 }
 
 func (c *checker) fileBuild(p string, r *domain.FileBuild) {
@@ -263,7 +288,7 @@ func validSAMLog(r *domain.SAMActionLog, known domain.ID) (id, entity domain.ID,
 			return "", "", false
 		}
 	}
-	if strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() {
+	if strings.TrimSpace(r.Action) == "" || r.ActionDate.IsZero() || !writableYear(r.ActionDate) {
 		return "", "", false
 	}
 	return id, entity, true
@@ -343,6 +368,7 @@ func (c *checker) equipment(p string, r *domain.Equipment) {
 	if r.VendorTerminalID != nil && *r.VendorTerminalID == "" {
 		c.fail(p+".vendorTerminalId", "must be null or not empty")
 	}
+	c.optTime(p+".deployedDate", r.DeployedDate)
 	c.stamps(p, &r.Stamps)
 }
 

@@ -150,6 +150,12 @@ var fallbackProblems = []struct{ name, file, want string }{
 		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1},
 		{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[1].id: duplicate id"},
 	{"blank action", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": " ", "actionDate": "2026-11-21T09:30:00Z", "samId": 1}]}`, "samActionLogs[0].action: required"},
+	{"year past 9999 in UTC", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "9999-12-31T23:59:59-05:00", "samId": 1}]}`,
+		"samActionLogs[0].actionDate: a date-time whose year in UTC is outside 0000-9999"},
+	{"year before 0000 in UTC", `{"samActionLogs": [{"id": "00000000-0000-4000-8000-000000000005", "entityId": "00000000-0000-4000-8000-000000000005", "action": "a", "actionDate": "0000-01-01T00:00:00+01:00", "samId": 1}]}`,
+		"samActionLogs[0].actionDate: a date-time whose year in UTC is outside 0000-9999"},
+	{"shipped past 9999 in UTC", `{"shipments": [{"id": "00000000-0000-4000-8000-000000000005", "lineItemId": "00000000-0000-4000-8000-000000000006", "status": "shipped", "shippedDate": "9999-12-31T23:59:59-05:00"}]}`,
+		"shipments[0].shippedDate: a date-time whose year in UTC is outside 0000-9999"},
 	{"repeated key", `{"partners": [], "partners": [null]}`, "partners: duplicate key: the file may hold each key once (line 1, column 18)"},
 }
 
