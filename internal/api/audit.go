@@ -110,11 +110,15 @@ func handleListAuditEvents(st AuditStore, now func() time.Time) handlerFunc {
 // auditListParams checks a read of the trail in the contract's order: parameters (400), then
 // permission (403), where a partner's user is refused whatever it holds.
 func auditListParams(r *http.Request, actor domain.Actor) (Page, domain.AuditFilter, error) {
-	page, err := pageFromQuery(r)
+	q, err := queryOf(r)
+	if err != nil {
+		return Page{}, domain.AuditFilter{}, err
+	}
+	page, err := pageOf(q)
 	if err != nil {
 		return page, domain.AuditFilter{}, err
 	}
-	f, err := ParseAuditFilter(r.URL.Query())
+	f, err := ParseAuditFilter(q)
 	if err != nil {
 		return page, f, err
 	}

@@ -198,6 +198,28 @@ func TestAuditTextFromClientsIsStorable(t *testing.T) {
 	})
 }
 
+// A query pair that does not decode (a bad %-escape, a semicolon) is refused naming its
+// parameter, on both lists: dropped, it left the defaults in place of what was asked, and the
+// audit list without the filter asked for (the whole trail).
+func TestMalformedQueryPairsAreRefused(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for _, c := range []struct{ path, param string }{
+			{samPath(string(leadA)) + "?page=%zz", "page"},
+			{samPath(string(leadA)) + "?size=5;", "size"},
+			{samPath(string(leadA)) + "?size=500;x", "size"},
+			{"/v1/audit-events?outcome=%zz", "outcome"},
+			{"/v1/audit-events?actorUserId=bad;", "actorUserId"},
+			{"/v1/audit-events?%zz=1", "query"},
+		} {
+			r := h.get(c.path, staffKey)
+			wantError(t, r, http.StatusBadRequest, "invalid_parameter")
+			if e := r.err(t); e.Parameter != c.param {
+				t.Errorf("%s: parameter %q, want %q", c.path, e.Parameter, c.param)
+			}
+		}
+	})
+}
+
 // Any page number is answered as on the SAM list: a page past the end is an empty page, also the
 // largest page a client may ask for, whose offset is far past any trail (it was 500 on PostgreSQL
 // and page 1 on SQLite); a page past 2^53-1 is refused on both lists alike.

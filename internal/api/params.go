@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"backoffice/internal/domain"
 )
@@ -62,8 +64,36 @@ func parseCount(s string) (int64, error) {
 }
 
 func pageFromQuery(r *http.Request) (Page, error) {
-	q := r.URL.Query()
+	q, err := queryOf(r)
+	if err != nil {
+		return Page{}, err
+	}
+	return pageOf(q)
+}
+
+func pageOf(q url.Values) (Page, error) {
 	return ParsePage(q.Get("page"), q.Get("size"), q.Has("page"), q.Has("size"))
+}
+
+// queryOf is r's query, every pair of it: a pair that does not decode (a bad %-escape, a
+// semicolon) is refused, naming its parameter where its name decodes, where r.URL.Query() would
+// drop it without a word (and with it a filter of the audit list).
+func queryOf(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		return q, nil
+	}
+	name := "query"
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		if _, err := url.ParseQuery(pair); err != nil {
+			k, _, _ := strings.Cut(pair, "=")
+			if n, err := url.QueryUnescape(k); err == nil && n != "" && !strings.Contains(n, ";") {
+				name = n
+			}
+			break
+		}
+	}
+	return nil, domain.InvalidParameter(name, "does not decode as a query parameter (a bad %-escape, or a semicolon)")
 }
 
 // Meta is the list envelope's meta. TotalPages is at least 1, so that a client's walk (request
