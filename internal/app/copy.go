@@ -66,9 +66,22 @@ func shownURL(s string) string {
 	if strings.HasPrefix(s, "sqlite:") {
 		return s
 	}
+	if _, err := url.Parse(s); err != nil {
+		return "the --to URL"
+	}
+	return redactedURL(s)
+}
+
+// redactedURL is a URL fit for a log line or an error: its password, in the user part or as a
+// password query parameter (which PostgreSQL's URLs take), as xxxxx.
+func redactedURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "the --to URL"
+		return "(a URL that does not parse)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -147,3 +147,20 @@ func TestCopyCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// A URL shown in an error or a log line carries no password, given in its user part or as a query
+// parameter.
+func TestRedactedURLHidesPasswords(t *testing.T) {
+	for _, s := range []string{
+		"postgres://app:s3cretPW@db.example:5432/backoffice?sslmode=disable",
+		"postgres://app@db.example/backoffice?sslmode=disable&password=s3cretPW",
+		"http://user:s3cretPW@gateway.example/",
+	} {
+		if got := redactedURL(s); strings.Contains(got, "s3cretPW") || !strings.Contains(got, "db.example") && !strings.Contains(got, "gateway.example") {
+			t.Errorf("redactedURL(%q) = %q", s, got)
+		}
+		if got := shownURL(s); strings.Contains(got, "s3cretPW") {
+			t.Errorf("shownURL(%q) = %q", s, got)
+		}
+	}
+}

@@ -140,7 +140,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 	listeners[0].handler = handler
 	defer runSettler(ctx, pushes)() // stopped before the store closes
 	attrs := []any{slog.String("addr", ln.Addr().String()), slog.String("store", st.Engine()),
-		slog.Any("gateway_url", cfg.GatewayURL), slog.String("key_id", ring.ActiveKeyID())}
+		slog.String("gateway_url", redactedURL(cfg.GatewayURL)), slog.String("key_id", ring.ActiveKeyID())}
 	switch {
 	case m == nil:
 		attrs = append(attrs, slog.String("metrics", "off"))
