@@ -125,6 +125,10 @@ func parseExpiry(v string, now time.Time) (*time.Time, error) {
 		return nil, usagef("--expires: %s is not in the future", at.Format(time.RFC3339))
 	}
 	at = at.UTC()
+	if at.Year() > 9999 {
+		// Kept in microseconds, a later time would wrap around to another expiry than the one printed.
+		return nil, usagef("--expires: %q is past the year 9999, the latest a credential may expire", v)
+	}
 	return &at, nil
 }
 
