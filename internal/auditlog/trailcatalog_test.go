@@ -127,6 +127,10 @@ func TestTheAppendChecksTheTrailCatalog(t *testing.T) {
 				tree_ids BIGINT[], tree_hashes BYTEA[], tree_tags BYTEA[], edge_ids BIGINT[], edge_hashes BYTEA[]) RETURNS BIGINT
 				LANGUAGE sql AS $$ SELECT cardinality(ids)::bigint $$`}
 			found["the writer's function replaced"] = "changed: function audit_chain_append_tree("
+			attacks["a table that inherits audit_events"] = []string{`CREATE TABLE zz_child () INHERITS (audit_events)`}
+			found["a table that inherits audit_events"] = "zz_child"
+			attacks["a table that inherits audit_tree"] = []string{`CREATE TABLE zz_child () INHERITS (audit_tree)`}
+			found["a table that inherits audit_tree"] = "zz_child"
 		} else {
 			attacks["a trigger"] = []string{`CREATE TRIGGER zz BEFORE INSERT ON audit_events BEGIN SELECT RAISE(IGNORE); END`}
 			found["a trigger"] = "found: trigger zz on audit_events"

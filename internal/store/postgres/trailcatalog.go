@@ -11,7 +11,8 @@ var trailCatalog []byte
 // trailCatalogQuery reads the catalog objects the audit trail relies on, as the service's own
 // statements resolve their names (through the search path): every relation whose name begins with
 // audit (the trail's tables) with its kind and whether row-level security is on or forced, the
-// triggers (but those a constraint makes), rules and policies on each, and every function whose
+// triggers (but those a constraint makes), rules, policies and child tables (whose rows a read of
+// the table reads too: a trigger may move a row there and the read-back still find it) of each, and every function whose
 // name begins with audit (the writer's audit_chain_head and audit_chain_append) with what decides
 // what it does: its body, language, arguments, result, volatility, SECURITY DEFINER and settings
 // (a search_path among them). Indexes are left out: an index cannot drop, hide or change a row, and
@@ -31,6 +32,8 @@ SELECT 'forced row level security', relname, '', '' FROM t WHERE relforcerowsecu
 UNION ALL
 SELECT 'trigger', g.tgname, t.relname, pg_get_triggerdef(g.oid) || ' ' || g.tgenabled::text
 FROM pg_trigger g JOIN t ON g.tgrelid = t.oid WHERE NOT g.tgisinternal
+UNION ALL
+SELECT 'child table', c.relname::text, t.relname, '' FROM pg_inherits i JOIN t ON i.inhparent = t.oid JOIN pg_class c ON c.oid = i.inhrelid
 UNION ALL
 SELECT 'rule', r.rulename, t.relname, pg_get_ruledef(r.oid) FROM pg_rewrite r JOIN t ON r.ev_class = t.oid
 UNION ALL
