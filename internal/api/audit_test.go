@@ -192,8 +192,8 @@ func TestAuditTextFromClientsIsStorable(t *testing.T) {
 		}
 		wantError(t, h.get(decryptPath(leadA, principalA, "ssn%00"), partnerAKey), http.StatusBadRequest, "unsupported_field")
 		p := h.auditPage(t, staffKey, "action=principal.decrypt")
-		if len(p.Data) == 0 || p.Data[0].Detail != "field ssn\uFFFD" {
-			t.Fatalf("the decrypt with a NUL in its field: %+v; want its event, the NUL as U+FFFD", p.Data)
+		if len(p.Data) == 0 || p.Data[0].Detail != "field (unsupported, 4 bytes)" {
+			t.Fatalf("the decrypt with a NUL in its field: %+v; want its event, the field by its length", p.Data)
 		}
 	})
 }
@@ -216,6 +216,25 @@ func TestMalformedQueryPairsAreRefused(t *testing.T) {
 			if e := r.err(t); e.Parameter != c.param {
 				t.Errorf("%s: parameter %q, want %q", c.path, e.Parameter, c.param)
 			}
+		}
+	})
+}
+
+// What a client writes in an id's or the field's place on the decrypt route (an SSN, typed into
+// the wrong place) is kept in the trail by its length only: the trail keeps what it holds for good,
+// and the database holds no plaintext SSN.
+func TestAuditKeepsNoClientTextInPlaceOfAnID(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		wantError(t, h.get(decryptPath(leadA, "123-45-6789", "ssn"), partnerAKey), http.StatusBadRequest, "invalid_parameter")
+		wantError(t, h.get(decryptPath(leadA, principalA, "123-45-6789"), partnerAKey), http.StatusBadRequest, "unsupported_field")
+		p := h.auditPage(t, staffKey, "action=principal.decrypt")
+		for _, e := range p.Data {
+			if strings.Contains(e.TargetID+e.Detail, "123-45-6789") {
+				t.Errorf("the trail keeps what the client wrote in an id's or the field's place: target %q, detail %q", e.TargetID, e.Detail)
+			}
+		}
+		if len(p.Data) < 2 || p.Data[1].TargetID != "(not a uuid, 11 bytes)" || p.Data[0].Detail != "field (unsupported, 11 bytes)" {
+			t.Errorf("the two refused decrypts: %+v", p.Data)
 		}
 	})
 }

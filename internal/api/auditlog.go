@@ -173,7 +173,7 @@ func handleAuditProof(st AuditStore, log AuditLog, cps CheckpointSource, now fun
 			err = mayReadAuditTrail(actor)
 		}
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: readAuditAction, TargetID: auditTrailTarget,
-			Outcome: outcomeOf(err), Detail: auditTarget("proof " + raw)}
+			Outcome: outcomeOf(err), Detail: "proof " + auditID(raw)}
 		if err != nil {
 			if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
 				return auditErr

@@ -122,7 +122,7 @@ func handleDecrypt(st DecryptStore, ring secrets.Opener, now func() time.Time, m
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		ssn, err := decrypt(log, r, st, ring, actor)
 		event := domain.AuditEvent{At: now(), ActorUserID: actor.UserID, Action: decryptAction,
-			TargetID: auditTarget(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditTarget(r.PathValue("field"))}
+			TargetID: auditID(r.PathValue("principalId")), Outcome: outcomeOf(err), Detail: "field " + auditField(r.PathValue("field"))}
 		if auditErr := st.RecordAudit(r.Context(), event); auditErr != nil {
 			m.ObserveDecrypt("audit_failed")
 			return fmt.Errorf("audit of decrypt: %w", auditErr)
@@ -192,6 +192,25 @@ func outcomeOf(err error) string {
 	return domain.OutcomeDenied
 }
 
+// auditID is a path value that names an object, as the trail keeps it: as given when it is a
+// uuid, else only its length. What a client writes in an id's place is anything (an SSN typed into
+// the wrong field, say), and the trail keeps it for good.
+func auditID(s string) string {
+	if _, err := domain.ParseID(s); err == nil {
+		return auditTarget(s)
+	}
+	return fmt.Sprintf("(not a uuid, %d bytes)", len(s))
+}
+
+// auditField is decrypt's field as the trail keeps it: a field it decrypts by name, any other by
+// its length only (see auditID).
+func auditField(s string) string {
+	if s == "ssn" {
+		return s
+	}
+	return fmt.Sprintf("(unsupported, %d bytes)", len(s))
+}
+
 // auditTarget keeps a raw path value fit for the audit trail: valid UTF-8 without control
 // characters (each becomes U+FFFD: PostgreSQL stores no NUL, and a trail copied or exported from
 // SQLite must import there), bounded.
@@ -233,7 +252,7 @@ func handleDeleteDocument(st DocumentStore, now func() time.Time) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, actor domain.Actor) error {
 		at := now()
 		event := domain.AuditEvent{At: at, ActorUserID: actor.UserID, Action: deleteDocumentAction,
-			TargetID: auditTarget(r.PathValue("documentId")), Detail: "merchant " + auditTarget(r.PathValue("merchantId"))}
+			TargetID: auditID(r.PathValue("documentId")), Detail: "merchant " + auditID(r.PathValue("merchantId"))}
 		merchant, document, key, err := documentParams(r, actor)
 		if err != nil {
 			event.Outcome = outcomeOf(err)

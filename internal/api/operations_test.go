@@ -276,8 +276,8 @@ func TestDecryptIsAudited(t *testing.T) {
 		want := []string{
 			domain.OutcomeDenied + " " + string(noPermUser) + " " + principalA.String(),
 			domain.OutcomeGranted + " " + string(userA) + " " + principalA.String(),
+			domain.OutcomeInvalid + " " + string(userA) + " (not a uuid, 3 bytes)",
 			domain.OutcomeInvalid + " " + string(userA) + " " + principalA.String(),
-			domain.OutcomeInvalid + " " + string(userA) + " bad",
 			domain.OutcomeNotFound + " " + string(userA) + " " + principalNoSSN.String(),
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
