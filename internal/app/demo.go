@@ -148,14 +148,24 @@ func demoKey(path string, create bool) (string, error) {
 	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
 }
 
-// load imports the demo dataset into an empty database.
-func (d *demoSetup) load(ctx context.Context, st *store.Store, ring *secrets.Ring) error {
+// load imports the demo dataset into an empty database, the demo's own only (own): its keys are
+// printed for all to read, and its users hold every permission.
+func (d *demoSetup) load(ctx context.Context, st *store.Store, ring *secrets.Ring, own bool) error {
 	empty, err := st.IsEmpty(ctx)
 	if err != nil || !empty {
 		return err
 	}
+	if !own {
+		return errors.New("--demo loads its dataset (users with every permission, API keys printed for all to read) only into its own database, " +
+			"sqlite:" + demoDatabasePath + ", and BACKOFFICE_DATABASE_URL names another, which is empty: leave out --demo (load your own data: README.md), or unset BACKOFFICE_DATABASE_URL")
+	}
 	_, err = dataset.Import(ctx, st, demoDataset(time.Now().UTC()), ring)
 	return err
+}
+
+// demoOwnDatabase: the database is the demo's own (not one BACKOFFICE_DATABASE_URL named).
+func (c Config) demoOwnDatabase() bool {
+	return c.Demo && c.DatabaseURL == "sqlite:"+demoDatabasePath
 }
 
 // demoID makes the demo's fixed, readable ids (valid version-4 uuids).

@@ -1,12 +1,17 @@
 package app
 
 import (
+	"context"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"backoffice/internal/secrets"
+	"backoffice/internal/testdb"
 )
 
 type lockedBuffer struct {
@@ -91,4 +96,22 @@ func runCurlLine(t *testing.T, line string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// serve --demo loads its dataset (printed keys, users with every permission) only into its own
+// database: pointed at another, empty one, it refuses, and leaves that database empty.
+func TestDemoLoadsOnlyIntoItsOwnDatabase(t *testing.T) {
+	t.Chdir(t.TempDir())
+	db := filepath.Join(t.TempDir(), "prod.db")
+	env := map[string]string{"BACKOFFICE_DATABASE_URL": "sqlite:" + db, "BACKOFFICE_MASTER_KEY": secrets.NewKey()}
+	var stdout, stderr strings.Builder
+	err := Run(context.Background(), Env{Args: []string{"serve", "--demo", "--addr", freeAddr(t)}, Getenv: func(k string) string { return env[k] },
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	if err == nil || !strings.Contains(err.Error(), "only into its own database") {
+		t.Fatalf("serve --demo on another database: %v\n%s", err, stderr.String())
+	}
+	st := testdb.OpenAsIs(t, "sqlite:"+db)
+	if empty, err := st.IsEmpty(context.Background()); err != nil || !empty {
+		t.Errorf("the other database after the refusal: empty %v, %v", empty, err)
+	}
 }

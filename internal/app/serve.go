@@ -91,7 +91,7 @@ func runServe(ctx context.Context, env Env, cfg Config, args []string) error {
 		return err
 	}
 	if d != nil {
-		if err := d.load(ctx, st, ring); err != nil {
+		if err := d.load(ctx, st, ring, cfg.demoOwnDatabase()); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ const allowWeakCredentialsVar = "BACKOFFICE_ALLOW_WEAK_CREDENTIALS"
 // weakAllowed tells whether weak credentials may be served: when the operator says so, or in the
 // demo's own database, whose keys are printed for all to read.
 func (c Config) weakAllowed() bool {
-	return c.AllowWeakCredentials || c.Demo && c.DatabaseURL == "sqlite:"+demoDatabasePath
+	return c.AllowWeakCredentials || c.demoOwnDatabase()
 }
 
 // weakCredentials lists the usable credentials whose secrets are not known to be strong.
