@@ -326,3 +326,40 @@ func TestDeletedDocumentLeavesNoBytes(t *testing.T) {
 		}
 	}
 }
+
+// An export (or a proof) never replaces a file of its own configuration, however the name is
+// spelled: the SQLite database, the checkpoints file, the key ring's file. A file of its own it
+// replaces as before.
+func TestExportNeverReplacesItsOwnFiles(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "bo.db")
+	c := newCLI(t, "sqlite:"+db, "k1")
+	c.importFile(testDataset(0))
+	ring := filepath.Join(dir, "ring")
+	if err := os.WriteFile(ring, []byte(c.vars["BACKOFFICE_MASTER_KEYS"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.vars, "BACKOFFICE_MASTER_KEYS")
+	c.vars["BACKOFFICE_MASTER_KEYS_FILE"] = ring
+	checkpoints := filepath.Join(dir, "checkpoints")
+	if err := os.WriteFile(checkpoints, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.vars["BACKOFFICE_AUDIT_CHECKPOINTS"] = checkpoints
+	if err := os.Symlink(db, filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{db, filepath.Join(dir, "..", filepath.Base(dir), "bo.db"), filepath.Join(dir, "link.db"), ring, checkpoints} {
+		before := readFile(t, target)
+		if _, _, err := c.run("export", "--include-secrets", target); !errors.Is(err, ErrUsage) {
+			t.Errorf("export onto %s: %v, want refused", target, err)
+		}
+		if readFile(t, target) != before {
+			t.Errorf("export onto %s changed it", target)
+		}
+	}
+	out := filepath.Join(dir, "export.json")
+	for range 2 {
+		c.mustRun("export", out)
+	}
+}

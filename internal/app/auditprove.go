@@ -58,7 +58,7 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 		if err != nil {
 			return err
 		}
-		return writeOutput(*out, env.Stdout, func(w io.Writer) error { return writeProofJSON(w, p) })
+		return writeOutput(*out, cfg.ownFiles(), env.Stdout, func(w io.Writer) error { return writeProofJSON(w, p) })
 	}
 	ring, err := masterRing(cfg)
 	if err != nil {
@@ -68,7 +68,7 @@ func runAuditProve(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err != nil {
 		return err
 	}
-	return writeOutput(*out, env.Stdout, func(w io.Writer) error { return writeProofJSON(w, h) })
+	return writeOutput(*out, cfg.ownFiles(), env.Stdout, func(w io.Writer) error { return writeProofJSON(w, h) })
 }
 
 // proofCheckpoint reads the signed checkpoint to prove against: the file --checkpoint names (the

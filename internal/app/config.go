@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,8 @@ type Config struct {
 	// AuditCheckpoints is the file serve appends signed checkpoints of the audit trail to, and
 	// audit verify reads ("": serve keeps them in its log only, and warns).
 	AuditCheckpoints string
+	// secretFiles are the files the secrets were read from (the _FILE variables): see ownFiles.
+	secretFiles []string
 	// AuditOrigin names the audit log in its checkpoints (BACKOFFICE_AUDIT_ORIGIN, default
 	// checkpoint.DefaultOrigin): their origin line and their signatures' key name.
 	AuditOrigin string
@@ -144,6 +147,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.MasterKey != "" && c.MasterKeys != "" {
 		// Two sources of keys would leave it unclear which key is active.
 		return c, errors.New("BACKOFFICE_MASTER_KEY and BACKOFFICE_MASTER_KEYS are both set; set one (BACKOFFICE_MASTER_KEYS can hold the old key as one of its entries)")
+	}
+	for _, name := range []string{"BACKOFFICE_MASTER_KEY", "BACKOFFICE_MASTER_KEYS", "BACKOFFICE_GATEWAY_TOKEN"} {
+		if f := strings.TrimSpace(getenv(name + "_FILE")); f != "" {
+			c.secretFiles = append(c.secretFiles, f)
+		}
 	}
 	if c.GatewayToken, err = secretVar(getenv, "BACKOFFICE_GATEWAY_TOKEN"); err != nil {
 		return c, err
@@ -434,3 +442,22 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 
 // errNoMasterKey says how to make a key, in one line.
 var errNoMasterKey = errors.New("BACKOFFICE_MASTER_KEY is not set; make one with: export BACKOFFICE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) (or set BACKOFFICE_MASTER_KEYS, a key ring; or pass --demo for the database and development key of serve --demo)")
+
+// ownFiles are the files this configuration reads or writes: the SQLite database and its
+// journals, the checkpoints file and its prune notes, the files the secrets came from (the demo's
+// key among them). A command's output never replaces one (writeOutput): export database.db
+// would put JSON where the data was, and the data that export leaves out (credentials, sealed
+// SSNs) would be gone.
+func (c Config) ownFiles() []string {
+	files := slices.Clone(c.secretFiles)
+	if path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:"); ok {
+		files = append(files, path, path+"-wal", path+"-shm", path+"-journal")
+	}
+	if c.AuditCheckpoints != "" {
+		files = append(files, c.AuditCheckpoints, c.AuditCheckpoints+prunedNotesSuffix)
+	}
+	if c.Demo {
+		files = append(files, demoKeyPath)
+	}
+	return files
+}

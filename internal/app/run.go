@@ -502,15 +502,18 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeOutput(pos[0], env.Stdout, func(w io.Writer) error { return dataset.Write(w, ds) })
+	return writeOutput(pos[0], cfg.ownFiles(), env.Stdout, func(w io.Writer) error { return dataset.Write(w, ds) })
 }
 
 // writeOutput writes to a temporary file renamed into place, so a failed export never leaves a
 // half-written file under the requested name; the file is synced before the rename, so that a
 // crash of the machine that keeps the rename does not leave an empty or short file there either.
-func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) error {
+func writeOutput(name string, own []string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
 		return write(stdout)
+	}
+	if err := notOwnFile(name, own); err != nil {
+		return err
 	}
 	tmp, err := os.CreateTemp(dirOf(name), ".export-*")
 	if err != nil {
@@ -533,6 +536,21 @@ func writeOutput(name string, stdout io.Writer, write func(io.Writer) error) err
 		return err
 	}
 	return os.Rename(tmp.Name(), name)
+}
+
+// notOwnFile refuses name when it is one of own (Config.ownFiles) that exists, however it is
+// spelled (a link, a relative path: the same file).
+func notOwnFile(name string, own []string) error {
+	target, err := os.Stat(name)
+	if err != nil {
+		return nil // nothing there to replace (or nothing the rename could reach either)
+	}
+	for _, f := range own {
+		if info, err := os.Stat(f); err == nil && os.SameFile(target, info) {
+			return usagef("%s is a file of this configuration (%s): the output never replaces it; name another file", name, f)
+		}
+	}
+	return nil
 }
 
 func dirOf(name string) string {
