@@ -562,3 +562,27 @@ func TestAuditPruneCompleteHistory(t *testing.T) {
 		t.Fatalf("a complete history over a pruned trail: %v\n%s", err, out)
 	}
 }
+
+// The newest prune's note is checked under its key: keys status says the key is needed while
+// that prune is the newest (never "it can be removed"), and a ring without it is refused where a
+// ring that cannot continue the trail is, naming the note, instead of serve starting over a trail
+// audit verify then calls broken.
+func TestThePruneKeyIsNeeded(t *testing.T) {
+	p := pruneTrail(t, "sqlite")
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+	out, _, _ := p.c.run("keys", "status")
+	if !strings.Contains(out, "newest prune note is signed under key k1") || strings.Contains(out, "Nothing needs key k1") {
+		t.Errorf("keys status after a rotation, the newest prune under k1:\n%s", out)
+	}
+	st := testdb.OpenAsIs(t, p.url)
+	ring, err := masterRing(Config{MasterKeys: secret(ringSpec("k2"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRingHolds(context.Background(), st, ring, true); err == nil || !strings.Contains(err.Error(), "the newest prune's note") {
+		t.Errorf("a ring without the prune's key: %v, want refused naming the prune's note", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"backoffice/internal/auditlog"
+	"backoffice/internal/checkpoint"
 	"backoffice/internal/domain"
 	"backoffice/internal/secrets"
 	"backoffice/internal/store"
@@ -80,6 +81,8 @@ type keyNeeds struct {
 	genesisKey      string
 	checkpointKey   string
 	checkpointsFile string
+	// pruneKey is the key the newest prune's note is signed under ("" when never pruned).
+	pruneKey string
 	// trail is every key id the audit trail's links name, anchors the anchors that may cover
 	// those the ring lacks.
 	trail   []auditlog.KeyUse
@@ -95,11 +98,28 @@ func readKeyNeeds(ctx context.Context, cfg Config, st *store.Store, ring *secret
 	if n.trail, n.anchors, _, err = st.AuditKeyUses(ctx); err != nil {
 		return n, err
 	}
+	if n.pruneKey, err = pruneKeyID(ctx, st); err != nil {
+		return n, err
+	}
 	last, ok, err := lastCheckpoint(cfg)
 	if ok {
 		n.checkpointKey, n.checkpointsFile = last.KeyID, last.File
 	}
 	return n, err
+}
+
+// pruneKeyID is the key the trail's newest prune note is signed under ("" when never pruned). A
+// record that is not a prune note cannot say, and fails: audit verify names it.
+func pruneKeyID(ctx context.Context, st *store.Store) (string, error) {
+	note, found, err := st.AuditPruneNote(ctx)
+	if err != nil || !found {
+		return "", err
+	}
+	p, err := checkpoint.ParsePrune(note)
+	if err != nil {
+		return "", fmt.Errorf("the audit trail's newest prune record is not a prune note (%v): run `backoffice audit verify`", err)
+	}
+	return p.KeyID, nil
 }
 
 // reasons says what still needs key id, beside SSNs.
@@ -110,6 +130,9 @@ func (n keyNeeds) reasons(id string) []string {
 	}
 	if n.genesisKey == id {
 		out = append(out, fmt.Sprintf("The audit chain's genesis is sealed under key %s: run `backoffice keys rewrap` with the new ring (it seals it anew) before removing it.", id))
+	}
+	if n.pruneKey == id {
+		out = append(out, fmt.Sprintf("The audit trail's newest prune note is signed under key %s: audit verify checks the prune under it, so keep it in the ring while that prune is the newest.", id))
 	}
 	if n.checkpointKey == id {
 		out = append(out, fmt.Sprintf("The newest audit checkpoint in %s is signed under key %s: let serve sign one under the active key (it does within a minute of the next event) before removing it.", n.checkpointsFile, id))
@@ -157,7 +180,7 @@ func trailKeysLacked(ring *secrets.Ring, uses []auditlog.KeyUse, anchors []audit
 // followed by what needs it. keys status prints the same findings and exits 1 on them; serve and
 // import refuse to start on those of the SSNs, the head and the genesis, keys rewrap on the SSNs'
 // (checkRingHolds).
-func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []auditlog.KeyUse, anchors []auditlog.Anchor, genesisKey string) []string {
+func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []auditlog.KeyUse, anchors []auditlog.Anchor, genesisKey, pruneKey string) []string {
 	var ids []string
 	needs := map[string][]string{}
 	need := func(id, what string) {
@@ -184,6 +207,9 @@ func ringGaps(ring *secrets.Ring, counts []store.KeyCount, uses []auditlog.KeyUs
 	if genesisKey != "" && !slices.Contains(ring.KeyIDs(), genesisKey) {
 		need(genesisKey, "the genesis's seal")
 	}
+	if pruneKey != "" && !slices.Contains(ring.KeyIDs(), pruneKey) {
+		need(pruneKey, "the newest prune's note")
+	}
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = fmt.Sprintf("%s (%s)", id, strings.Join(needs[id], ", "))
@@ -203,7 +229,7 @@ func checkRingHolds(ctx context.Context, st *store.Store, ring *secrets.Ring, tr
 		return err
 	}
 	var uses []auditlog.KeyUse
-	var genesisKey string
+	var genesisKey, pruneKey string
 	if trail {
 		var head auditlog.KeyUse
 		if head, genesisKey, err = st.AuditHeadKeys(ctx); err != nil {
@@ -212,8 +238,11 @@ func checkRingHolds(ctx context.Context, st *store.Store, ring *secrets.Ring, tr
 		if head.KeyID != "" {
 			uses = []auditlog.KeyUse{head}
 		}
+		if pruneKey, err = pruneKeyID(ctx, st); err != nil {
+			return err
+		}
 	}
-	gaps := ringGaps(ring, counts, uses, nil, genesisKey)
+	gaps := ringGaps(ring, counts, uses, nil, genesisKey, pruneKey)
 	if len(gaps) == 0 {
 		return nil
 	}
@@ -237,6 +266,10 @@ func printTrailKeys(w io.Writer, ring *secrets.Ring, n keyNeeds) error {
 		}
 		missing = append(missing, u.KeyID)
 		fmt.Fprintf(w, "WARNING: %d audit links (seq %d to %d) are made under key %s, which is not in the ring, and no anchor under a key of the ring covers them: audit verify cannot check them with this ring. Add %s back to BACKOFFICE_MASTER_KEYS if it is one of yours; if you never had a key %s, the trail was altered: run `backoffice audit verify`.\n", u.Links, u.First, u.Last, u.KeyID, u.KeyID, u.KeyID)
+	}
+	if p := n.pruneKey; p != "" && !slices.Contains(held, p) {
+		missing = append(missing, p+" (the newest prune)")
+		fmt.Fprintf(w, "WARNING: the audit trail's newest prune note is signed under key %s, which is not in the ring: audit verify cannot check the prune without it, and says the trail is broken. Add it back if it is one of yours; if you never had a key %s, the note was forged: run `backoffice audit verify`.\n", p, p)
 	}
 	if g := n.genesisKey; g != "" && !slices.Contains(held, g) {
 		missing = append(missing, g+" (the genesis)")
