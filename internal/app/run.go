@@ -505,9 +505,10 @@ func runExport(ctx context.Context, env Env, cfg Config, args []string) error {
 	return writeOutput(pos[0], cfg.ownFiles(), env.Stdout, func(w io.Writer) error { return dataset.Write(w, ds) })
 }
 
-// writeOutput writes to a temporary file renamed into place, so a failed export never leaves a
-// half-written file under the requested name; the file is synced before the rename, so that a
-// crash of the machine that keeps the rename does not leave an empty or short file there either.
+// writeOutput writes the output as a file (mode 0600) that is named only once it is whole and
+// synced (createOutput), so a failed or killed export never leaves a half-written file under the
+// requested name, nor (on Linux) a file of its own anywhere; and a crash of the machine that keeps
+// the name does not leave an empty or short file there either.
 func writeOutput(name string, own []string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
 		return write(stdout)
@@ -515,27 +516,15 @@ func writeOutput(name string, own []string, stdout io.Writer, write func(io.Writ
 	if err := notOwnFile(name, own); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dirOf(name), ".export-*")
+	out, err := createOutput(dirOf(name))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	if err := write(out); err != nil {
+		out.abort()
 		return err
 	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return out.finish(name)
 }
 
 // notOwnFile refuses name when it is one of own (Config.ownFiles) that exists, however it is
