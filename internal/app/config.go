@@ -156,6 +156,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.GatewayToken, err = secretVar(getenv, "BACKOFFICE_GATEWAY_TOKEN"); err != nil {
 		return c, err
 	}
+	if strings.ContainsFunc(string(c.GatewayToken), func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		// Sent as it is in an Authorization header, where such a character makes every push fail.
+		return c, errors.New("BACKOFFICE_GATEWAY_TOKEN: holds white space or a control character (a token file of more than one line?)")
+	}
 	if v := getenv("BACKOFFICE_GATEWAY_TIMEOUT"); v != "" {
 		if c.GatewayTimeout, err = time.ParseDuration(v); err != nil || c.GatewayTimeout <= 0 {
 			return c, fmt.Errorf("BACKOFFICE_GATEWAY_TIMEOUT: %q is not a positive duration such as 10s", v)
@@ -400,7 +404,11 @@ func secretVar(getenv func(string) string, name string) (secret, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s_FILE: %w", name, err)
 	}
-	return secret(strings.TrimSpace(string(b))), nil
+	v = strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s_FILE: %s is empty", name, file)
+	}
+	return secret(v), nil
 }
 
 func orDefault(v, def string) string {

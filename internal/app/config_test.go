@@ -98,6 +98,25 @@ func TestGatewayTokenFromFile(t *testing.T) {
 	}
 }
 
+// A secret's file that is empty, and a gateway token that cannot be sent in a header as it is,
+// are refused at start, naming what is wrong, instead of read as no key or failing every push.
+func TestSecretFilesRefusedAtStart(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"an empty key file", map[string]string{"BACKOFFICE_MASTER_KEY_FILE": writeSecretFile(t, "\n")}, "BACKOFFICE_MASTER_KEY_FILE: "},
+		{"an empty token file", map[string]string{"BACKOFFICE_GATEWAY_TOKEN_FILE": writeSecretFile(t, "")}, "is empty"},
+		{"a token of two lines", map[string]string{"BACKOFFICE_GATEWAY_TOKEN_FILE": writeSecretFile(t, "tok\nX-Evil: 1\n")}, "white space or a control character"},
+		{"a token with a space", map[string]string{"BACKOFFICE_GATEWAY_TOKEN": "tok en"}, "white space or a control character"},
+	} {
+		if _, err := loadConfig(envOf(c.vars)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
 func TestPoolConfig(t *testing.T) {
 	cases := []struct {
 		name string
