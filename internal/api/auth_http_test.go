@@ -181,6 +181,13 @@ func TestRouterErrorsUseTheErrorBody(t *testing.T) {
 		wantError(t, h.do(http.MethodGet, "/", ""), http.StatusNotFound, "not_found")
 		r := h.do(http.MethodPut, "/v1/crm/leads/"+leadA.String()+"/service-acceptance", "Api-Key "+staffKey)
 		wantError(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+		if e := r.err(t); !strings.Contains(e.Detail, `method "PUT" is not allowed`) {
+			t.Errorf("detail %q does not name the method", e.Detail)
+		}
+		r = h.do("FOO", "/v1/crm/leads/"+leadA.String()+"/service-acceptance", "Api-Key "+staffKey)
+		if e := r.err(t); r.Status != http.StatusMethodNotAllowed || !strings.Contains(e.Detail, `method "FOO" is not allowed`) {
+			t.Errorf("FOO: %d, detail %q; want 405 naming the method", r.Status, e.Detail)
+		}
 		if allow := r.Header.Get("Allow"); !strings.Contains(allow, "GET") {
 			t.Errorf("Allow = %q", allow)
 		}

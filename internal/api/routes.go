@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -222,9 +223,17 @@ func (w *muxWriter) WriteHeader(status int)      { w.target().WriteHeader(status
 func (w *muxWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
 func (w *muxWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// bounded is s cut to at most n bytes (a client's text echoed in an error).
+func bounded(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	writeErrorBody(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+knownMethod(r.Method)+" is not allowed here; allowed: "+allow)
+	writeErrorBody(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+strconv.Quote(bounded(r.Method, 32))+" is not allowed here; allowed: "+allow)
 }
 
 // allowOnly answers 405 to every request it gets: a method-less pattern registered beside the
