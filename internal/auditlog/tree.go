@@ -315,15 +315,17 @@ func insertTree(ctx context.Context, q *sqltx.Tx, arrays bool, typed func([]any)
 // maxEdge bounds a right edge's size: one row for each bit set in the tree's size.
 const maxEdge = 64
 
-// treeReadBacks[k] reads the tree rows from first to last, then up to 1<<k rows of the right
-// edge (the last arguments; -1 where unused), in one cached statement: sized to the edge, not to
+// treeReadBacks[k] reads the tree rows from first on (the group's, and any past them, which the
+// group did not write: a row far past the tree's end fails the group instead of passing unseen),
+// then up to 1<<k rows of the right edge (the last arguments; -1 where unused), in one cached
+// statement: sized to the edge, not to
 // the largest edge, a read-back binds and looks up a few ids instead of maxEdge. Two searches of
 // the table's key, one after the other, in no order asked for: joined by OR and ordered, SQLite
 // gathers the rows in a temporary tree and sorts them (BenchmarkReadBackTree).
 var treeReadBacks = func() []string {
 	var texts []string
 	for n := 1; n <= maxEdge; n *= 2 {
-		texts = append(texts, `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? AND id <= ? `+
+		texts = append(texts, `SELECT id, hash, subject_tag FROM audit_tree WHERE id >= ? `+
 			`UNION ALL SELECT id, hash, subject_tag FROM audit_tree WHERE id IN (`+placeholders(n)+`)`)
 	}
 	return texts
@@ -345,12 +347,12 @@ func readBackTree(ctx context.Context, q *sqltx.Tx, rows treeRows, edge edgeHash
 	}
 	last := rows.first + int64(len(rows.hashes)) - 1
 	text, size := treeReadBack(len(edge))
-	args := make([]any, 2, 2+size)
-	args[0], args[1] = rows.first, last
+	args := make([]any, 1, 1+size)
+	args[0] = rows.first
 	for x := range edge {
 		args = append(args, x)
 	}
-	for len(args) < 2+size {
+	for len(args) < 1+size {
 		args = append(args, int64(-1))
 	}
 	st, err := q.Cached(ctx, text)

@@ -239,6 +239,25 @@ func TestAuditTreeRowDeletedFailsTheNextAppend(t *testing.T) {
 	})
 }
 
+// A tree row written far past the tree's end (by hand): the next append fails closed, through the
+// group writer's one statement and the locked append alike, where it passed unseen (only a row
+// right after the end was met) and the tree then held more leaves than the trail.
+func TestAuditTreeRowFarPastTheEndFailsTheNextAppend(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		auditEvents(t, st, 0, 6)
+		sqlExec(t, st, `INSERT INTO audit_tree (id, hash) SELECT max(id) + 1000, `+blob(st, strings.Repeat("ab", 32))+` FROM audit_tree`)
+		for range 2 {
+			err := st.RecordAudit(ctx, domain.AuditEvent{At: fixtureNow, ActorUserID: staffUser, Action: "principal.decrypt", TargetID: "x", Outcome: "granted"})
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("append onto a tree with a row far past its end: %v, want it refused, unavailable", err)
+			}
+		}
+		if n, err := auditlog.Count(ctx, st.Trail(), "audit_events"); err != nil || n != 6 {
+			t.Fatalf("%d events, %v: a refused append wrote", n, err)
+		}
+	})
+}
+
 // rootOf is tlog's root of the tree the events make.
 func rootOf(t *testing.T, events []domain.AuditEvent) tlog.Hash {
 	t.Helper()
