@@ -65,6 +65,11 @@ func strength(secret string) float64 {
 		// Too short to pass whatever it is: say how guessable it is too ("0000000000001234").
 		bits = min(bits, guessBits(secret))
 	}
+	// A body whose bytes count along (00 01 02 …, 0f 1e 2d …) is no stronger than the two bytes
+	// that make it, a start and a step, however random its characters look.
+	if ok && steadilyDecoded(secret) {
+		bits = min(bits, steadyBits)
+	}
 	// A body that decodes to text someone chose is no stronger than that text. Random bytes are
 	// printable now and then too: only text that zxcvbn's patterns mostly cover counts.
 	if text, ok := decodedText(secret); ok {
@@ -557,6 +562,18 @@ func guesses(secret string) (bits float64, patterned bool) {
 // decodedText is what secret (past a prefix) decodes to as hex, base32 or base64, when that is
 // printable text.
 func decodedText(secret string) (string, bool) {
+	for _, b := range decodedBodies(secret) {
+		if isText(b) {
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+// decodedBodies are the bytes secret's body decodes to (hex, base32 or base64), for each prefix
+// it may have.
+func decodedBodies(secret string) [][]byte {
+	var out [][]byte
 	for _, n := range prefixLengths(secret) {
 		s := secret[n:]
 		var b []byte
@@ -575,11 +592,36 @@ func decodedText(secret string) (string, bool) {
 				b, err = base64.RawURLEncoding.DecodeString(t)
 			}
 		}
-		if err == nil && len(b) > 0 && isText(b) {
-			return string(b), true
+		if err == nil && len(b) > 0 {
+			out = append(out, b)
 		}
 	}
-	return "", false
+	return out
+}
+
+// steadyBits is what a body of bytes counting along is credited: its start and its step.
+const steadyBits = 16
+
+// steadilyDecoded tells a body (see decodedBodies) whose bytes step by the same difference more
+// often than random bytes do: each byte repeats the step before it with a chance of 1/256, and
+// the count of those that do is held to the binomial's tail (tailLimit), as looksRandom holds a
+// body's characters.
+func steadilyDecoded(secret string) bool {
+	for _, b := range decodedBodies(secret) {
+		if len(b) < 4 {
+			continue
+		}
+		same := 0
+		for i := 2; i < len(b); i++ {
+			if b[i]-b[i-1] == b[i-1]-b[i-2] {
+				same++
+			}
+		}
+		if same >= tailLimit(len(b)-2, 1.0/256) {
+			return true
+		}
+	}
+	return false
 }
 
 func lower(c byte) byte {

@@ -37,6 +37,11 @@ func TestGuessableSecretsAreRefused(t *testing.T) {
 		"                ",
 		strings.Repeat("a", 1024),
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		// Bytes counting along, in hex and base64: random-looking characters, no randomness.
+		"000102030405060708090a0b0c0d0e0f",
+		"0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		base64.RawURLEncoding.EncodeToString([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}),
 		"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
 		"qwertyuiopasdfghjklzxcvbnm1234567890QWERTYUIOPASDFGHJKLZXCVBNM",
 		"correct-horse-battery-staple-correct-horse-battery-staple",
