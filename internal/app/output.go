@@ -8,8 +8,10 @@ import (
 // publishes it whole under its name, and abort leaves nothing behind.
 type outputFile struct {
 	*os.File
-	finish func(name string) error // syncs, then publishes under name (replacing a file there)
-	abort  func()
+	// unnamed: the file has no name while it is written (createOutput on Linux), and is
+	// published by linking it (publishUnnamed); otherwise it has a temporary name beside its
+	// own, and is renamed.
+	unnamed bool
 }
 
 // namedOutput writes under a temporary name in dir, renamed into place: what a process killed
@@ -19,22 +21,35 @@ func namedOutput(dir string) (*outputFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	abort := func() {
-		f.Close()
-		os.Remove(f.Name())
+	return &outputFile{File: f}, nil
+}
+
+// finish syncs the file, then publishes it under name, replacing a file there.
+func (o *outputFile) finish(name string) error {
+	if o.unnamed {
+		defer o.Close()
+		if err := o.Sync(); err != nil {
+			return err
+		}
+		return o.publishUnnamed(name)
 	}
-	finish := func(name string) error {
-		err := f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), name)
-		}
-		if err != nil {
-			os.Remove(f.Name())
-		}
-		return err
+	err := o.Sync()
+	if cerr := o.Close(); err == nil {
+		err = cerr
 	}
-	return &outputFile{File: f, finish: finish, abort: abort}, nil
+	if err == nil {
+		err = os.Rename(o.Name(), name)
+	}
+	if err != nil {
+		os.Remove(o.Name())
+	}
+	return err
+}
+
+// abort drops the file, leaving nothing behind.
+func (o *outputFile) abort() {
+	o.Close()
+	if !o.unnamed {
+		os.Remove(o.Name())
+	}
 }

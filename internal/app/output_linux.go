@@ -25,32 +25,30 @@ func createOutput(dir string) (*outputFile, error) {
 	if err != nil {
 		return namedOutput(dir)
 	}
-	finish := func(name string) error {
-		defer f.Close()
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		err := linkOutput(f, name)
-		if !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		// A file is there: link beside it, then rename over it, as namedOutput does.
-		tmp := filepath.Join(filepath.Dir(name), ".export-"+rand.Text())
-		if err := linkOutput(f, tmp); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, name); err != nil {
-			os.Remove(tmp)
-			return err
-		}
-		return nil
-	}
-	return &outputFile{File: f, finish: finish, abort: func() { f.Close() }}, nil
+	return &outputFile{File: f, unnamed: true}, nil
 }
 
-// linkOutput gives f, a file with no name, the name name (open(2)'s way, through /proc).
-func linkOutput(f *os.File, name string) error {
-	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+// publishUnnamed links the unnamed file under name; where a file is there, beside it under a
+// temporary name, then renamed over it, as namedOutput's is.
+func (o *outputFile) publishUnnamed(name string) error {
+	err := o.link(name)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(name), ".export-"+rand.Text())
+	if err := o.link(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// link gives the unnamed file the name name (open(2)'s way, through /proc).
+func (o *outputFile) link(name string) error {
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(o.Fd())), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
