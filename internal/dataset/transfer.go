@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"backoffice/internal/auditlog"
@@ -346,7 +347,10 @@ func importAll(ctx context.Context, st Store, ds *Dataset, f *File, ring *secret
 				im.tick()
 			}
 		}
-		return im.run(importOrder(all))
+		if err := im.run(importOrder(all)); err != nil {
+			return err
+		}
+		return im.entityIDsDistinct()
 	})
 	if errors.Is(err, bulkload.ErrSAMLogTaken) && f != nil {
 		return Counts{}, f.place(f.samLogTaken(ctx, st, im.takenChunk, opts.Upsert))
@@ -406,6 +410,41 @@ func (im *importer) run(order []kind) error {
 		}
 	}
 	return nil
+}
+
+// entityKeys are the kinds whose records a SAM action log may name as its entity, by id alone
+// (and the read of a page finds the entity, and with it who may see the page, by that id).
+var entityKeys = []string{"leads", "merchants", "deploymentOrders", "lineItems", "equipment"}
+
+// entityIDsDistinct refuses an import after which one id names records of two entity kinds: a
+// SAM log meant for one would be shown to whoever may see the other (a lead of one partner, a
+// merchant of another). It names the file's record where the file holds one of the two.
+func (im *importer) entityIDsDistinct() error {
+	tables := make([]string, len(entityKeys))
+	for i, key := range entityKeys {
+		tables[i] = im.kinds[key].table
+	}
+	id, in, found, err := im.b.SharedID(tables)
+	if err != nil || !found {
+		return err
+	}
+	var kinds [2]*kind
+	for _, key := range entityKeys {
+		for j, t := range in {
+			if im.kinds[key].table == t {
+				kinds[j] = im.kinds[key]
+			}
+		}
+	}
+	path := "id " + string(id)
+	for _, k := range kinds {
+		if i := slices.Index(k.ids(im.ds), id); i >= 0 {
+			path = fmt.Sprintf("%s[%d].id", k.key, i)
+			break
+		}
+	}
+	return Errorf(path, "names both a %s and a %s: a SAM action log's entity is found by its id alone, so leads, merchants, deployment orders, line items and equipment may not share one",
+		kinds[0].what, kinds[1].what)
 }
 
 func idSet(ids []domain.ID) map[domain.ID]bool {

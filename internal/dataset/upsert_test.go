@@ -388,3 +388,29 @@ func TestImportReportsProgress(t *testing.T) {
 		}
 	})
 }
+
+// One id may not name records of two entity kinds (a lead and a merchant, say): a SAM log's
+// entity is found by its id alone, and the page shown to whoever may see either. Refused, whether
+// both are in the file or one is stored already, naming the file's record; nothing imported.
+func TestEntityIDsAreDistinctAcrossKinds(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.Import(t, st, fixture())
+		before := testdb.Export(t, st, nil)
+		merchant := fixture().Merchants[1] // partner B's
+		merchant.ID = leadA               // partner A's lead's id
+		_, err := dataset.Import(ctx, st, &dataset.Dataset{Merchants: []domain.Merchant{merchant}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "merchants[0].id: names both a lead and a merchant") {
+			t.Fatalf("a merchant with a stored lead's id: %v, want it refused naming both", err)
+		}
+		lead := fixture().Leads[0]
+		lead.ID = id(9001)
+		merchant.ID = id(9001)
+		_, err = dataset.Import(ctx, st, &dataset.Dataset{Leads: []domain.Lead{lead}, Merchants: []domain.Merchant{merchant}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "names both a lead and a merchant") {
+			t.Fatalf("a lead and a merchant of one id in one file: %v, want it refused", err)
+		}
+		if diff := cmp.Diff(before, testdb.Export(t, st, nil)); diff != "" {
+			t.Errorf("a refused import changed the database (-before +after):\n%s", diff)
+		}
+	})
+}

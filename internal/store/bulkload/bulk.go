@@ -13,6 +13,8 @@ package bulkload
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -75,6 +77,24 @@ func (b *Bulk) Exists(table string, id domain.ID) (bool, error) {
 		return false, fmt.Errorf("store: import: %w", err)
 	}
 	return n > 0, nil
+}
+
+// SharedID finds an id that two of tables (each with an id column) hold, and the two: found
+// false when none does. It reads every id of the tables.
+func (b *Bulk) SharedID(tables []string) (id domain.ID, in [2]string, found bool, err error) {
+	var union []string
+	for _, t := range tables {
+		union = append(union, `SELECT id, '`+t+`' AS t FROM `+t)
+	}
+	q := `SELECT id, min(t), max(t) FROM (` + strings.Join(union, ` UNION ALL `) + `) AS ids GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT 1`
+	err = b.q.QueryRow(b.ctx, q).Scan(&id, &in[0], &in[1])
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", in, false, nil
+	}
+	if err != nil {
+		return "", in, false, fmt.Errorf("store: import: ids shared by two kinds: %w", err)
+	}
+	return id, in, true, nil
 }
 
 // Inserter inserts rows into one table, skipping a row that a unique constraint refuses rather
