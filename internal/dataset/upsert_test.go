@@ -397,7 +397,7 @@ func TestEntityIDsAreDistinctAcrossKinds(t *testing.T) {
 		testdb.Import(t, st, fixture())
 		before := testdb.Export(t, st, nil)
 		merchant := fixture().Merchants[1] // partner B's
-		merchant.ID = leadA               // partner A's lead's id
+		merchant.ID = leadA                // partner A's lead's id
 		_, err := dataset.Import(ctx, st, &dataset.Dataset{Merchants: []domain.Merchant{merchant}}, nil)
 		if err == nil || !strings.Contains(err.Error(), "merchants[0].id: names both a lead and a merchant") {
 			t.Fatalf("a merchant with a stored lead's id: %v, want it refused naming both", err)
