@@ -112,8 +112,12 @@ func TestCheckpointsAreWitnessed(t *testing.T) {
 func TestASlowWitnessHoldsUpNoEvent(t *testing.T) {
 	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
 		ring := ringOf(t, c)
-		release := make(chan struct{})
+		release, asked := make(chan struct{}), make(chan struct{}, 1)
 		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -134,6 +138,12 @@ func TestASlowWitnessHoldsUpNoEvent(t *testing.T) {
 			defer close(ticked)
 			w.c.tick(context.Background())
 		}()
+		// The checkpoint the witness holds is fixed once it is asked; the events come after.
+		select {
+		case <-asked:
+		case <-ticked:
+			t.Fatal("the signer never asked the witness")
+		}
 		for range 3 {
 			c.mustRun("apikey", "create", "--user", string(testStaff))
 		}
