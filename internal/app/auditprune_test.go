@@ -586,3 +586,85 @@ func TestThePruneKeyIsNeeded(t *testing.T) {
 		t.Errorf("a ring without the prune's key: %v, want refused naming the prune's note", err)
 	}
 }
+
+// keys rewrap signs the newest prune's note anew under the active key, into the trail and the
+// notes file: the old key is then needed by nothing, leaves the ring, and the trail still
+// verifies as pruned by policy; the notes file's newest note holds under the new key alone. A prune note forged under the old key after that (a leaked old key and the database,
+// cutting the newest events off) is a break.
+func TestRewrapSignsTheNewestPruneAnew(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			keep := p.oldSeq(100)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			p.c.mustRun("keys", "rewrap")
+			signCheckpoint(t, p.c, p.file) // the newest checkpoint under k2, as serve signs it
+			if out := p.c.mustRun("keys", "status"); !strings.Contains(out, "Nothing needs key k1") {
+				t.Fatalf("keys status after the rewrap:\n%s", out)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+			wantVerify(t, p.c, nil, fmt.Sprintf("pruned by policy below %d", keep), "--checkpoints", p.file)
+			wantNewestNoteUnder(t, p.file+prunedNotesSuffix, "k2", keep)
+
+			forgePruneUnder(t, p.url, "k1", p.head)
+			wantVerify(t, p.c, errAuditChainBroken, `is not signed under key "k1" or any key of the ring`)
+		})
+	}
+}
+
+// forgePruneUnder prunes the trail at url below seq below under a note signed with key id's
+// checkpoint key, planned with a ring that holds every key the trail uses: a database attacker
+// holding that key, at their best.
+func forgePruneUnder(t *testing.T, url, id string, below int64) {
+	t.Helper()
+	ctx := context.Background()
+	all, err := masterRing(Config{MasterKeys: secret(ringSpec("k2", "k1"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := testdb.OpenAsIs(t, url)
+	defer st.Close()
+	plan, _, err := st.PlanAuditPrune(ctx, all, below, nil)
+	if err != nil {
+		t.Fatalf("plan the forged prune: %v", err)
+	}
+	key, err := all.CheckpointKey(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := checkpoint.SignPrune(checkpoint.Prune{Origin: checkpoint.DefaultOrigin, Below: plan.Below, Root: plan.Root, Link: plan.Link,
+		Digest: plan.Digest, KeyID: id}, time.Now(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PruneAudit(ctx, plan, p); err != nil {
+		t.Fatalf("the forged prune: %v", err)
+	}
+}
+
+// wantNewestNoteUnder checks that the newest note of the prune notes file at path, where the
+// auditor's program reads it, is the prune below seq below signed under key id.
+func wantNewestNoteUnder(t *testing.T, path, id string, below int64) {
+	t.Helper()
+	notes := readFile(t, path)
+	at := strings.LastIndex(notes, "\n"+checkpoint.PruneLabel+"\n")
+	start := strings.LastIndex(notes[:max(at, 0)], "\n") + 1
+	p, err := checkpoint.ParsePrune([]byte(strings.TrimRight(notes[start:], "\n") + "\n"))
+	if at < 0 || err != nil {
+		t.Fatalf("the newest note of %s: %v\n%s", path, err, notes)
+	}
+	ring, err := masterRing(Config{MasterKeys: secret(ringSpec(id))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ring.CheckpointPublicKey(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Below != below || p.KeyID != id || !p.SignedBy(pub) {
+		t.Fatalf("the newest note of %s: below %d under %s (signed under %s: %v), want below %d under %s", path, p.Below, p.KeyID, id, p.SignedBy(pub), below, id)
+	}
+}

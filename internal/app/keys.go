@@ -132,7 +132,7 @@ func (n keyNeeds) reasons(id string) []string {
 		out = append(out, fmt.Sprintf("The audit chain's genesis is sealed under key %s: run `backoffice keys rewrap` with the new ring (it seals it anew) before removing it.", id))
 	}
 	if n.pruneKey == id {
-		out = append(out, fmt.Sprintf("The audit trail's newest prune note is signed under key %s: audit verify checks the prune under it, so keep it in the ring while that prune is the newest.", id))
+		out = append(out, fmt.Sprintf("The audit trail's newest prune note is signed under key %s: run `backoffice keys rewrap` with the new ring (it signs the note anew under the active key) before removing it.", id))
 	}
 	if n.checkpointKey == id {
 		out = append(out, fmt.Sprintf("The newest audit checkpoint in %s is signed under key %s: let serve sign one under the active key (it does within a minute of the next event) before removing it.", n.checkpointsFile, id))
@@ -400,7 +400,7 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	for _, n := range notes {
 		fmt.Fprintln(env.Stderr, "rewrap: checkpoints:", n)
 	}
-	if err := startRewrap(ctx, st, ring, actor, v); err != nil {
+	if err := startRewrap(ctx, cfg, st, ring, actor, v); err != nil {
 		return err
 	}
 	progress := func(b store.RewrapBatch, t rewrapTotals) {
@@ -451,9 +451,9 @@ func (r rewrapRefused) Unwrap() []error { return []error{r.why, r.kind} }
 
 // startRewrap puts the run on record before it changes anything, so that a run killed outright
 // (kill -9, a crash) still leaves its event; then it seals the audit chain's genesis under the
-// active key and anchors the trail as v verified it there: the links made under the key being
-// retired stay proven once it leaves the ring.
-func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID, v auditlog.Verified) error {
+// active key, anchors the trail as v verified it there and signs the newest prune anew: the links
+// made under the key being retired, and the prune, stay proven once it leaves the ring.
+func startRewrap(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, actor domain.ID, v auditlog.Verified) error {
 	now := time.Now().UTC()
 	started := domain.AuditEvent{At: now, ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
 		Outcome: domain.OutcomeGranted, Detail: "started: moving SSNs to key " + ring.ActiveKeyID()}
@@ -463,7 +463,38 @@ func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor
 	if _, err := st.SealAuditGenesis(ctx, v); err != nil {
 		return err
 	}
-	return st.AnchorAudit(ctx, v, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted})
+	if err := st.AnchorAudit(ctx, v, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted}); err != nil {
+		return err
+	}
+	return resignPrune(ctx, cfg, st, ring, v, now)
+}
+
+// resignPrune signs the newest prune's note, as v checked it, anew under the active key when
+// another key signed it: the old key can then leave the ring, after which a prune note under it
+// (one forged with the key leaked) is a break. The note goes to the prune notes file beside the
+// checkpoints, where the auditor's program reads the newest, before it replaces the stored one.
+func resignPrune(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, v auditlog.Verified, at time.Time) error {
+	old, found := v.Prune()
+	active := ring.ActiveKeyID()
+	if !found || old.KeyID == active {
+		return nil
+	}
+	key, err := ring.CheckpointKey(active)
+	if err != nil {
+		return err
+	}
+	p, err := checkpoint.SignPrune(checkpoint.Prune{Origin: old.Origin, Below: old.Below, Root: old.Root, Link: old.Link,
+		Digest: old.Digest, Archive: old.Archive, KeyID: active}, at, key)
+	if err != nil {
+		return err
+	}
+	if cfg.AuditCheckpoints != "" {
+		notes := cfg.AuditCheckpoints + prunedNotesSuffix
+		if err := appendSynced(notes, p.Note); err != nil {
+			return fmt.Errorf("keys rewrap: the prune note signed anew: %s: %w", notes, err)
+		}
+	}
+	return st.ResignAuditPrune(ctx, v, p)
 }
 
 // rewrapTotals adds up the batches of one run.

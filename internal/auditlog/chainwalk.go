@@ -116,6 +116,9 @@ type Verified struct {
 	// treeSize and treeRoot are the audit tree the walk checked (Tree).
 	treeSize int64
 	treeRoot tlog.Hash
+	// prune is the prune the walk started from, its note checked under a key of the ring (zero
+	// for a trail never pruned).
+	prune checkpoint.Prune
 }
 
 // Seq is the newest event proven; Head its link (hex, "" for an unlinked event); Digest the
@@ -123,6 +126,10 @@ type Verified struct {
 func (v Verified) Seq() int64     { return v.seq }
 func (v Verified) Head() string   { return v.head }
 func (v Verified) Digest() []byte { return bytes.Clone(v.digest) }
+
+// Prune is the newest prune, which the walk started from and whose note it checked under a key
+// of the ring; found is false for a trail never pruned.
+func (v Verified) Prune() (p checkpoint.Prune, found bool) { return v.prune, v.prune.Below > 0 }
 
 // Err is nil when v proves the trail: a walk with the ring made it, taking nothing on trust.
 // Signers call it before they sign.
@@ -554,7 +561,7 @@ func (w *ChainWalk) Finish() ChainReport {
 	if w.ver == nil {
 		return rep
 	}
-	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && (!w.begun || w.sealedBeforePrune())}
+	v := Verified{ok: true, seq: end, head: rep.Head.Hash, digest: rep.Digest, lastUnlinked: w.beginsAfter(), genesisKnown: w.genesis != nil && (!w.begun || w.sealedBeforePrune()), prune: rep.Prune}
 	if w.tree != nil && len(w.tree.pending) == 0 && w.tree.n == end {
 		size, root, err := w.tree.head()
 		if err != nil {

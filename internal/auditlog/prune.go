@@ -351,6 +351,40 @@ func (s *Log) PruneAudit(ctx context.Context, plan PrunePlan, p checkpoint.Prune
 	})
 }
 
+// ResignAuditPrune puts p, the newest prune signed anew (by keys rewrap, under the active key),
+// in place of its note as v, a walk with the ring, checked it, so that the key that signed it may
+// leave the ring: a note under a key the ring no longer holds is a break, so one forged under a
+// leaked old key is too. The row must still hold the note v checked, and holds p when read back
+// in the same transaction, or nothing changes.
+func (s *Log) ResignAuditPrune(ctx context.Context, v Verified, p checkpoint.Prune) error {
+	if err := v.Err(); err != nil {
+		return err
+	}
+	old, found := v.Prune()
+	if !found || !old.SameCut(p) {
+		return errors.New("store: audit prune: the note signed anew is not the prune the walk verified")
+	}
+	return s.db.Tx(ctx, func(q *sqltx.Tx) error {
+		row, found, err := readPrune(ctx, q)
+		if err != nil {
+			return err
+		}
+		if !found || row.below != old.Below || row.note != string(old.Note) {
+			return fmt.Errorf("store: audit prune: the newest prune changed since the trail was verified; nothing was signed anew (run backoffice audit verify)")
+		}
+		if _, err := q.Exec(ctx, `UPDATE audit_prune SET note = ? WHERE below = ? AND note = ?`, string(p.Note), p.Below, row.note); err != nil {
+			return fmt.Errorf("store: audit prune: %w", err)
+		}
+		if row, found, err = readPrune(ctx, q); err != nil {
+			return err
+		}
+		if !found || row.below != p.Below || row.note != string(p.Note) {
+			return fmt.Errorf("store: audit prune below seq %d: its note signed anew did not read back as written, so nothing changed (something in the database drops or alters writes to audit_prune: a trigger, a rule or a view in its place): %w", p.Below, ErrNotLanded)
+		}
+		return nil
+	})
+}
+
 // readBackPrune checks, in the prune's transaction, that it landed as written: the note recorded
 // for its seq, no event left below it, the event it carries on from still there. A trigger, a
 // rule or a view could swallow the record or the delete and report success; the prune is then

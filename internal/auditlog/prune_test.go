@@ -162,3 +162,72 @@ func recordPruneEvents(t *testing.T, st *store.Store, first, n int) {
 		}
 	}
 }
+
+// The newest prune's note signed anew (keys rewrap, under the active key) replaces the one the
+// walk checked, read back in its transaction: a trigger that swallows the update fails it, the
+// old note left; a note for another cut, or a row changed since the walk, is refused; once in
+// place, the trail verifies from it with a ring that lacks the key of the old note.
+func TestResignPruneReadsBack(t *testing.T) {
+	swallow := map[string]string{
+		"sqlite":   `CREATE TRIGGER zz BEFORE UPDATE ON audit_prune BEGIN SELECT RAISE(IGNORE); END`,
+		"postgres": `CREATE FUNCTION zz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$; CREATE TRIGGER zz BEFORE UPDATE ON audit_prune FOR EACH ROW EXECUTE FUNCTION zz()`,
+	}
+	drop := map[string]string{"sqlite": `DROP TRIGGER zz`, "postgres": `DROP FUNCTION zz() CASCADE`}
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			st := testdb.Open(t, engine)
+			recordPruneEvents(t, st, 1850, 4)
+			testdb.Prune(t, st, 3)
+			both := testdb.Ring(t, "knew", testdb.DefaultKeyID)
+			rep, err := st.VerifyAuditChain(ctx, both, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := rep.Verified()
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, found := v.Prune()
+			if !found || old.KeyID != testdb.DefaultKeyID {
+				t.Fatalf("the walk's prune: %v %+v", found, old)
+			}
+			key, _ := both.CheckpointKey("knew")
+			resigned, err := checkpoint.SignPrune(checkpoint.Prune{Origin: old.Origin, Below: old.Below, Root: old.Root, Link: old.Link,
+				Digest: old.Digest, Archive: old.Archive, KeyID: "knew"}, time.Now(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := old
+			other.Archive[0] ^= 1
+			if other, err = checkpoint.SignPrune(other, time.Now(), key); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.ResignAuditPrune(ctx, v, other); err == nil {
+				t.Error("a note for another archive replaced the prune's")
+			}
+			plain := testdb.SQLOf(t, st)
+			if _, err := plain.ExecContext(ctx, swallow[engine]); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.ResignAuditPrune(ctx, v, resigned); !errors.Is(err, auditlog.ErrNotLanded) {
+				t.Errorf("the note signed anew, swallowed by a trigger: %v, want ErrNotLanded", err)
+			}
+			if _, err := plain.ExecContext(ctx, drop[engine]); err != nil {
+				t.Fatal(err)
+			}
+			if note, _, err := st.AuditPruneNote(ctx); err != nil || string(note) != string(old.Note) {
+				t.Fatalf("after the refused update the prune's note is %q (%v), want the old one", note, err)
+			}
+			if err := st.ResignAuditPrune(ctx, v, resigned); err != nil {
+				t.Fatalf("the note signed anew: %v", err)
+			}
+			if err := st.ResignAuditPrune(ctx, v, resigned); err == nil {
+				t.Error("a second replacement over a row changed since the walk went through")
+			}
+			rep, err = st.VerifyAuditChain(ctx, testdb.Ring(t, "knew"), nil)
+			if err != nil || rep.Break != nil || rep.PrunedBelow != 3 {
+				t.Fatalf("verified with the new key alone: pruned below %d, break %v, %v", rep.PrunedBelow, rep.Break, err)
+			}
+		})
+	}
+}

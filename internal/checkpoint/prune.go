@@ -130,6 +130,13 @@ func ParsePrune(msg []byte) (Prune, error) {
 	return p, nil
 }
 
+// SameCut tells whether p and o state the same prune: the same log, seq, tree, chain and
+// archive, whoever signed them and when.
+func (p Prune) SameCut(o Prune) bool {
+	return p.Origin == o.Origin && p.Below == o.Below && p.Root == o.Root && p.Link == o.Link &&
+		bytes.Equal(p.Digest, o.Digest) && p.Archive == o.Archive
+}
+
 // SignedBy tells whether pub signed the note under its origin.
 func (p Prune) SignedBy(pub ed25519.PublicKey) bool {
 	if len(pub) != ed25519.PublicKeySize {
