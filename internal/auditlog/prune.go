@@ -370,7 +370,7 @@ func (s *Log) ResignAuditPrune(ctx context.Context, v Verified, p checkpoint.Pru
 			return err
 		}
 		if !found || row.below != old.Below || row.note != string(old.Note) {
-			return fmt.Errorf("store: audit prune: the newest prune changed since the trail was verified; nothing was signed anew (run backoffice audit verify)")
+			return errors.New("store: audit prune: the newest prune changed since the trail was verified; nothing was signed anew (run backoffice audit verify)")
 		}
 		if _, err := q.Exec(ctx, `UPDATE audit_prune SET note = ? WHERE below = ? AND note = ?`, string(p.Note), p.Below, row.note); err != nil {
 			return fmt.Errorf("store: audit prune: %w", err)
