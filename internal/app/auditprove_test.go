@@ -191,7 +191,7 @@ func TestAuditProveFromTheCheckpointsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const origin = "backoffice.test/audit"
-	signed, _, err := checkpoint.Append(file, map[string]ed25519.PublicKey{"k1": pub}, func(*checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
+	signed, _, err := checkpoint.Append(file, map[string]ed25519.PublicKey{"k1": pub}, nil, func(*checkpoint.Checkpoint) (checkpoint.Checkpoint, error) {
 		return checkpoint.Sign(checkpoint.Head{Size: size, Root: root, Digest: make([]byte, 32)}, origin, "", time.Now(), "k1", key)
 	})
 	if err != nil {

@@ -233,3 +233,72 @@ func TestNothingVouchesForAForgedCheckpoint(t *testing.T) {
 	wantVerify(t, c, ErrCannotCheck, "CANNOT CHECK: checkpoints signed under a key not given (kX) were not checked")
 	wantVerify(t, c, nil, "as far as the keys given prove (--limit-to-keys)", "--limit-to-keys")
 }
+
+// A checkpoints file replaced while serve runs (another file moved over it, or it rewritten in
+// place with other content: a host attacker, or an operator's mistake) is not appended to: the
+// signer logs, at each tick, an error naming the checkpoint the file lost and what to do, with
+// the seq it last signed, and the file stays as it was. Once the file it appended to is put
+// back, it signs on, and verify checks every checkpoint.
+func TestCheckpointerRefusesAReplacedFile(t *testing.T) {
+	for name, replace := range map[string]func(t *testing.T, file, older string){
+		"moved over": func(t *testing.T, file, older string) {
+			if err := os.Rename(older, file); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"rewritten in place": func(t *testing.T, file, older string) {
+			if err := os.WriteFile(file, []byte(readFile(t, older)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+				var logs lockedBuffer
+				cp, err := newCheckpointer(file, testdb.OpenAsIs(t, url), testdb.Ring(t, "k1"), newLogger(&logs, 0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cp.tick(context.Background())
+				older, kept := filepath.Join(t.TempDir(), "older"), filepath.Join(t.TempDir(), "kept")
+				if err := os.WriteFile(older, []byte(readFile(t, file)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				c.mustRun("apikey", "create", "--user", string(testStaff))
+				cp.tick(context.Background())
+				signed := fileCheckpoints(t, file)
+				if len(signed) != 2 {
+					t.Fatalf("%d checkpoints signed, want 2:\n%s", len(signed), logs.String())
+				}
+				if err := os.WriteFile(kept, []byte(readFile(t, file)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+
+				replace(t, file, older)
+				replaced := readFile(t, file)
+				c.mustRun("apikey", "create", "--user", string(testStaff))
+				if err := cp.sign(context.Background()); !errors.Is(err, checkpoint.ErrReplaced) {
+					t.Fatalf("signing into the replaced file: %v; want it refused as replaced", err)
+				}
+				cp.tick(context.Background())
+				if readFile(t, file) != replaced {
+					t.Fatal("a checkpoint was appended to the replaced file")
+				}
+				s := logs.String()
+				want := fmt.Sprintf(`"level":"ERROR","msg":"audit checkpoint not signed","error":"audit checkpoints: %s: the checkpoints file was replaced or rewritten: it no longer holds the checkpoint of seq %d`, file, signed[1].Seq)
+				if !strings.Contains(s, want) || !strings.Contains(s, "put back the file that holds that checkpoint") ||
+					!strings.Contains(s, fmt.Sprintf(`"last_checkpoint_seq":%d`, signed[1].Seq)) {
+					t.Errorf("the refusal is not logged as an error naming the lost checkpoint, what to do and the seq last signed; want %s in:\n%s", want, s)
+				}
+
+				if err := os.Rename(kept, file); err != nil {
+					t.Fatal(err)
+				}
+				if err := cp.sign(context.Background()); err != nil {
+					t.Fatalf("once the file was put back: %v", err)
+				}
+				wantVerify(t, c, nil, "checkpoints: 3 matched", "--checkpoints", file)
+			})
+		})
+	}
+}

@@ -49,8 +49,9 @@ type checkpointer struct {
 	// before a new one names it.
 	keys map[string]ed25519.PublicKey
 	// origin names the log in the checkpoints it signs (BACKOFFICE_AUDIT_ORIGIN); last is the
-	// newest checkpoint it signed or found in its file, the one the next must extend; latest the
-	// newest signed note, which GET /v1/audit-log/checkpoint serves.
+	// newest checkpoint it signed or found in its file, the one the next must extend, and which
+	// the file must still hold when it appends (checkpoint.Append refuses one replaced since);
+	// latest the newest signed note, which GET /v1/audit-log/checkpoint serves.
 	origin string
 	last   *checkpoint.Checkpoint
 	latest atomic.Pointer[[]byte]
@@ -233,7 +234,7 @@ func (c *checkpointer) sign(ctx context.Context) error {
 	}
 	cp, appended := checkpoint.Checkpoint{}, true
 	if c.path != "" {
-		cp, appended, err = checkpoint.Append(c.path, c.keys, sign)
+		cp, appended, err = checkpoint.Append(c.path, c.keys, c.last, sign)
 	} else {
 		cp, err = sign(c.last)
 	}

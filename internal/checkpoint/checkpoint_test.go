@@ -31,7 +31,7 @@ func signed(c Checkpoint) Checkpoint {
 func chain(t *testing.T, path string, signers ...string) {
 	t.Helper()
 	for _, id := range signers {
-		if _, appended, err := Append(path, allKeys(), atSeq(lastSeq(t, path)+1, id)); err != nil || !appended {
+		if _, appended, err := Append(path, allKeys(), nil, atSeq(lastSeq(t, path)+1, id)); err != nil || !appended {
 			t.Fatalf("append: %v (appended %v)", err, appended)
 		}
 	}
@@ -101,7 +101,7 @@ func TestAppendRefusesAPredecessorItCannotCheck(t *testing.T) {
 			good, _ := os.ReadFile(path)
 			forged := forge(good)
 			os.WriteFile(path, forged, 0o600)
-			_, appended, err := Append(path, allKeys(), atSeq(10, "k1"))
+			_, appended, err := Append(path, allKeys(), nil, atSeq(10, "k1"))
 			if !errors.Is(err, ErrUnverifiable) || appended {
 				t.Fatalf("appended %v after %s: %v", appended, name, err)
 			}
@@ -119,7 +119,7 @@ func TestAppendBehindTheFileWritesNothing(t *testing.T) {
 	chain(t, path, "k1", "k1", "k1")
 	before, _ := os.ReadFile(path)
 	for _, seq := range []int64{2, 3} {
-		c, appended, err := Append(path, allKeys(), atSeq(seq, "k1"))
+		c, appended, err := Append(path, allKeys(), nil, atSeq(seq, "k1"))
 		if err != nil || appended || c.Seq != 3 {
 			t.Fatalf("seq %d behind seq 3: got seq %d, appended %v, %v", seq, c.Seq, appended, err)
 		}
@@ -217,7 +217,7 @@ func TestAppendReadsTheCheckpointBack(t *testing.T) {
 			chain(t, path, "k1", "k1")
 			good, _ := os.ReadFile(path)
 			sign := atSeq(3, "k1")
-			_, appended, err := Append(path, allKeys(), func(prev *Checkpoint) (Checkpoint, error) {
+			_, appended, err := Append(path, allKeys(), nil, func(prev *Checkpoint) (Checkpoint, error) {
 				swap(t, path, good)
 				return sign(prev)
 			})
@@ -233,5 +233,116 @@ func TestAppendReadsTheCheckpointBack(t *testing.T) {
 	chain(t, path, "k1", "k1", "k1")
 	if lastSeq(t, path) != 3 {
 		t.Fatal("appends to an untouched file do not read back")
+	}
+}
+
+// lastOf is the last checkpoint of the file at path, as the appender last wrote or read it.
+func lastOf(t *testing.T, path string) *Checkpoint {
+	t.Helper()
+	tail, err := ReadLast(path)
+	if err != nil || tail.Last == nil {
+		t.Fatalf("no last checkpoint in %s: %v", path, err)
+	}
+	return &tail.Last.Checkpoint
+}
+
+// otherChain is a file of n checkpoints that each name the one before, signed under k1 like
+// chain's but stating other digests: another history under the same key.
+func otherChain(n int64) []byte {
+	var b []byte
+	prev := ""
+	for seq := int64(1); seq <= n; seq++ {
+		c := signed(Checkpoint{Seq: seq, Digest: strings.Repeat("ef", 32), Prev: prev, At: "2026-11-25T12:00:00Z", KeyID: "k1"})
+		line, _ := json.Marshal(c)
+		b = append(append(b, line...), '\n')
+		prev = c.ID()
+	}
+	return b
+}
+
+// The file an appender appends to must still hold the checkpoint it last wrote or read there,
+// followed only by checkpoints that each name the one before it: a file moved over, truncated,
+// rewritten or removed since is refused (ErrReplaced), names what it holds instead, and is left
+// as it is (a removed one is not made anew). Each way of replacing it is tried.
+func TestAppendRefusesAReplacedFile(t *testing.T) {
+	for name, replace := range map[string]func(t *testing.T, path string, good []byte){
+		"moved over by an older copy": func(t *testing.T, path string, good []byte) {
+			older := filepath.Join(t.TempDir(), "older")
+			chain(t, older, "k1")
+			if err := os.Rename(older, path); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"truncated and rewritten with another history": func(t *testing.T, path string, _ []byte) {
+			if err := os.WriteFile(path, otherChain(3), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"truncated": func(t *testing.T, path string, _ []byte) {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"rewritten after it": func(t *testing.T, path string, good []byte) {
+			line, _ := json.Marshal(signed(Checkpoint{Seq: 3, Digest: strings.Repeat("ab", 32), Prev: strings.Repeat("0", 64), At: "2026-11-25T12:00:00Z", KeyID: "k1"}))
+			if err := os.WriteFile(path, append(good, append(line, '\n')...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"removed": func(t *testing.T, path string, _ []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.jsonl")
+			chain(t, path, "k1", "k1")
+			after := lastOf(t, path)
+			good, _ := os.ReadFile(path)
+			replace(t, path, good)
+			before, beforeErr := os.ReadFile(path)
+			_, appended, err := Append(path, allKeys(), after, atSeq(10, "k1"))
+			if !errors.Is(err, ErrReplaced) || appended {
+				t.Fatalf("appended %v to a file %s: %v; want it refused as replaced", appended, name, err)
+			}
+			if !strings.Contains(err.Error(), "seq 2") || !strings.Contains(err.Error(), "put") {
+				t.Errorf("the error does not name the checkpoint the file lost and what to do: %v", err)
+			}
+			now, nowErr := os.ReadFile(path)
+			if !bytes.Equal(now, before) || (beforeErr == nil) != (nowErr == nil) {
+				t.Errorf("the replaced file changed:\n%s", now)
+			}
+		})
+	}
+}
+
+// What other processes append after the checkpoint an appender last wrote or read (a restart
+// that starts the new serve before the old one stops), each naming the one before it, is the
+// same file carried on, however much of it there is; so is a copy of the same bytes put in its
+// place.
+func TestAppendAfterOtherProcessesAppended(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	chain(t, path, "k1")
+	after := lastOf(t, path)
+	for range 2 * tailChunk / 200 { // more than the first read of the end holds
+		chain(t, path, "k1")
+	}
+	last, theirs := lastSeq(t, path), lastOf(t, path)
+	c, appended, err := Append(path, allKeys(), after, atSeq(last+1, "k1"))
+	if err != nil || !appended || c.Prev != theirs.ID() {
+		t.Fatalf("after other processes appended: appended %v, %v", appended, err)
+	}
+	after = &c
+	good, _ := os.ReadFile(path)
+	copied := filepath.Join(t.TempDir(), "copy")
+	if err := os.WriteFile(copied, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(copied, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, appended, err := Append(path, allKeys(), after, atSeq(last+2, "k1")); err != nil || !appended {
+		t.Fatalf("after a copy of the same bytes was put in its place: appended %v, %v", appended, err)
 	}
 }

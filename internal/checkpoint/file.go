@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -23,21 +24,29 @@ type File struct {
 	Torn []int
 }
 
-// Append appends, at the end of the file at path (made if missing, mode 0600), the checkpoint
-// sign makes given the file's last checkpoint (its predecessor, nil when there is none), and
-// syncs it to disk before it returns. A note is written after a blank line, and followed by one;
-// a version 1 line (only tests still make them) on a line of its own. It holds an exclusive lock
-// on the file (flock) from reading the predecessor to the sync, so that processes appending to
-// one file each name the checkpoint truly before theirs. A torn checkpoint at the end is left
-// where it is, and the new one starts after it.
+// Append appends, at the end of the file at path, the checkpoint sign makes given the file's
+// last checkpoint (its predecessor, nil when there is none), and syncs it to disk before it
+// returns. A note is written after a blank line, and followed by one; a version 1 line (only
+// tests still make them) on a line of its own. It holds an exclusive lock on the file (flock)
+// from reading the predecessor to the sync, so that processes appending to one file each name
+// the checkpoint truly before theirs. A torn checkpoint at the end is left where it is, and the
+// new one starts after it.
+//
+// after is the checkpoint the caller last wrote to the file or read from it (nil: none, and a
+// missing file is made, mode 0600). The file must still hold it, followed only by checkpoints
+// that each name the one before it (another process's appends); one that does not was replaced
+// or rewritten (moved over, truncated, restored from a copy), and Append refuses it
+// (ErrReplaced) and writes nothing: a checkpoint appended there would not follow the ones the
+// caller vouched for, and those would be missing from the file an auditor reads. With after
+// given, a missing file is refused too, not made anew.
 //
 // A checkpoint that names its predecessor vouches for it, so Append refuses (ErrUnverifiable)
 // unless the predecessor's signature holds under one of keys: a checkpoint appended by hand, or
 // one signed under a key that is not given, is never vouched for unchecked. When the predecessor
 // already covers the seq sign made, or a later one (another process appending to the file got
 // there first), nothing is written: Append returns the predecessor, and appended false.
-func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Checkpoint) (Checkpoint, error)) (c Checkpoint, appended bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+func Append(path string, keys map[string]ed25519.PublicKey, after *Checkpoint, sign func(prev *Checkpoint) (Checkpoint, error)) (c Checkpoint, appended bool, err error) {
+	f, err := openToAppend(path, after)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %w", err)
 	}
@@ -50,6 +59,11 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Chec
 	prev, end, _, err := lastInFile(f)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+	}
+	if after != nil {
+		if err := holdsSince(f, prev, *after); err != nil {
+			return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
+		}
 	}
 	if prev != nil {
 		if err := CheckPredecessor(*prev, keys); err != nil {
@@ -76,6 +90,73 @@ func Append(path string, keys map[string]ed25519.PublicKey, sign func(prev *Chec
 		return Checkpoint{}, false, fmt.Errorf("audit checkpoints: %s: %w", path, err)
 	}
 	return c, true, nil
+}
+
+// ErrReplaced means the file at a checkpoints path is not the one its appender last wrote to or
+// read from: it no longer holds the checkpoint the appender last wrote or read there, followed
+// by checkpoints that each name the one before it.
+var ErrReplaced = errors.New("the checkpoints file was replaced or rewritten")
+
+// whatToDoReplaced is what an operator does about a file Append refused as replaced.
+const whatToDoReplaced = "Nothing is appended to it: keep both files and find out who replaced it; then put back the file that holds that checkpoint or, if the file now there is the one to use, restart serve on it (serve checks its last checkpoint as it starts)"
+
+// openToAppend opens the file at path to append to it: made if missing when the caller knows no
+// checkpoint of it (after nil); else a missing file is one moved or removed (ErrReplaced).
+func openToAppend(path string, after *Checkpoint) (*os.File, error) {
+	if after == nil {
+		return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s is gone (moved or removed); it held the checkpoint of %s, which this process last wrote or read there. Nothing is made in its place: find out who moved it, then put it back or, if a new file is meant, restart serve (which starts one)", ErrReplaced, path, describe(*after))
+	}
+	return f, err
+}
+
+// holdsSince says why f, whose last checkpoint is last, is not the file whose checkpoint after
+// its appender last wrote or read: f must hold after, and after it only checkpoints that each
+// name the one before it. It reads back from the file's end only as far as after: what it
+// reads grows with what other processes appended since, not with the file.
+func holdsSince(f *os.File, last *Checkpoint, after Checkpoint) error {
+	if last != nil && last.ID() == after.ID() {
+		return nil
+	}
+	want := after.ID()
+	isAfter := func(e Entry) bool { return e.ID() == want }
+	entries, _, _, err := tailEntries(f, func(entries []Entry) bool { return slices.ContainsFunc(entries, isAfter) })
+	if err != nil {
+		return err
+	}
+	i := lastIndexFunc(entries, isAfter)
+	if i < 0 {
+		found := "it holds no checkpoint"
+		if last != nil {
+			found = "its last is the checkpoint of " + describe(*last)
+		}
+		return fmt.Errorf("%w: it no longer holds the checkpoint of %s, which this process last wrote or read there; %s. It was moved over, truncated or rewritten, and a checkpoint appended to it would not follow the ones this process vouched for. %s", ErrReplaced, describe(after), found, whatToDoReplaced)
+	}
+	for j := i + 1; j < len(entries); j++ {
+		if entries[j].Prev != entries[j-1].ID() {
+			return fmt.Errorf("%w: the checkpoint of %s, after the one of %s that this process last wrote or read there, does not name the checkpoint before it: the file was rewritten since. %s", ErrReplaced, describe(entries[j].Checkpoint), describe(after), whatToDoReplaced)
+		}
+	}
+	return nil
+}
+
+// lastIndexFunc is the index of the last of entries for which f holds, -1 for none.
+func lastIndexFunc(entries []Entry, f func(Entry) bool) int {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if f(entries[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// describe names a checkpoint in a message: its seq, when it was signed, and its id's first
+// digits.
+func describe(c Checkpoint) string {
+	return fmt.Sprintf("seq %d (signed at %s, id %.16s)", c.Seq, c.At, c.ID())
 }
 
 // ErrNotReadBack means a checkpoint just written is not the last one of the file at its path:
@@ -187,6 +268,18 @@ const tailChunk = 16 << 10
 // the end of the file, more of it while the checkpoints there are torn ones: what it reads does
 // not grow with the file.
 func lastInFile(f *os.File) (last *Checkpoint, end []byte, torn int, err error) {
+	entries, end, torn, err := tailEntries(f, func(entries []Entry) bool { return len(entries) > 0 })
+	if err != nil || len(entries) == 0 {
+		return nil, end, torn, err
+	}
+	c := entries[len(entries)-1].Checkpoint
+	return &c, end, torn, nil
+}
+
+// tailEntries reads the checkpoints that start in f's end, reading more of it, back to its start
+// if need be, until enough says the checkpoints read will do; with them, the file's last bytes
+// and how many torn checkpoints it met. Entries' Line counts from the first line read.
+func tailEntries(f *os.File, enough func([]Entry) bool) (entries []Entry, end []byte, torn int, err error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, 0, err
@@ -203,12 +296,8 @@ func lastInFile(f *os.File) (last *Checkpoint, end []byte, torn int, err error) 
 		if err != nil {
 			return nil, end, 0, fmt.Errorf("near the end: %w", err)
 		}
-		if len(entries) > 0 {
-			c := entries[len(entries)-1].Checkpoint
-			return &c, end, len(t), nil
-		}
-		if from == 0 {
-			return nil, end, len(t), nil
+		if from == 0 || enough(entries) {
+			return entries, end, len(t), nil
 		}
 	}
 }

@@ -77,14 +77,14 @@ func seedFiles(f *testing.F) [][]byte {
 		return b
 	}
 	appendAt := func(size int64) {
-		if _, _, err := Append(path, allKeys(), func(prev *Checkpoint) (Checkpoint, error) {
+		if _, _, err := Append(path, allKeys(), nil, func(prev *Checkpoint) (Checkpoint, error) {
 			return Sign(headOf(f, m, size), origin, idOf(prev), time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC), "k1", key(1))
 		}); err != nil {
 			f.Fatal(err)
 		}
 	}
 	for seq := int64(1); seq <= 2; seq++ {
-		if _, _, err := Append(path, allKeys(), atSeq(seq, "k1")); err != nil {
+		if _, _, err := Append(path, allKeys(), nil, atSeq(seq, "k1")); err != nil {
 			f.Fatal(err)
 		}
 	}

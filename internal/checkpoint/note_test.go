@@ -139,7 +139,7 @@ func TestNotesFollowVersion1Lines(t *testing.T) {
 	chain(t, path, "k1", "k1")
 	m := treeOf(t, "event", 9)
 	for _, size := range []int64{3, 7} {
-		if _, appended, err := Append(path, allKeys(), atSize(t, m, size, "k2")); err != nil || !appended {
+		if _, appended, err := Append(path, allKeys(), nil, atSize(t, m, size, "k2")); err != nil || !appended {
 			t.Fatalf("append a note: %v %v", appended, err)
 		}
 	}
@@ -167,7 +167,7 @@ func TestNotesFollowVersion1Lines(t *testing.T) {
 		},
 	} {
 		os.WriteFile(path, forge(b), 0o600)
-		if _, appended, err := Append(path, allKeys(), atSize(t, m, 9, "k2")); !errors.Is(err, ErrUnverifiable) || appended {
+		if _, appended, err := Append(path, allKeys(), nil, atSize(t, m, 9, "k2")); !errors.Is(err, ErrUnverifiable) || appended {
 			t.Fatalf("%s: appended %v: %v", name, appended, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestTornNoteAtEveryCut(t *testing.T) {
 	m := treeOf(t, "event", 9)
 	base := filepath.Join(dir, "base")
 	chain(t, base, "k1")
-	if _, _, err := Append(base, allKeys(), atSize(t, m, 3, "k1")); err != nil {
+	if _, _, err := Append(base, allKeys(), nil, atSize(t, m, 3, "k1")); err != nil {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(base)
@@ -215,7 +215,7 @@ func TestTornNoteAtEveryCut(t *testing.T) {
 		case !whole && (len(file.Entries) != 2 || !slices.Equal(file.Torn, []int{12})):
 			t.Fatalf("cut at %d of %d: entries %d, torn %v\n%s", cut, len(next.Note), len(file.Entries), file.Torn, next.Note[:cut])
 		}
-		if _, appended, err := Append(path, allKeys(), atSize(t, m, 7, "k1")); err != nil || !appended {
+		if _, appended, err := Append(path, allKeys(), nil, atSize(t, m, 7, "k1")); err != nil || !appended {
 			t.Fatalf("cut at %d: append: %v %v", cut, appended, err)
 		}
 		file, err = ReadFile(path)
@@ -241,7 +241,7 @@ func TestAppendAfterALongFile(t *testing.T) {
 	chain(t, path, "k1")
 	m := treeOf(t, "event", 80)
 	for size := int64(2); size <= 80; size++ {
-		if _, appended, err := Append(path, allKeys(), atSize(t, m, size, "k1")); err != nil || !appended {
+		if _, appended, err := Append(path, allKeys(), nil, atSize(t, m, size, "k1")); err != nil || !appended {
 			t.Fatalf("size %d: %v %v", size, appended, err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestAppendAfterALongFile(t *testing.T) {
 	if _, _, err := Vouched(file.Entries, map[string]ed25519.PublicKey{"k1": pub("k1")}); err != nil {
 		t.Fatal(err)
 	}
-	c, appended, err := Append(path, allKeys(), atSize(t, m, 80, "k1"))
+	c, appended, err := Append(path, allKeys(), nil, atSize(t, m, 80, "k1"))
 	if err != nil || appended || c.ID() != file.Entries[79].ID() {
 		t.Fatalf("behind the file: %v %v", appended, err)
 	}
@@ -272,7 +272,7 @@ func TestReadLast(t *testing.T) {
 	chain(t, path, "k1")
 	m := treeOf(t, "event", 80)
 	for size := int64(2); size <= 80; size++ {
-		if _, _, err := Append(path, allKeys(), atSize(t, m, size, "k1")); err != nil {
+		if _, _, err := Append(path, allKeys(), nil, atSize(t, m, size, "k1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -302,7 +302,7 @@ func TestTailAtEveryCut(t *testing.T) {
 	chain(t, path, "k1", "k1")
 	m := treeOf(t, "event", 9)
 	for _, size := range []int64{3, 5, 7} {
-		if _, _, err := Append(path, allKeys(), atSize(t, m, size, "k1")); err != nil {
+		if _, _, err := Append(path, allKeys(), nil, atSize(t, m, size, "k1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -390,7 +390,7 @@ func BenchmarkAppendNote(b *testing.B) {
 			for range b.N {
 				size++
 				head.Size = size
-				_, appended, err := Append(path, allKeys(), func(prev *Checkpoint) (Checkpoint, error) {
+				_, appended, err := Append(path, allKeys(), nil, func(prev *Checkpoint) (Checkpoint, error) {
 					return Sign(head, origin, idOf(prev), time.Unix(0, 0), "k1", key1)
 				})
 				if err != nil || !appended {
