@@ -435,8 +435,12 @@ func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit 
 	return expects, notes, unvouched, vouched, nil
 }
 
-// chained tells whether each of entries names the one before it.
+// chained tells whether each of entries names the one before it, and the first none (a file
+// from its start).
 func chained(entries []checkpoint.Entry) bool {
+	if len(entries) > 0 && entries[0].Prev != "" {
+		return false
+	}
 	for i := 1; i < len(entries); i++ {
 		if entries[i].Prev != entries[i-1].ID() {
 			return false

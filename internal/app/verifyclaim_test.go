@@ -161,3 +161,42 @@ func TestVerifyWithTheRingWhenTheCheckpointsAreUnderAKeyItLacks(t *testing.T) {
 	wantLines(t, out, "proved: seq 1-6, by the links and anchors the ring checks, and the checkpoints checked",
 		"not proved: that the trail is what the checkpoints not checked signed (seq 3)")
 }
+
+// cutAtStart writes, beside file, the file without its first checkpoint: the lines from where
+// its second starts.
+func cutAtStart(t *testing.T, file string) string {
+	t.Helper()
+	read, err := checkpoint.ReadFile(file)
+	if err != nil || len(read.Entries) < 2 {
+		t.Fatalf("want two checkpoints or more in %s: %v", file, err)
+	}
+	lines := strings.SplitAfter(readFile(t, file), "\n")
+	cut := file + ".cut"
+	if err := os.WriteFile(cut, []byte(strings.Join(lines[read.Entries[1].Line-1:], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cut
+}
+
+// A checkpoints file whose first checkpoint names one before it that the file lacks was cut at
+// its start (a signer names only the checkpoint then last in the file): verify cannot check what
+// the checkpoints cut off fixed, and says so, never intact; nor with --limit-to-keys, and nor
+// when no key given checks the file's checkpoints.
+func TestVerifyFlagsAFileCutAtItsStart(t *testing.T) {
+	eachAuditCLI(t, func(t *testing.T, engine string, c *cli, url, file string) {
+		signCheckpoint(t, c, file)
+		c.mustRun("apikey", "create", "--user", string(testStaff))
+		signCheckpoint(t, c, file)
+		wantVerify(t, c, nil, "checkpoints: 2 matched", "--checkpoints", file)
+		cut := cutAtStart(t, file)
+		const says = "that the file does not hold: the file was cut at its start"
+		wantVerify(t, c, ErrCannotCheck, says, "--checkpoints", cut)
+		wantVerify(t, c, ErrCannotCheck, says, "--checkpoints", cut, "--limit-to-keys")
+
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+		c.mustRun("keys", "rewrap")
+		c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+		wantVerify(t, c, nil, "as far as the keys given prove (--limit-to-keys)", "--checkpoints", file, "--limit-to-keys")
+		wantVerify(t, c, ErrCannotCheck, "is signed under a key given", "--checkpoints", cut, "--limit-to-keys")
+	})
+}

@@ -103,7 +103,8 @@ var ErrUnverifiable = errors.New("audit checkpoints cannot be checked")
 // checkpoint before it, whatever key signed those (a key since retired). A signature that does
 // not hold under the key it names, a broken Prev, or no checkpoint signed under a key given, is
 // ErrUnverifiable; checkpoints after the last one vouched for are returned apart (unvouched):
-// nothing vouches for them, and whoever reads them cannot check them.
+// nothing vouches for them, and whoever reads them cannot check them. entries are a whole file's:
+// a first checkpoint that names one before it (a file cut at its start) is ErrUnverifiable.
 func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvouched []Entry, err error) {
 	last := -1
 	for i, e := range entries {
@@ -122,7 +123,22 @@ func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvou
 	if len(entries) > 0 && last < 0 {
 		return nil, nil, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrUnverifiable, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
 	}
+	if err := cutAtStart(entries); err != nil {
+		return nil, nil, err
+	}
 	return entries[:last+1], entries[last+1:], nil
+}
+
+// cutAtStart says why entries, a whole file's checkpoints of which a key given vouches for the
+// first, are not the file from its start: the first names a checkpoint before it (Prev). A signer
+// names only the checkpoint last in the file it appends to, so the file held one there: the
+// checkpoints before it were removed, and what they fixed cannot be checked.
+func cutAtStart(entries []Entry) error {
+	if len(entries) == 0 || entries[0].Prev == "" {
+		return nil
+	}
+	first := entries[0]
+	return fmt.Errorf("%w: %s names a checkpoint before it (prev %.16s) that the file does not hold: the file was cut at its start (a key given vouches for this checkpoint, and its signer named the checkpoint then last in the file); what the checkpoints cut off fixed cannot be checked: give the whole file (serve's log holds every checkpoint too)", ErrUnverifiable, first.What(), first.Prev)
 }
 
 // ParsePublicKey reads a public key as `audit public-key` prints it: "KEYID:BASE64".

@@ -346,3 +346,22 @@ func TestAppendAfterOtherProcessesAppended(t *testing.T) {
 		t.Fatalf("after a copy of the same bytes was put in its place: appended %v, %v", appended, err)
 	}
 }
+
+// A file's first checkpoint names none before it: one that does (the file cut at its start, or
+// only its end given) is a file that does not hold together, as a checkpoint removed from its
+// middle is, and the error says it was cut.
+func TestVouchedRefusesAFileCutAtItsStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	chain(t, path, "k1", "k1", "k1")
+	file, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Vouched(file.Entries, allKeys()); err != nil {
+		t.Fatalf("the whole file: %v", err)
+	}
+	_, _, err = Vouched(file.Entries[1:], allKeys())
+	if !errors.Is(err, ErrUnverifiable) || !strings.Contains(err.Error(), "the file was cut at its start") {
+		t.Fatalf("the file without its first checkpoint: %v; want it unverifiable, cut at its start", err)
+	}
+}
