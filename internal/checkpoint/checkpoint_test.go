@@ -328,6 +328,9 @@ func TestAppendAfterOtherProcessesAppended(t *testing.T) {
 	for range 2 * tailChunk / 200 { // more than the first read of the end holds
 		chain(t, path, "k1")
 	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() < 2*tailChunk {
+		t.Fatalf("the others' appends do not outgrow the first read of the end: %v", err)
+	}
 	last, theirs := lastSeq(t, path), lastOf(t, path)
 	c, appended, err := Append(path, allKeys(), after, atSeq(last+1, "k1"))
 	if err != nil || !appended || c.Prev != theirs.ID() {
