@@ -65,14 +65,15 @@ func strength(secret string) float64 {
 		// Too short to pass whatever it is: say how guessable it is too ("0000000000001234").
 		bits = min(bits, guessBits(secret))
 	}
+	bodies := decodedBodies(secret)
 	// A body whose bytes count along (00 01 02 …, 0f 1e 2d …) is no stronger than the two bytes
 	// that make it, a start and a step, however random its characters look.
-	if ok && steadilyDecoded(secret) {
+	if ok && steadilyDecoded(bodies) {
 		bits = min(bits, steadyBits)
 	}
 	// A body that decodes to text someone chose is no stronger than that text. Random bytes are
 	// printable now and then too: only text that zxcvbn's patterns mostly cover counts.
-	if text, ok := decodedText(secret); ok {
+	if text, ok := decodedText(bodies); ok {
 		if _, patterned := guesses(text); patterned {
 			bits = min(bits, strength(text))
 		}
@@ -559,10 +560,10 @@ func guesses(secret string) (bits float64, patterned bool) {
 	return math.Log2(max(seq.Guesses, 1)), false
 }
 
-// decodedText is what secret (past a prefix) decodes to as hex, base32 or base64, when that is
-// printable text.
-func decodedText(secret string) (string, bool) {
-	for _, b := range decodedBodies(secret) {
+// decodedText is the first of a secret's decoded bodies (see decodedBodies) that is printable
+// text.
+func decodedText(bodies [][]byte) (string, bool) {
+	for _, b := range bodies {
 		if isText(b) {
 			return string(b), true
 		}
@@ -602,12 +603,12 @@ func decodedBodies(secret string) [][]byte {
 // steadyBits is what a body of bytes counting along is credited: its start and its step.
 const steadyBits = 16
 
-// steadilyDecoded tells a body (see decodedBodies) whose bytes step by the same difference more
-// often than random bytes do: each byte repeats the step before it with a chance of 1/256, and
-// the count of those that do is held to the binomial's tail (tailLimit), as looksRandom holds a
-// body's characters.
-func steadilyDecoded(secret string) bool {
-	for _, b := range decodedBodies(secret) {
+// steadilyDecoded tells whether one of a secret's decoded bodies (see decodedBodies) has bytes
+// that step by the same difference more often than random bytes do: each byte repeats the step
+// before it with a chance of 1/256, and the count of those that do is held to the binomial's
+// tail (tailLimit), as looksRandom holds a body's characters.
+func steadilyDecoded(bodies [][]byte) bool {
+	for _, b := range bodies {
 		if len(b) < 4 {
 			continue
 		}
