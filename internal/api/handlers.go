@@ -193,11 +193,12 @@ func outcomeOf(err error) string {
 }
 
 // auditID is a path value that names an object, as the trail keeps it: as given when it is a
-// uuid, else only its length. What a client writes in an id's place is anything (an SSN typed into
-// the wrong field, say), and the trail keeps it for good.
+// uuid (its 36 hex digits and hyphens are already fit for the trail), else only its length. What
+// a client writes in an id's place is anything (an SSN typed into the wrong field, say), and the
+// trail keeps it for good.
 func auditID(s string) string {
 	if _, err := domain.ParseID(s); err == nil {
-		return auditTarget(s)
+		return s
 	}
 	return fmt.Sprintf("(not a uuid, %d bytes)", len(s))
 }
