@@ -164,3 +164,15 @@ func TestRedactedURLHidesPasswords(t *testing.T) {
 		}
 	}
 }
+
+// A URL that does not parse cannot be redacted, so it is not shown at all: its password may be
+// what keeps it from parsing (a "%" not followed by two hex digits).
+func TestAURLThatDoesNotParseIsNotShown(t *testing.T) {
+	s := "postgres://app:s3cret%zzPW@db.example/backoffice"
+	if got := redactedURL(s); got != "(a URL that does not parse)" {
+		t.Errorf("redactedURL(%q) = %q", s, got)
+	}
+	if got := shownURL(s); got != "the --to URL" {
+		t.Errorf("shownURL(%q) = %q", s, got)
+	}
+}
