@@ -61,23 +61,27 @@ func copyFailed(to string, err error) error {
 	return fmt.Errorf("copy to %s: %w (nothing was copied)", shownURL(to), err)
 }
 
-// shownURL is a database URL without its password.
+// shownURL is a database URL without its password; one that does not parse is named by its flag,
+// as the copy's messages read.
 func shownURL(s string) string {
 	if strings.HasPrefix(s, "sqlite:") {
 		return s
 	}
-	if _, err := url.Parse(s); err != nil {
-		return "the --to URL"
-	}
-	return redactedURL(s)
+	return redactedURLOr(s, "the --to URL")
 }
 
-// redactedURL is a URL fit for a log line or an error: its password, in the user part or as a
-// password query parameter (which PostgreSQL's URLs take), as xxxxx.
+// redactedURL is a URL fit for a log line or an error (see redactedURLOr).
 func redactedURL(s string) string {
+	return redactedURLOr(s, "(a URL that does not parse)")
+}
+
+// redactedURLOr is s with its password, in the user part or as a password query parameter (which
+// PostgreSQL's URLs take), as xxxxx; unparsed in place of a URL that does not parse, which cannot
+// be redacted and may hold a password where none is looked for.
+func redactedURLOr(s, unparsed string) string {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "(a URL that does not parse)"
+		return unparsed
 	}
 	if q := u.Query(); q.Has("password") {
 		q.Set("password", "xxxxx")
