@@ -25,7 +25,8 @@ type keptBody[V any] struct {
 	body  []byte
 }
 
-// maxKeptBodies bounds what each keeps: when full it is emptied and fills again.
+// maxKeptBodies bounds what each keeps: when full, one answer, any, makes room for the next, so
+// a caller sweeping many leads or pages leaves the other callers' answers kept.
 const maxKeptBodies = 1024
 
 func newKeptBodies[K comparable, V any](same func(a, b V) bool, answer func(V) any) *keptBodies[K, V] {
@@ -48,7 +49,12 @@ func (b *keptBodies[K, V]) body(key K, v V) ([]byte, error) {
 	}
 	b.mu.Lock()
 	if len(b.kept) >= maxKeptBodies {
-		clear(b.kept)
+		// Whichever a range meets first: the runtime starts each range at a random place, so each
+		// answer is as likely as any other to go.
+		for k := range b.kept {
+			delete(b.kept, k)
+			break
+		}
 	}
 	b.kept[key] = keptBody[V]{value: v, body: body}
 	b.mu.Unlock()

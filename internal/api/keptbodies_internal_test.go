@@ -163,3 +163,32 @@ func TestAcceptanceBodiesAreNeverAnswersOfOtherAcceptances(t *testing.T) {
 	noPlans.CardPlans = nil
 	check("nil plans", noPlans)
 }
+
+// A full keptBodies makes room for the next answer by dropping one kept answer, not all: a caller
+// sweeping many leads or pages keeps the other callers' answers kept. Which one goes is left to
+// chance, so that no answer is always the one.
+func TestFullKeptBodiesDropOneAnswer(t *testing.T) {
+	dropped := map[int]bool{}
+	for range 20 {
+		b := newKeptBodies[int](func(a, b int) bool { return a == b }, func(v int) any { return v })
+		for i := range maxKeptBodies + 1 {
+			if _, err := b.body(i, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(b.kept) != maxKeptBodies {
+			t.Fatalf("%d answers kept after %d; one should have made room, leaving %d", len(b.kept), maxKeptBodies+1, maxKeptBodies)
+		}
+		if _, ok := b.kept[maxKeptBodies]; !ok {
+			t.Fatal("the answer that found keptBodies full was not kept")
+		}
+		for i := range maxKeptBodies {
+			if _, ok := b.kept[i]; !ok {
+				dropped[i] = true
+			}
+		}
+	}
+	if len(dropped) < 2 {
+		t.Errorf("twenty full keptBodies all dropped the same answer (%v): one answer is always the one to go", dropped)
+	}
+}
