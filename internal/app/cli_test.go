@@ -178,6 +178,11 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"import"}, `backoffice: import: want one FILE (or - for standard input) (see 'backoffice import --help')`},
 		{[]string{"export", "a", "b"}, `backoffice: export: want one FILE (or - for standard output) (see 'backoffice export --help')`},
 		{[]string{"gateway-sim", "--latency", "soon"}, `backoffice: gateway-sim: --latency: "soon" is not a duration such as 30s, 10m or 24h (see 'backoffice gateway-sim --help')`},
+		// NaN fails every comparison, so "below 0 or above 1" alone would let it through. The
+		// address cannot be listened on: a rate let through fails at once rather than serving.
+		{[]string{"gateway-sim", "--addr", "no-such-address", "--failure-rate", "NaN"}, `backoffice: gateway-sim: --failure-rate must be a number from 0 to 1, not NaN (see 'backoffice gateway-sim --help')`},
+		{[]string{"gateway-sim", "--addr", "no-such-address", "--failure-rate", "+Inf"}, `backoffice: gateway-sim: --failure-rate must be a number from 0 to 1, not +Inf (see 'backoffice gateway-sim --help')`},
+		{[]string{"gateway-sim", "--addr", "no-such-address", "--failure-rate", "1.5"}, `backoffice: gateway-sim: --failure-rate must be a number from 0 to 1, not 1.5 (see 'backoffice gateway-sim --help')`},
 		// Flag mistakes in the tool's words, the flag named --name whichever way it was typed.
 		{[]string{"serve", "-addr"}, `backoffice: serve: --addr needs a value (see 'backoffice serve --help')`},
 		{[]string{"serve", "--rate-burst", "x"}, `backoffice: serve: --rate-burst: "x" is not a whole number (see 'backoffice serve --help')`},

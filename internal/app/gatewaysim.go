@@ -18,8 +18,8 @@ func runGatewaySim(ctx context.Context, env Env, cfg Config, args []string) erro
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if *failureRate < 0 || *failureRate > 1 {
-		return usagef("--failure-rate must be from 0 to 1")
+	if !(*failureRate >= 0 && *failureRate <= 1) { // so written, NaN (which fails every comparison) is refused too
+		return usagef("--failure-rate must be a number from 0 to 1, not %v", *failureRate)
 	}
 	log := newLogger(env.Stderr, cfg.LogLevel)
 	ln, err := net.Listen("tcp", *addr)
