@@ -89,6 +89,13 @@ func TestUserCommandRefusals(t *testing.T) {
 	}{
 		{[]string{"user", "create"}, true, "--email is required"},
 		{[]string{"user", "create", "--email", "no-at-sign"}, true, "--email: not an email address"},
+		// An email is shown in user list's table and written in audit details: printable text only.
+		{[]string{"user", "create", "--email", "a\xff@b.example"}, true, "--email: not valid UTF-8"},
+		{[]string{"user", "create", "--email", "a\a@b.example"}, true, "--email: holds a control character (U+0007)"},
+		{[]string{"user", "create", "--email", "a@b.example\x1b[2J"}, true, "--email: holds a control character (U+001B)"},
+		{[]string{"user", "create", "--email", "a\u0085@b.example"}, true, "--email: holds a control character (U+0085)"},
+		// Within a file's limit for a string, so that an export of the user imports.
+		{[]string{"user", "create", "--email", strings.Repeat("a", 250) + "@b.example"}, true, "--email: longer than 255 characters (260)"},
 		{[]string{"user", "create", "--email", "a@b.example", "--permission", "audit.read"}, true,
 			`unknown permission "audit.read"; want device_parameters.push sam_action_logs.read service_acceptance.read principals.decrypt merchant_documents.delete audit_events.read *`},
 		{[]string{"user", "create", "--email", "a@b.example", "--partner", "nope"}, true, `--partner: not a uuid: "nope"`},

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"backoffice/internal/deviceparams"
 	"backoffice/internal/domain"
@@ -129,6 +131,25 @@ func (c *checker) stamps(path string, s *domain.Stamps) {
 
 var emailish = regexp.MustCompile(`^[^@\s]+@[^@\s]+$`)
 
+// email checks an email address: printable text (user list prints it to a terminal, where a
+// control character could rewrite what is shown) within a file's limit for a string (so that a
+// user made on the command line exports to a file that imports), then something @ something
+// without white space. A file's reading refuses the first two already; user create has no file.
+func (c *checker) email(path, s string) {
+	bad := strings.IndexFunc(s, unicode.IsControl)
+	switch {
+	case !utf8.ValidString(s):
+		c.fail(path, "not valid UTF-8")
+	case utf8.RuneCountInString(s) > maxText:
+		c.fail(path, "longer than %d characters (%d)", maxText, utf8.RuneCountInString(s))
+	case bad >= 0:
+		r, _ := utf8.DecodeRuneInString(s[bad:])
+		c.fail(path, "holds a control character (%U): an email address is printable text", r)
+	case !emailish.MatchString(s):
+		c.fail(path, "not an email address")
+	}
+}
+
 // The rules of each kind's records, beyond its own id (checker.key). Each takes the record's path
 // ("partners[3]") and checks its fields in order: the first problem is the one reported.
 
@@ -138,9 +159,7 @@ func (c *checker) partner(p string, r *domain.Partner) {
 
 func (c *checker) user(p string, r *domain.User) {
 	c.optID(p+".partnerId", r.PartnerID)
-	if !emailish.MatchString(r.Email) {
-		c.fail(p+".email", "not an email address")
-	}
+	c.email(p+".email", r.Email)
 	for j, perm := range r.Permissions {
 		if !perm.Known() {
 			c.fail(fmt.Sprintf("%s.permissions[%d]", p, j), "unknown permission %q", perm)

@@ -53,6 +53,7 @@ var readProblems = []struct {
 	{"bad enum", `{"deploymentModels": [{"id": "` + p1 + `", "name": "M", "equipmentType": "toaster", "workflow": "gateway"}]}`,
 		`deploymentModels[0].equipmentType: must be one of terminal, pin_pad, lite_pos, mobile_app, var_sheet, gateway, got "toaster"`},
 	{"bad permission", `{"users": [{"id": "` + p1 + `", "email": "a@b.c", "permissions": ["root"]}]}`, `users[0].permissions[0]: unknown permission "root"`},
+	{"control character in an email", `{"users": [{"id": "` + p1 + `", "email": "a\u0007@b.c"}]}`, `users[0].email: holds a control character (U+0007)`},
 	{"short key", `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "short"}]}`, "apiKeys[0].key: too weak to be a credential"},
 	// Guessable secrets are refused, naming the record (the strength rule itself:
 	// secrets.CheckCredential).
