@@ -191,6 +191,11 @@ func (c *checker) principal(p string, r *domain.Principal) {
 	c.id(p+".leadId", &r.LeadID)
 	c.text(p+".firstName", r.FirstName)
 	c.text(p+".lastName", r.LastName)
+	// null is "no SSN on file" (decrypt answers 404); an empty one would be sealed and decrypt to
+	// "", an SSN that says nothing.
+	if r.SSN != nil && strings.TrimSpace(*r.SSN) == "" {
+		c.fail(p+".ssn", "empty: leave ssn out, or null, for a principal with no SSN on file")
+	}
 }
 
 func (c *checker) merchant(p string, r *domain.Merchant) {

@@ -53,6 +53,11 @@ var readProblems = []struct {
 	{"bad enum", `{"deploymentModels": [{"id": "` + p1 + `", "name": "M", "equipmentType": "toaster", "workflow": "gateway"}]}`,
 		`deploymentModels[0].equipmentType: must be one of terminal, pin_pad, lite_pos, mobile_app, var_sheet, gateway, got "toaster"`},
 	{"bad permission", `{"users": [{"id": "` + p1 + `", "email": "a@b.c", "permissions": ["root"]}]}`, `users[0].permissions[0]: unknown permission "root"`},
+	// An SSN is on file or not (null): an empty one would decrypt to "" as if it were one.
+	{"empty SSN", `{"principals": [{"id": "` + p1 + `", "leadId": "` + l1 + `", "firstName": "A", "lastName": "B", "ssn": ""}]}`,
+		"principals[0].ssn: empty: leave ssn out, or null, for a principal with no SSN on file"},
+	{"blank SSN", `{"principals": [{"id": "` + p1 + `", "leadId": "` + l1 + `", "firstName": "A", "lastName": "B", "ssn": " \t"}]}`,
+		"principals[0].ssn: empty: leave ssn out, or null, for a principal with no SSN on file"},
 	{"control character in an email", `{"users": [{"id": "` + p1 + `", "email": "a\u0007@b.c"}]}`, `users[0].email: holds a control character (U+0007)`},
 	{"short key", `{"apiKeys": [{"id": "` + p1 + `", "userId": "` + p1 + `", "key": "short"}]}`, "apiKeys[0].key: too weak to be a credential"},
 	// Guessable secrets are refused, naming the record (the strength rule itself:
