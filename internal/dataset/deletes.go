@@ -42,7 +42,8 @@ func (c *checker) deletes(all []kind, ds *Dataset) {
 			}
 			seen[ids[i]] = true
 			if inFile[ids[i]] {
-				c.fail(path, "%s is also a record of %s in this file: replace it or delete it, not both", ids[i], k.key)
+				c.fail(path, "%s is also a record of %s in this file: to replace the stored record, leave its id out of deletes "+
+					"(import --upsert replaces a stored record whole with the file's); to delete it, leave the record out of %s", ids[i], k.key, k.key)
 			}
 		}
 	}

@@ -179,7 +179,8 @@ func TestUpsertErrorsNameTheRecord(t *testing.T) {
 			{&dataset.Dataset{Deletes: map[string][]domain.ID{"varsheets": {varsheetA, varsheetA}}},
 				"deletes.varsheets[1]: " + string(varsheetA) + " listed twice"},
 			{&dataset.Dataset{Varsheets: fx.Varsheets, Deletes: map[string][]domain.ID{"varsheets": {varsheetA}}},
-				"deletes.varsheets[0]: " + string(varsheetA) + " is also a record of varsheets in this file: replace it or delete it, not both"},
+				"deletes.varsheets[0]: " + string(varsheetA) + " is also a record of varsheets in this file: to replace the stored record, " +
+					"leave its id out of deletes (import --upsert replaces a stored record whole with the file's); to delete it, leave the record out of varsheets"},
 		}
 		for _, c := range cases {
 			if got := upsertError(t, st, c.ds); got != c.want {
