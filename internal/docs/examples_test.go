@@ -3,6 +3,8 @@ package docs
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,4 +157,64 @@ func fencedBlock(t *testing.T, name, heading string) []byte {
 	}
 	t.Fatalf("%s has no code block after %q", name, heading)
 	return nil
+}
+
+// TestDatasetTablesNameEveryField: each key's section of docs/dataset.md names every field its
+// records have in a file (the fields of objects within a record included), so that what export
+// writes and import reads is documented.
+func TestDatasetTablesNameEveryField(t *testing.T) {
+	doc := string(openRepo(t).read("docs/dataset.md"))
+	section := func(key string) string {
+		_, s, found := strings.Cut(doc, "\n### `"+key+"`")
+		if !found {
+			t.Errorf("docs/dataset.md has no section for the key %s", key)
+		}
+		s, _, _ = strings.Cut(s, "\n#")
+		return s
+	}
+	// The four stamp fields are named once, where the first key that has them begins.
+	stamps := jsonFields(reflect.TypeFor[domain.Stamps]())
+	keys := reflect.TypeFor[dataset.Dataset]()
+	for i := range keys.NumField() {
+		key, _, _ := strings.Cut(keys.Field(i).Tag.Get("json"), ",")
+		if key == "deletes" {
+			continue // ids, not records: its own section
+		}
+		text := section(key)
+		for _, name := range jsonFields(keys.Field(i).Type.Elem()) {
+			where := text
+			if slices.Contains(stamps, name) {
+				where = section("inventoryUnits")
+			}
+			if !strings.Contains(where, "`"+name+"`") {
+				t.Errorf("docs/dataset.md's %s section does not name the field %s", key, name)
+			}
+		}
+	}
+}
+
+// jsonFields are the JSON names of a record type's fields, and of the fields of the service's own
+// structs within it.
+func jsonFields(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		inner := f.Type
+		for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice {
+			inner = inner.Elem()
+		}
+		own := inner.Kind() == reflect.Struct && strings.HasPrefix(inner.PkgPath(), "backoffice/")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			out = append(out, jsonFields(f.Type)...)
+		case own:
+			out = append(out, name)
+			out = append(out, jsonFields(inner)...)
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }
