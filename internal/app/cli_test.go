@@ -58,7 +58,10 @@ func TestHelpGoesToStdoutAndSucceeds(t *testing.T) {
 		{[]string{"session", "--help"}, []string{"usage: backoffice session COMMAND"}},
 		{[]string{"session", "create", "--help"}, []string{"--ttl duration", "(default 24h)"}},
 		{[]string{"keys", "--help"}, []string{"status ", "rewrap "}},
-		{[]string{"keys", "status", "--help"}, []string{"usage: backoffice keys status", "Exits 1 when"}},
+		// keys status says what still needs each key, not only its SSNs, and judges the credentials.
+		{[]string{"keys", "status", "--help"}, []string{"usage: backoffice keys status", "Exits 1 when", "SSNs",
+			"audit links not yet anchored", "genesis", "newest prune note", "newest checkpoint", "random bits", "weak credentials"}},
+		{[]string{"keys", "--help"}, []string{"what still needs each master key", "weak credentials"}},
 		{[]string{"keys", "rewrap", "-h"}, []string{"--batch int", "(default 500)"}},
 		{[]string{"help", "help"}, []string{"usage: backoffice help [COMMAND]"}},
 		{[]string{"help", "--help"}, []string{"usage: backoffice help [COMMAND]"}},

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"backoffice/internal/secrets"
 )
 
 // commandDoc is what help says about one command: how to call it, what it does, and an example
@@ -111,9 +113,15 @@ var commandDocs = []commandDoc{
 		example: "backoffice user withdraw --demo 00000000-0000-4000-8000-000000000102 sam_action_logs.read"},
 	{name: "keys", synopsis: "COMMAND [flags]", summary: "inspect and rotate the master keys that seal SSNs",
 		example: "backoffice keys status --demo"},
-	{name: "keys status", synopsis: "[flags]", summary: "count SSNs per master key id",
-		details: "Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500), or when the audit\n" +
-			"trail names a key missing from the ring that no anchor covers (audit verify says whether it was altered).\n" +
+	{name: "keys status", synopsis: "[flags]", summary: "say what still needs each master key, and list weak credentials",
+		details: "For each key id, the SSNs sealed under it; for each key of the ring but the active one, what else still needs\n" +
+			"it (audit links not yet anchored under the active key, the audit chain's genesis seal, the newest prune note,\n" +
+			"the newest checkpoint in BACKOFFICE_AUDIT_CHECKPOINTS), or that nothing does and it can leave the ring; the key\n" +
+			"ids the audit trail names that the ring lacks. It also says whether every usable API key and session carries\n" +
+			fmt.Sprint(secrets.MinCredentialBits) + " random bits, listing the weak credentials that do not.\n" +
+			"Exits 1 when SSNs are sealed under a key missing from the ring (their decrypt answers 500), when the audit\n" +
+			"trail names a key missing from the ring that no anchor covers (links, the genesis, the newest prune note:\n" +
+			"audit verify says whether it was altered), or when weak credentials are usable and serve would refuse them.\n" +
 			"serve and import do not start with such a ring: they refuse, naming the key ids, before writing anything.",
 		example: "backoffice keys status --demo"},
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",

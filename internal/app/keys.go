@@ -360,7 +360,7 @@ func printKeyNeeds(w io.Writer, s keyState, reasons []string) {
 		fmt.Fprintln(w, r)
 	}
 	if s.values == 0 && len(reasons) == 0 {
-		fmt.Fprintf(w, "Nothing needs key %s any more (no SSN, no audit link left unanchored): it can be removed from the ring.\n", s.id)
+		fmt.Fprintf(w, "Nothing needs key %s any more (no SSN, unanchored audit link, genesis seal, prune note or checkpoint): it can be removed from the ring.\n", s.id)
 	}
 }
 
