@@ -93,6 +93,31 @@ func TestReadNamesTheProblem(t *testing.T) {
 	}
 }
 
+// White space counts against the budget of the value after it, so that padding cannot make the
+// reading hold more than a record's worth of the file; a run past it is refused as padding, at
+// its start, not as a value too large. A shorter run is only white space.
+func TestReadRefusesAPaddedFile(t *testing.T) {
+	pad := strings.Repeat(" ", 50<<20)
+	const want = "more than 1 MiB of white space in a row: remove the padding (at most 1 MiB of white space may come between two values)"
+	for _, tt := range []struct{ name, file, want string }{
+		{"before the object", pad + `{}`, want + " (line 1, column 1)"},
+		{"between keys", `{"partners": [],` + pad + `"leads": []}`, want + " (line 1, column 17)"},
+		{"between records", `{"partners": [{"id": "` + p1 + `", "name": "P"},` + strings.ReplaceAll(pad, " ", "\n") + `]}`,
+			"partners[1]: " + want + " (line 1, column 75)"},
+		{"between SAM logs", `{"samActionLogs": [` + pad + `]}`, "samActionLogs[0]: " + want + " (line 1, column 20)"},
+		{"after the object", `{}` + pad, want + " (line 1, column 3)"},
+	} {
+		_, err := Read(strings.NewReader(tt.file))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: %v, want %s", tt.name, err, tt.want)
+		}
+	}
+	short := strings.Repeat("\n", 512<<10)
+	if _, err := Read(strings.NewReader(short + `{"partners": [` + short + `]}` + short)); err != nil {
+		t.Errorf("half a MiB of white space between values: %v", err)
+	}
+}
+
 func TestReadCanonicalisesIDs(t *testing.T) {
 	ds, err := Read(strings.NewReader(`{"partners": [{"id": "` + strings.ToUpper(p1) + `", "name": "P"}],
 		"samActionLogs": [{"id": "` + l1 + `", "entityId": "` + strings.ToUpper(l1) + `", "action": "a", "actionDate": "2026-01-01T01:00:00+01:00", "samId": 1}]}`))

@@ -18,6 +18,9 @@ type Error struct {
 	// off is the problem's offset in the file, when the reading knew it (-1: not known, to be
 	// found from Path).
 	off int64
+	// blank: the problem is the white space that starts at off, which is its place (other
+	// problems are placed past white space, where the token at fault starts).
+	blank bool
 }
 
 func (e *Error) Error() string {
@@ -142,7 +145,7 @@ func place(r io.ReaderAt, err error, find func(steps []step) (int64, bool)) erro
 	}
 	// jsontext places a fault at or after an offset: past white space is where it is.
 	var b [64]byte
-	for n, _ := r.ReadAt(b[:], off); n > 0; n, _ = r.ReadAt(b[:], off) {
+	for n, _ := r.ReadAt(b[:], off); n > 0 && !e.blank; n, _ = r.ReadAt(b[:], off) {
 		k := 0
 		for k < n && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
 			k++

@@ -215,7 +215,10 @@ func (rd *reader) read() error {
 	}
 	at := nextOffset(dec)
 	rd.lim.from(at, maxRecord)
-	if _, err := dec.ReadToken(); err != io.EOF {
+	switch _, err := dec.ReadToken(); {
+	case errors.Is(err, errTooLarge):
+		return rd.w.syntax(err, nil)
+	case err != io.EOF:
 		return errorAt(at, "", "unexpected data after the JSON object")
 	}
 	rd.c.deletes(kinds(), rd.f.ds)
@@ -688,6 +691,24 @@ func (w *walker) elements(depth int, field string) error {
 	}
 }
 
+// blankRun reports whether the decoder stopped in white space between two values (its budget
+// spent on padding, not on a value) and where that white space starts: past the comma or colon
+// before it, if any.
+func blankRun(dec *jsontext.Decoder) (int64, bool) {
+	b := dec.UnreadBuffer()
+	start := 0
+	for i, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case ',', ':':
+			start = i + 1
+		default:
+			return 0, false
+		}
+	}
+	return dec.InputOffset() + int64(start), true
+}
+
 // unquote is the string raw decoded (good until the next call).
 func (w *walker) unquote(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
@@ -740,6 +761,11 @@ func (w *walker) syntax(err error, path []step) error {
 	case errors.Is(err, errTooLarge) && w.rec != nil:
 		return errorAt(w.start, render(w.rec), "a record larger than %d MiB", w.size>>20)
 	case errors.Is(err, errTooLarge):
+		if off, ok := blankRun(w.dec); ok {
+			e := errorAt(w.base+off, render(path), "more than %d MiB of white space in a row: remove the padding (at most %[1]d MiB of white space may come between two values)", maxRecord>>20)
+			e.blank = true
+			return e
+		}
 		return errorAt(w.base+w.dec.InputOffset(), render(path), "a value larger than %d MiB", maxRecord>>20)
 	case !errors.As(err, &se):
 		if err == io.ErrUnexpectedEOF {
