@@ -36,6 +36,12 @@ func kinds() []kind {
 			id:      func(r *domain.User) *domain.ID { return &r.ID },
 			check:   (*checker).user,
 			refs:    []ref[domain.User]{{"partnerId", func(r *domain.User) *domain.ID { return r.PartnerID }, []string{"partners"}}},
+			unique: []unique[domain.User]{{"externalId", "external_id", func(r *domain.User) any {
+				if r.ExternalID == nil {
+					return nil
+				}
+				return *r.ExternalID
+			}, "two users may not have the same external id"}},
 			columns: store.UserColumns,
 			args:    store.UserArgs,
 			scan:    store.ScanUser,
@@ -47,6 +53,9 @@ func kinds() []kind {
 			id:      func(r *domain.APIKey) *domain.ID { return &r.ID },
 			check:   (*checker).apiKey,
 			refs:    []ref[domain.APIKey]{{"userId", func(r *domain.APIKey) *domain.ID { return &r.UserID }, []string{"users"}}},
+			unique: []unique[domain.APIKey]{{"key", "key_hash", func(r *domain.APIKey) any {
+				return secrets.HashCredential(domain.CredentialAPIKey, r.Key)
+			}, "two API keys may not have the same key"}},
 			// secret_bits keeps the secret's strength, which its hash cannot tell: serve refuses weak ones.
 			columns: "id, user_id, key_hash, expires_at, secret_bits",
 			args: func(r *domain.APIKey) []any {
@@ -60,6 +69,9 @@ func kinds() []kind {
 			id:      func(r *domain.Session) *domain.ID { return &r.ID },
 			check:   (*checker).session,
 			refs:    []ref[domain.Session]{{"userId", func(r *domain.Session) *domain.ID { return &r.UserID }, []string{"users"}}},
+			unique: []unique[domain.Session]{{"token", "token_hash", func(r *domain.Session) any {
+				return secrets.HashCredential(domain.CredentialSession, r.Token)
+			}, "two sessions may not have the same token"}},
 			columns: "id, user_id, token_hash, expires_at, secret_bits",
 			args: func(r *domain.Session) []any {
 				return []any{r.ID, r.UserID, secrets.HashCredential(domain.CredentialSession, r.Token), column.Micros(r.ExpiresAt),
@@ -246,6 +258,7 @@ func kinds() []kind {
 			id:      func(r *Shipment) *domain.ID { return &r.ID },
 			check:   (*checker).shipment,
 			refs:    []ref[Shipment]{{"lineItemId", func(r *Shipment) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
+			unique:  []unique[Shipment]{{"lineItemId", "line_item_id", func(r *Shipment) any { return r.LineItemID }, "a line item has one shipment at most"}},
 			columns: store.ShipmentColumns + ", line_item_id",
 			args:    func(r *Shipment) []any { return append(store.ShipmentArgs(&r.Shipment), r.LineItemID) },
 			scan: func(sc store.Scanner) (r Shipment, err error) {
@@ -259,6 +272,7 @@ func kinds() []kind {
 			id:      func(r *domain.FileBuild) *domain.ID { return &r.ID },
 			check:   (*checker).fileBuild,
 			refs:    []ref[domain.FileBuild]{{"lineItemId", func(r *domain.FileBuild) *domain.ID { return &r.LineItemID }, []string{"lineItems"}}},
+			unique:  []unique[domain.FileBuild]{{"lineItemId", "line_item_id", func(r *domain.FileBuild) any { return r.LineItemID }, "a line item has one file build at most"}},
 			columns: "id, line_item_id, settings",
 			args:    func(r *domain.FileBuild) []any { return []any{r.ID, r.LineItemID, string(r.Settings)} },
 			scan: func(sc store.Scanner) (r domain.FileBuild, err error) {

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -74,6 +75,10 @@ type spec[T any] struct {
 	// read, instead of reading table with scan, reads the records for the export.
 	read func(x *exporter) ([]T, error)
 
+	// unique are its fields, besides the id, that no two records may share (a unique index of
+	// table): what a row refused by one of them is named by.
+	unique []unique[T]
+
 	// parts are tables of rows that belong to a record: cleared when it is replaced or deleted.
 	parts []part
 	// serviceWritten records (merchant notes, audit events) are only ever added by an import.
@@ -94,6 +99,15 @@ type link struct {
 type part struct {
 	table, owner      string
 	field, column, to string
+}
+
+// unique is a field that no two records of a kind may share: the file's field, its column, the
+// record's value there (nil: none, which any number of records may have), and the rule, as an
+// error says it.
+type unique[T any] struct {
+	field, column string
+	value         func(r *T) any
+	rule          string
 }
 
 // ref is a field of a record that names a record of another kind (of one of several).
@@ -193,7 +207,8 @@ func (s spec[T]) importAll(im *importer) error {
 		if err != nil {
 			return w.flush(err)
 		}
-		if err := w.put(path, *s.id(r), args); err != nil {
+		clash := func(stored bool) error { return s.clash(im, records, i, stored) }
+		if err := w.put(path, *s.id(r), args, clash); err != nil {
 			return err
 		}
 	}
@@ -204,6 +219,52 @@ func (s spec[T]) importAll(im *importer) error {
 		return s.after(im, records)
 	}
 	return nil
+}
+
+// clash names the unique field of record i whose value another record holds: an earlier record
+// of the file, else (stored: the transaction can still be asked) the stored record that holds it.
+// Where the transaction cannot be asked, the one unique field the record fills is named, its
+// holder not. nil when it cannot tell.
+func (s spec[T]) clash(im *importer, records []T, i int, stored bool) error {
+	r := &records[i]
+	var filled []unique[T]
+	for _, u := range s.unique {
+		v := u.value(r)
+		if v == nil {
+			continue
+		}
+		filled = append(filled, u)
+		path := at(s.key, i) + "." + u.field
+		for j := range i {
+			if sameValue(u.value(&records[j]), v) {
+				return Errorf(path, "the same as %s[%d].%s: %s", s.key, j, u.field, u.rule)
+			}
+		}
+		if !stored {
+			continue
+		}
+		holder, found, err := im.b.Holder(s.table, u.column, v)
+		if err != nil {
+			return err
+		}
+		if found && holder != *s.id(r) {
+			return Errorf(path, "the same as %s %s's, already in the database: %s", s.what, holder, u.rule)
+		}
+	}
+	if !stored && len(filled) == 1 {
+		u := filled[0]
+		return Errorf(at(s.key, i)+"."+u.field, "the same as another %s's, already in the database: %s", s.what, u.rule)
+	}
+	return nil
+}
+
+// sameValue compares two values of a unique field: ids, strings or hashes.
+func sameValue(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	return a == b
 }
 
 func (s spec[T]) rowOf(im *importer, path string, r *T) ([]any, error) {
@@ -526,14 +587,20 @@ func (im *importer) exists(key string, id domain.ID) (bool, error) {
 	return true, nil
 }
 
-// conflict names why a record's row was refused by a unique constraint.
-func (im *importer) conflict(path, key string, id domain.ID) error {
+// conflict names why a record's row was refused by a unique constraint: its id, else the field
+// clash names (nil: none to name).
+func (im *importer) conflict(path, key string, id domain.ID, clash func(stored bool) error) error {
 	dup, err := im.exists(key, id)
 	if err != nil {
 		return err
 	}
 	if dup {
 		return Errorf(path+".id", "duplicate id %s: already in the database", id)
+	}
+	if clash != nil {
+		if err := clash(true); err != nil {
+			return err
+		}
 	}
 	return Errorf(path, "conflicts with a record already in the database or the file")
 }
@@ -607,7 +674,7 @@ func importAuditEvents(im *importer, events []domain.AuditEvent) error {
 			return err
 		}
 		if !added {
-			return im.conflict(path, "auditEvents", r.ID)
+			return im.conflict(path, "auditEvents", r.ID, nil)
 		}
 		im.counts.Added++
 	}

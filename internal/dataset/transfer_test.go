@@ -229,6 +229,57 @@ func TestConcurrentImportsKeepPositions(t *testing.T) {
 	})
 }
 
+// A record refused for a value that another record holds in a unique field (an API key's or
+// session's secret, a user's external id, a line item's one shipment or file build) is named at
+// that field, with the record that holds it: an earlier one of the file, or a stored one.
+func TestImportConflictsNameTheField(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.Import(t, st, fixture())
+		const fresh = "fresh-key-Vb7Qw2Lm9Xp4Rt8Zy6Bn3Cd5Fg0JsKe"
+		key := func(n int, secret string) domain.APIKey {
+			return domain.APIKey{ID: id(n), UserID: staffUser, Key: secret}
+		}
+		twoKeys := &dataset.Dataset{APIKeys: []domain.APIKey{key(191, fresh), key(192, fresh)}}
+		storedKey := &dataset.Dataset{APIKeys: []domain.APIKey{key(193, fresh), key(194, staffKey)}}
+		session := &dataset.Dataset{Sessions: []domain.Session{{ID: id(195), UserID: staffUser, Token: staffSession, ExpiresAt: fixtureNow.Add(time.Hour)}}}
+		external := &dataset.Dataset{Users: []domain.User{{ID: id(196), Email: "x@example.com", Permissions: []domain.Permission{},
+			ExternalID: ptr(testdb.DisabledExternalID)}}}
+		shipment := fixture().Shipments[0]
+		shipment.ID = id(1302)
+		second := &dataset.Dataset{Shipments: []dataset.Shipment{shipment}}
+		plain := []struct {
+			ds   *dataset.Dataset
+			want string
+		}{
+			{twoKeys, "apiKeys[1].key: the same as apiKeys[0].key: two API keys may not have the same key"},
+			{storedKey, "apiKeys[1].key: the same as API key " + string(id(111)) + "'s, already in the database: two API keys may not have the same key"},
+			{session, "sessions[0].token: the same as session " + string(id(121)) + "'s, already in the database: two sessions may not have the same token"},
+			{external, "users[0].externalId: the same as user " + string(testdb.DisabledUser) + "'s, already in the database: two users may not have the same external id"},
+			{second, "shipments[0].lineItemId: the same as shipment " + string(id(1301)) + "'s, already in the database: a line item has one shipment at most"},
+		}
+		for _, c := range plain {
+			_, err := dataset.Import(ctx, st, c.ds, testdb.Ring(t))
+			if err == nil || datasetError(t, err).Error() != c.want {
+				t.Errorf("import: %v\nwant    %s", err, c.want)
+			}
+		}
+		// With --upsert a refused row ends what the transaction can ask (PostgreSQL), so a stored
+		// holder is not named by its id.
+		for _, c := range []struct {
+			ds   *dataset.Dataset
+			want string
+		}{
+			{twoKeys, "apiKeys[1].key: the same as apiKeys[0].key: two API keys may not have the same key"},
+			{storedKey, "apiKeys[1].key: the same as another API key's, already in the database: two API keys may not have the same key"},
+			{second, "shipments[0].lineItemId: the same as another shipment's, already in the database: a line item has one shipment at most"},
+		} {
+			if got := upsertError(t, st, c.ds); got != c.want {
+				t.Errorf("import --upsert: %s\nwant    %s", got, c.want)
+			}
+		}
+	})
+}
+
 // checkPages walks every page of size, one past the end, and compares each with the expected
 // slice of want in list order.
 func checkPages(t *testing.T, st *store.Store, entity domain.ID, want []domain.SAMActionLog, size int64) {

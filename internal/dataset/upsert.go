@@ -51,8 +51,9 @@ func (w *rowWriter) flush(err error) error {
 }
 
 // put writes the row of the record at path, whose id is id. Inserts go in batches: a row that is
-// refused is named when its batch runs (at the latest, at flush).
-func (w *rowWriter) put(path string, id domain.ID, args []any) error {
+// refused is named when its batch runs (at the latest, at flush). clash names the record's field
+// that a unique index refused (see spec.clash).
+func (w *rowWriter) put(path string, id domain.ID, args []any, clash func(stored bool) error) error {
 	im := w.im
 	if w.up == nil {
 		im.counts.Added++ // a refused row fails the import: no count is reported then
@@ -61,7 +62,7 @@ func (w *rowWriter) put(path string, id domain.ID, args []any) error {
 			if dup, err := im.exists(w.k.key, id); err == nil && dup && im.upsert {
 				return Errorf(path, "%ss are written by the service and cannot be replaced", w.k.what)
 			}
-			return im.conflict(path, w.k.key, id)
+			return im.conflict(path, w.k.key, id, clash)
 		}, args...)
 	}
 	stored, err := im.b.Exists(w.k.table, id)
@@ -78,6 +79,10 @@ func (w *rowWriter) put(path string, id domain.ID, args []any) error {
 	}
 	if err := w.up.Upsert(args...); err != nil {
 		if errors.Is(err, bulkload.ErrRowConflict) {
+			// The failed statement ended what the transaction can ask (PostgreSQL).
+			if err := clash(false); err != nil {
+				return err
+			}
 			return Errorf(path, "conflicts with another record already in the database or the file")
 		}
 		return err

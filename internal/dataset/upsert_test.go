@@ -171,7 +171,7 @@ func TestUpsertErrorsNameTheRecord(t *testing.T) {
 			{&dataset.Dataset{LineItems: []domain.LineItem{loose}},
 				"lineItems[0].varsheetId: no VAR sheet with this id"},
 			{&dataset.Dataset{Shipments: []dataset.Shipment{otherShipment}},
-				"shipments[0]: conflicts with another record already in the database or the file"},
+				"shipments[0].lineItemId: the same as another shipment's, already in the database: a line item has one shipment at most"},
 			{&dataset.Dataset{Deletes: map[string][]domain.ID{"vars": {varsheetA}}},
 				"deletes.vars: unknown key (known keys: " + knownKeys() + ")"},
 			{&dataset.Dataset{Deletes: map[string][]domain.ID{"varsheets": {"nope"}}},

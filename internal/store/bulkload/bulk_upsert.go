@@ -92,9 +92,15 @@ func (b *Bulk) Referrer(table, idColumn, column string, id domain.ID) (domain.ID
 	return b.firstID(`SELECT `+idColumn+` FROM `+table+` WHERE `+column+` = ? LIMIT 1`, table, id)
 }
 
-func (b *Bulk) firstID(query, table string, id domain.ID) (domain.ID, bool, error) {
+// Holder is the id of a row of table whose column holds value, if there is one: the row that one
+// refused by that column's unique index collided with.
+func (b *Bulk) Holder(table, column string, value any) (domain.ID, bool, error) {
+	return b.firstID(`SELECT id FROM `+table+` WHERE `+column+` = ? LIMIT 1`, table, value)
+}
+
+func (b *Bulk) firstID(query, table string, arg any) (domain.ID, bool, error) {
 	var ref string
-	err := b.q.QueryRow(b.ctx, query, id).Scan(&ref)
+	err := b.q.QueryRow(b.ctx, query, arg).Scan(&ref)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
