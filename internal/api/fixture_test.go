@@ -131,8 +131,11 @@ func fixture() *dataset.Dataset {
 		},
 		InventoryUnits: []domain.InventoryUnit{{ID: id(901), DeploymentModelID: gatewayModel, SerialNumber: "SN-1", Condition: "new",
 			Status: "assigned", ReceivedDate: fixtureNow.AddDate(0, 0, -3), Stamps: st}},
+		// A VAR sheet belongs to the partner of the line items that use it: each partner has its own.
 		Varsheets: []domain.Varsheet{{ID: id(1201), EntityID: leadA, EntityType: "lead", MidID: id(3001), VNumber: "V1",
-			TerminalIDNumber: ptr("T1"), MerchantNumber: ptr("M1"), PinDebit: ptr(true), EBTFoodStamps: ptr(false), Stamps: st}},
+			TerminalIDNumber: ptr("T1"), MerchantNumber: ptr("M1"), PinDebit: ptr(true), EBTFoodStamps: ptr(false), Stamps: st},
+			{ID: id(1202), EntityID: leadB, EntityType: "lead", MidID: id(3002), VNumber: "V2",
+				TerminalIDNumber: ptr("T2"), MerchantNumber: ptr("M2"), PinDebit: ptr(true), EBTFoodStamps: ptr(false), Stamps: st}},
 	}
 	// Each line item gets its own equipment, so one precondition fails at a time.
 	type item struct {
@@ -166,6 +169,9 @@ func fixture() *dataset.Dataset {
 		}
 		if it.varsheet {
 			li.VarsheetID = ptr(id(1201))
+			if it.order == orderB {
+				li.VarsheetID = ptr(id(1202))
+			}
 		}
 		if it.fileBuild {
 			ds.FileBuilds = append(ds.FileBuilds, domain.FileBuild{ID: id(1400 + n), LineItemID: it.id, Settings: fileBuildSettings})

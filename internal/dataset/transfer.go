@@ -411,7 +411,10 @@ func importAll(ctx context.Context, st Store, ds *Dataset, f *File, ring *secret
 		if err := im.run(importOrder(all)); err != nil {
 			return err
 		}
-		return im.entityIDsDistinct()
+		if err := im.entityIDsDistinct(); err != nil {
+			return err
+		}
+		return im.partnersApart()
 	})
 	if errors.Is(err, bulkload.ErrSAMLogTaken) && f != nil {
 		return Counts{}, f.place(f.samLogTaken(ctx, st, im.takenChunk, opts.Upsert))

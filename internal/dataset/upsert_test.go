@@ -415,3 +415,70 @@ func TestEntityIDsAreDistinctAcrossKinds(t *testing.T) {
 		}
 	})
 }
+
+// Equipment and VAR sheets belong to the partner of the line items that use them (a VAR sheet
+// also through their equipment): an import after which line items of two partners use one is
+// refused, naming the file's record that makes them, whether it is the line item, the equipment,
+// or an order moved to another partner's merchant; nothing is imported. Inventory units belong to
+// no partner: a unit on line items of two partners imports.
+func TestLineItemsOfTwoPartnersShareNoEquipmentOrVarsheet(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		testdb.Import(t, st, fixture())
+		before := testdb.Export(t, st, nil)
+		itemOfB := func(n int) domain.LineItem { // a new line item of partner B's order
+			item := fixture().LineItems[1]
+			item.ID = id(n)
+			return item
+		}
+		withEquipment, withVarsheet, throughEquipment := itemOfB(1190), itemOfB(1190), itemOfB(1190)
+		withEquipment.EquipmentID = ptr(equipmentA)
+		withVarsheet.VarsheetID = ptr(varsheetA)
+		equipment := fixture().Equipment[1] // on no line item, named by the new line item of B
+		equipment.ID = id(1090)
+		equipment.VarsheetID = ptr(varsheetA)
+		throughEquipment.EquipmentID = ptr(equipment.ID)
+		ofA, ofB := "line item "+string(itemA)+" (partner "+string(partnerA)+")", "line item "+string(id(1190))+" (partner "+string(partnerB)+")"
+		const equipmentRule = ": equipment belongs to the partner of the line items it is on; give each partner's line items their own"
+		const varsheetRule = ": a VAR sheet belongs to the partner of the line items that use it, directly or through their equipment; give each partner's line items their own"
+		cases := []struct {
+			ds   *dataset.Dataset
+			want string
+		}{
+			{&dataset.Dataset{LineItems: []domain.LineItem{withEquipment}},
+				"lineItems[0].equipmentId: equipment " + string(equipmentA) + " would be used by line items of two partners, " + ofA + " and " + ofB + equipmentRule},
+			{&dataset.Dataset{LineItems: []domain.LineItem{withVarsheet}},
+				"lineItems[0].varsheetId: VAR sheet " + string(varsheetA) + " would be used by line items of two partners, " + ofA + " and " + ofB + varsheetRule},
+			{&dataset.Dataset{Equipment: []domain.Equipment{equipment}, LineItems: []domain.LineItem{throughEquipment}},
+				"lineItems[0].equipmentId: VAR sheet " + string(varsheetA) + " would be used by line items of two partners, " + ofA + " and " +
+					"line item " + string(id(1190)) + " (partner " + string(partnerB) + ", through equipment " + string(id(1090)) + ")" + varsheetRule},
+		}
+		for _, c := range cases {
+			if _, err := dataset.Import(ctx, st, c.ds, nil); err == nil || datasetError(t, err).Error() != c.want {
+				t.Errorf("import: %v\nwant    %s", err, c.want)
+			}
+			if got := upsertError(t, st, c.ds); got != c.want {
+				t.Errorf("import --upsert: %s\nwant    %s", got, c.want)
+			}
+		}
+		if diff := cmp.Diff(before, testdb.Export(t, st, nil)); diff != "" {
+			t.Errorf("a refused import changed the database (-before +after):\n%s", diff)
+		}
+
+		// An order of partner A's whose line item uses A's equipment, moved to partner B's merchant.
+		order := domain.DeploymentOrder{ID: id(890), MerchantID: merchantA}
+		item := itemOfB(1191)
+		item.OrderID, item.EquipmentID = order.ID, ptr(equipmentA)
+		testdb.Import(t, st, &dataset.Dataset{DeploymentOrders: []domain.DeploymentOrder{order}, LineItems: []domain.LineItem{item}})
+		order.MerchantID = merchantB
+		want := "deploymentOrders[0].merchantId: equipment " + string(equipmentA) + " would be used by line items of two partners, " + ofA +
+			" and line item " + string(item.ID) + " (partner " + string(partnerB) + ")" + equipmentRule
+		if got := upsertError(t, st, &dataset.Dataset{DeploymentOrders: []domain.DeploymentOrder{order}}); got != want {
+			t.Errorf("an order moved to another partner: %s\nwant    %s", got, want)
+		}
+
+		// Stock: partner B's line item may take a unit that partner A's line item names.
+		unit := itemOfB(1192)
+		unit.InventoryUnitID = ptr(testdb.UnitA)
+		testdb.Import(t, st, &dataset.Dataset{LineItems: []domain.LineItem{unit}})
+	})
+}

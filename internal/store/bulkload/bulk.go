@@ -97,6 +97,67 @@ func (b *Bulk) SharedID(tables []string) (id domain.ID, in [2]string, found bool
 	return id, in, true, nil
 }
 
+// Uses is a query of the uses line items make of the records of one kind that belong to the
+// partner of the line items that use them, a row a use: ref (the record's id), partner_id (its
+// order's merchant's partner), line_item, via (the equipment through which the line item uses
+// it, empty when directly), order_id, merchant_id.
+type Uses struct{ query string }
+
+// lineItemPartners is each line item with the order, merchant and partner it belongs to.
+const lineItemPartners = `SELECT li.id AS line_item, li.equipment_id, li.varsheet_id, o.id AS order_id, m.id AS merchant_id, m.partner_id
+FROM line_items li JOIN deployment_orders o ON o.id = li.order_id JOIN merchants m ON m.id = o.merchant_id`
+
+var (
+	// EquipmentUses: equipment is used by the line items it is on.
+	EquipmentUses = Uses{`SELECT equipment_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
+FROM (` + lineItemPartners + `) AS li WHERE equipment_id IS NOT NULL`}
+	// VarsheetUses: a VAR sheet is used by the line items that name it, and by those whose
+	// equipment names it.
+	VarsheetUses = Uses{`SELECT varsheet_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
+FROM (` + lineItemPartners + `) AS li WHERE varsheet_id IS NOT NULL
+UNION ALL SELECT e.varsheet_id, li.partner_id, li.line_item, e.id, li.order_id, li.merchant_id
+FROM equipment e JOIN (` + lineItemPartners + `) AS li ON li.equipment_id = e.id WHERE e.varsheet_id IS NOT NULL`}
+)
+
+// PartnerUse is a use of a record by a line item, and what makes the line item its partner's.
+type PartnerUse struct {
+	Partner, LineItem domain.ID
+	// Via is the equipment through which the line item uses the record ("" when directly).
+	Via             domain.ID
+	Order, Merchant domain.ID
+}
+
+// SharedAcrossPartners finds the first record (by id) that line items of two partners use, and
+// a use of it by each partner, the lower partner id's first: found false when none is. It reads
+// every line item.
+func (b *Bulk) SharedAcrossPartners(uses Uses) (ref domain.ID, by [2]PartnerUse, found bool, err error) {
+	q := `WITH uses AS (` + uses.query + `),
+shared AS (SELECT ref, min(partner_id) AS a, max(partner_id) AS b FROM uses GROUP BY ref
+  HAVING min(partner_id) <> max(partner_id) ORDER BY ref LIMIT 1)
+SELECT u.ref, u.partner_id, u.line_item, u.via, u.order_id, u.merchant_id FROM shared s JOIN uses u ON u.ref = s.ref
+WHERE u.partner_id = s.a OR u.partner_id = s.b ORDER BY u.partner_id, u.line_item, u.via`
+	rows, err := b.q.Query(b.ctx, q)
+	if err != nil {
+		return "", by, false, fmt.Errorf("store: import: records shared by two partners: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for n < 2 && rows.Next() {
+		var u PartnerUse
+		if err := rows.Scan(&ref, &u.Partner, &u.LineItem, &u.Via, &u.Order, &u.Merchant); err != nil {
+			return "", by, false, fmt.Errorf("store: import: records shared by two partners: %w", err)
+		}
+		if n == 0 || u.Partner != by[0].Partner {
+			by[n] = u
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", by, false, fmt.Errorf("store: import: records shared by two partners: %w", err)
+	}
+	return ref, by, n == 2, nil
+}
+
 // Inserter inserts rows into one table, skipping a row that a unique constraint refuses rather
 // than failing on it: a failed statement aborts a PostgreSQL transaction, and the query that tells
 // a duplicate id from another conflict could not run after it.
