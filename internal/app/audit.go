@@ -429,18 +429,17 @@ func checkpointExpects(files []string, keys map[string]ed25519.PublicKey, limit 
 			notes = append(notes, file+" holds no checkpoint yet")
 		}
 		notes = append(notes, tornNotes(read)...)
+		if n := checkpoint.StartsMidway(read.Entries); n != "" {
+			notes = append(notes, n)
+		}
 		unvouched = append(unvouched, left...)
 		expects = append(expects, more...)
 	}
 	return expects, notes, unvouched, vouched, nil
 }
 
-// chained tells whether each of entries names the one before it, and the first none (a file
-// from its start).
+// chained tells whether each of entries names the one before it.
 func chained(entries []checkpoint.Entry) bool {
-	if len(entries) > 0 && entries[0].Prev != "" {
-		return false
-	}
 	for i := 1; i < len(entries); i++ {
 		if entries[i].Prev != entries[i-1].ID() {
 			return false

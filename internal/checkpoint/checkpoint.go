@@ -103,8 +103,7 @@ var ErrUnverifiable = errors.New("audit checkpoints cannot be checked")
 // checkpoint before it, whatever key signed those (a key since retired). A signature that does
 // not hold under the key it names, a broken Prev, or no checkpoint signed under a key given, is
 // ErrUnverifiable; checkpoints after the last one vouched for are returned apart (unvouched):
-// nothing vouches for them, and whoever reads them cannot check them. entries are a whole file's:
-// a first checkpoint that names one before it (a file cut at its start) is ErrUnverifiable.
+// nothing vouches for them, and whoever reads them cannot check them.
 func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvouched []Entry, err error) {
 	last := -1
 	for i, e := range entries {
@@ -123,22 +122,21 @@ func Vouched(entries []Entry, keys map[string]ed25519.PublicKey) (vouched, unvou
 	if len(entries) > 0 && last < 0 {
 		return nil, nil, fmt.Errorf("%w: none of the %d checkpoints in %s is signed under a key given (they name key %s)", ErrUnverifiable, len(entries), entries[0].File, entries[len(entries)-1].KeyID)
 	}
-	if err := cutAtStart(entries); err != nil {
-		return nil, nil, err
-	}
 	return entries[:last+1], entries[last+1:], nil
 }
 
-// cutAtStart says why entries, a whole file's checkpoints of which a key given vouches for the
-// first, are not the file from its start: the first names a checkpoint before it (Prev). A signer
-// names only the checkpoint last in the file it appends to, so the file held one there: the
-// checkpoints before it were removed, and what they fixed cannot be checked.
-func cutAtStart(entries []Entry) error {
+// StartsMidway is a note for entries, a whole file's checkpoints, whose first names a checkpoint
+// before it (Prev), "" for a file from its start: a signer names only the checkpoint then last in
+// its file, so the file lost its start (cut, or kept by a store that holds less history). Every
+// checkpoint given is still checked, and what those before fixed the later ones fix too (a
+// tree's root and the chain's digest cover every event before them); what is lost is the
+// evidence the earlier ones were, e.g. of a history signed and later rewritten.
+func StartsMidway(entries []Entry) string {
 	if len(entries) == 0 || entries[0].Prev == "" {
-		return nil
+		return ""
 	}
 	first := entries[0]
-	return fmt.Errorf("%w: %s names a checkpoint before it (prev %.16s) that the file does not hold: the file was cut at its start (a key given vouches for this checkpoint, and its signer named the checkpoint then last in the file); what the checkpoints cut off fixed cannot be checked: give the whole file (serve's log holds every checkpoint too)", ErrUnverifiable, first.What(), first.Prev)
+	return fmt.Sprintf("%s: its first checkpoint (%s) names one before it (prev %.16s) that the file does not hold: the file starts mid-way (cut at its start, or kept by a store that holds less history); the checkpoints given were checked, those before them were not given", first.File, first.What(), first.Prev)
 }
 
 // ParsePublicKey reads a public key as `audit public-key` prints it: "KEYID:BASE64".

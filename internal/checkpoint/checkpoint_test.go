@@ -351,20 +351,21 @@ func TestAppendAfterOtherProcessesAppended(t *testing.T) {
 }
 
 // A file's first checkpoint names none before it: one that does (the file cut at its start, or
-// only its end given) is a file that does not hold together, as a checkpoint removed from its
-// middle is, and the error says it was cut.
-func TestVouchedRefusesAFileCutAtItsStart(t *testing.T) {
+// only its end kept) still holds together, and StartsMidway says where it starts.
+func TestStartsMidway(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.jsonl")
 	chain(t, path, "k1", "k1", "k1")
 	file, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Vouched(file.Entries, allKeys()); err != nil {
-		t.Fatalf("the whole file: %v", err)
+	if n := StartsMidway(file.Entries); n != "" {
+		t.Fatalf("the whole file: %q", n)
 	}
-	_, _, err = Vouched(file.Entries[1:], allKeys())
-	if !errors.Is(err, ErrUnverifiable) || !strings.Contains(err.Error(), "the file was cut at its start") {
-		t.Fatalf("the file without its first checkpoint: %v; want it unverifiable, cut at its start", err)
+	if _, _, err := Vouched(file.Entries[1:], allKeys()); err != nil {
+		t.Fatalf("the file without its first checkpoint: %v", err)
+	}
+	if n := StartsMidway(file.Entries[1:]); !strings.Contains(n, "the file starts mid-way") {
+		t.Fatalf("the file without its first checkpoint: %q; want it said to start mid-way", n)
 	}
 }
