@@ -668,3 +668,116 @@ func wantNewestNoteUnder(t *testing.T, path, id string, below int64) {
 		t.Fatalf("the newest note of %s: below %d under %s (signed under %s: %v), want below %d under %s", path, p.Below, p.KeyID, id, p.SignedBy(pub), below, id)
 	}
 }
+
+// A prune note the notes file does not hold is never signed anew: one written into the database
+// before the rotation by whoever held the old key (a suspected compromise is why keys rotate)
+// stays under that key. keys rewrap moves the SSNs and then says so (exit 3); keys status keeps
+// the old key needed; without it, the forged prune is a break.
+func TestRewrapSignsNoPruneTheNotesFileLacks(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			forgePruneUnder(t, p.url, "k1", p.head)
+			before := readFile(t, p.file+prunedNotesSuffix)
+			out, errOut, err := p.c.run("keys", "rewrap")
+			if !errors.Is(err, ErrCannotCheck) || !strings.Contains(errOut+err.Error(), "does not hold it") {
+				t.Fatalf("keys rewrap over a prune note the notes file lacks: %v, want CANNOT CHECK\n%s%s", err, out, errOut)
+			}
+			if after := readFile(t, p.file+prunedNotesSuffix); after != before {
+				t.Errorf("the notes file changed:\n%s", after)
+			}
+			signCheckpoint(t, p.c, p.file)
+			if out := p.c.mustRun("keys", "status"); !strings.Contains(out, "newest prune note is signed under key k1") {
+				t.Errorf("keys status after the refused re-signing:\n%s", out)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2")
+			wantVerify(t, p.c, errAuditChainBroken, `is not signed under key "k1" or any key of the ring`, "--checkpoints", p.file)
+		})
+	}
+}
+
+// keys rewrap racing a prune: the walk checked the prune below N, another prune below M ran
+// since; nothing is signed anew, and the notes file's newest note stays M's, which the auditor's
+// program reads as the trail's newest prune. The next run signs M's note anew.
+func TestRewrapRacingAPruneLeavesItsNoteTheNewest(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			p := pruneTrail(t, engine)
+			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+			cfg, err := loadConfig(func(k string) string { return p.c.vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			ring, err := masterRing(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := testdb.OpenAsIs(t, p.url)
+			defer st.Close()
+			ctx := context.Background()
+			v, _, err := verifyBeforeAnchor(ctx, cfg, st, ring) // the rewrap's walk
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep2 := p.oldSeq(200) // a prune, meanwhile, under the new key
+			if out, errOut, err := p.prune("b.zip", "--before", fmt.Sprint(keep2)); err != nil {
+				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+			}
+			if err := resignPrune(ctx, cfg, st, ring, v, time.Now()); err == nil || !strings.Contains(err.Error(), "nothing was signed anew") {
+				t.Errorf("signing anew a prune since superseded: %v", err)
+			}
+			wantNewestNoteUnder(t, p.file+prunedNotesSuffix, "k2", keep2)
+		})
+	}
+}
+
+// After a rotation the auditor's program checks an archive under the key its checkpoint was
+// signed with and the newest prune note, signed anew, under the new key (-pruned-key).
+func TestAuditCheckAnArchiveAfterARotation(t *testing.T) {
+	bin := buildAuditCheck(t)
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	archive := filepath.Join(p.dir, "a.zip")
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	notes := p.file + prunedNotesSuffix
+	k1 := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note", "--key-id", "k1"))
+	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+	k2 := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note", "--key-id", "k2"))
+	p.c.mustRun("keys", "rewrap")
+	out, err := exec.Command(bin, "-key", k1, "-archive", archive, "-pruned", notes).CombinedOutput()
+	if err == nil {
+		t.Errorf("the newest prune note, signed anew under k2, checked under k1:\n%s", out)
+	}
+	out, err = exec.Command(bin, "-key", k1, "-archive", archive, "-pruned", notes, "-pruned-key", k2).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("pruned by policy below %d", keep)) || !strings.Contains(string(out), "ok: archive") {
+		t.Fatalf("the archive under k1, the prune note under k2: %v\n%s", err, out)
+	}
+}
+
+// A rewrap cut short after the database took the prune's note signed anew, before the notes file
+// did: the next run appends it there.
+func TestRewrapAgainAppendsTheNoteSignedAnew(t *testing.T) {
+	p := pruneTrail(t, "sqlite")
+	keep := p.oldSeq(100)
+	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	notes := p.file + prunedNotesSuffix
+	before := readFile(t, notes)
+	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
+	p.c.mustRun("keys", "rewrap")
+	if err := os.WriteFile(notes, []byte(before), 0o600); err != nil { // as if cut short
+		t.Fatal(err)
+	}
+	p.c.mustRun("keys", "rewrap")
+	wantNewestNoteUnder(t, notes, "k2", keep)
+}

@@ -127,7 +127,8 @@ var commandDocs = []commandDoc{
 	{name: "keys rewrap", synopsis: "[--batch N] [flags]", summary: "re-encrypt every SSN under the active master key",
 		details: "Safe while serving and resumable: each batch is one transaction. It first verifies the whole audit trail (as\n" +
 			"audit verify, with BACKOFFICE_AUDIT_CHECKPOINTS) and refuses, changing nothing, when it does not verify. Then it\n" +
-			"seals the trail's genesis, anchors the trail and signs its newest prune note anew under the active key.",
+			"seals the trail's genesis and anchors the trail under the active key; after the SSNs, it signs the newest\n" +
+			"prune note anew under it, if the prune notes file beside the checkpoints holds it (else exit 3).",
 		example: "backoffice keys rewrap --demo --batch 1000\nBACKOFFICE_MASTER_KEYS=new:…,old:… backoffice keys rewrap"},
 	{name: "audit", synopsis: "COMMAND [flags]", summary: "read and verify the audit trail",
 		example: "backoffice audit list --demo"},

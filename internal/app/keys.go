@@ -1,11 +1,14 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -400,14 +403,18 @@ func runKeysRewrap(ctx context.Context, env Env, cfg Config, args []string) erro
 	for _, n := range notes {
 		fmt.Fprintln(env.Stderr, "rewrap: checkpoints:", n)
 	}
-	if err := startRewrap(ctx, cfg, st, ring, actor, v); err != nil {
+	if err := startRewrap(ctx, st, ring, actor, v); err != nil {
 		return err
 	}
 	progress := func(b store.RewrapBatch, t rewrapTotals) {
 		fmt.Fprintf(env.Stderr, "rewrap: moved %d in this batch, %d in all\n", b.Moved, t.Moved)
 	}
 	totals, runErr := rewrapAll(ctx, st, ring, *batch, progress)
-	return finishRewrap(ctx, env, st, ring, actor, totals, runErr)
+	if err := finishRewrap(ctx, env, st, ring, actor, totals, runErr); err != nil {
+		return err
+	}
+	// After the SSNs: a prune note that cannot be signed anew must not hold up their move.
+	return resignPrune(ctx, cfg, st, ring, v, time.Now())
 }
 
 // verifyBeforeAnchor walks the whole audit chain, against the configured checkpoints, before
@@ -451,9 +458,9 @@ func (r rewrapRefused) Unwrap() []error { return []error{r.why, r.kind} }
 
 // startRewrap puts the run on record before it changes anything, so that a run killed outright
 // (kill -9, a crash) still leaves its event; then it seals the audit chain's genesis under the
-// active key, anchors the trail as v verified it there and signs the newest prune anew: the links
-// made under the key being retired, and the prune, stay proven once it leaves the ring.
-func startRewrap(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, actor domain.ID, v auditlog.Verified) error {
+// active key and anchors the trail as v verified it there: the links made under the key being
+// retired stay proven once it leaves the ring.
+func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor domain.ID, v auditlog.Verified) error {
 	now := time.Now().UTC()
 	started := domain.AuditEvent{At: now, ActorUserID: actor, Action: actionKeysRewrap, TargetID: ring.ActiveKeyID(),
 		Outcome: domain.OutcomeGranted, Detail: "started: moving SSNs to key " + ring.ActiveKeyID()}
@@ -463,21 +470,46 @@ func startRewrap(ctx context.Context, cfg Config, st *store.Store, ring *secrets
 	if _, err := st.SealAuditGenesis(ctx, v); err != nil {
 		return err
 	}
-	if err := st.AnchorAudit(ctx, v, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted}); err != nil {
-		return err
-	}
-	return resignPrune(ctx, cfg, st, ring, v, now)
+	return st.AnchorAudit(ctx, v, domain.AuditEvent{At: now, ActorUserID: actor, Outcome: domain.OutcomeGranted})
 }
 
 // resignPrune signs the newest prune's note, as v checked it, anew under the active key when
 // another key signed it: the old key can then leave the ring, after which a prune note under it
-// (one forged with the key leaked) is a break. The note goes to the prune notes file beside the
-// checkpoints, where the auditor's program reads the newest, before it replaces the stored one.
+// (one forged with the key leaked) is a break. It signs only a note the prune notes file beside
+// the checkpoints holds: every prune appends its note there before it removes anything, out of a
+// database attacker's reach, so a note found only in the database (written with the old key
+// before the rotation) is not vouched for anew. The note signed anew goes to the notes file,
+// where the auditor's program reads the newest, once the database holds it.
 func resignPrune(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, v auditlog.Verified, at time.Time) error {
 	old, found := v.Prune()
 	active := ring.ActiveKeyID()
-	if !found || old.KeyID == active {
+	if !found {
 		return nil
+	}
+	notSigned := func(why string) error {
+		return fmt.Errorf("%w: keys rewrap: the newest prune's note (below seq %d, signed under key %s) was not signed anew: %s; until it is, keep key %s in the ring",
+			ErrCannotCheck, old.Below, old.KeyID, why, old.KeyID)
+	}
+	if cfg.AuditCheckpoints == "" {
+		if old.KeyID == active {
+			return nil
+		}
+		return notSigned("BACKOFFICE_AUDIT_CHECKPOINTS is not set, and the prune notes file beside it is where a prune's note is checked before it is signed anew (set it, then run keys rewrap again)")
+	}
+	path := cfg.AuditCheckpoints + prunedNotesSuffix
+	held, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("keys rewrap: the prune notes file: %w", err)
+	}
+	if old.KeyID == active {
+		// Signed anew by a run cut short before the notes file took it.
+		if bytes.Contains(held, old.Note) {
+			return nil
+		}
+		return appendNewestPrune(ctx, st, path, old.Note)
+	}
+	if !bytes.Contains(held, old.Note) {
+		return notSigned(path + " does not hold it, and every prune appends its note there before it removes anything: a note found only in the database may have been written there by someone holding that key and the database (run `backoffice audit verify`, compare the note with the notes file and its backups, and find out where it came from)")
 	}
 	key, err := ring.CheckpointKey(active)
 	if err != nil {
@@ -488,13 +520,26 @@ func resignPrune(ctx context.Context, cfg Config, st *store.Store, ring *secrets
 	if err != nil {
 		return err
 	}
-	if cfg.AuditCheckpoints != "" {
-		notes := cfg.AuditCheckpoints + prunedNotesSuffix
-		if err := appendSynced(notes, p.Note); err != nil {
-			return fmt.Errorf("keys rewrap: the prune note signed anew: %s: %w", notes, err)
-		}
+	if err := st.ResignAuditPrune(ctx, v, p); err != nil {
+		return err
 	}
-	return st.ResignAuditPrune(ctx, v, p)
+	return appendNewestPrune(ctx, st, path, p.Note)
+}
+
+// appendNewestPrune appends note to the prune notes file at path while it is still the trail's
+// newest prune's: a prune made meanwhile appended its own, which must stay the file's newest.
+func appendNewestPrune(ctx context.Context, st *store.Store, path string, note []byte) error {
+	newest, _, err := st.AuditPruneNote(ctx)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(newest, note) {
+		return fmt.Errorf("keys rewrap: the trail was pruned again meanwhile; %s keeps that prune's note as its newest (run keys rewrap again)", path)
+	}
+	if err := appendSynced(path, note); err != nil {
+		return fmt.Errorf("keys rewrap: the prune note signed anew: %s: %w", path, err)
+	}
+	return nil
 }
 
 // rewrapTotals adds up the batches of one run.

@@ -27,8 +27,10 @@
 // checkpoints (`FILE.pruned`): the newest note's signature, and it says "pruned by policy below N";
 // given with -archive, the archive must be the one that note names (its SHA-256) and end at N-1;
 // given with -complete, the history is checked from the first entry bundle with no pruned leaf.
+// After a key rotation the newest note is signed anew under the new key while an archive's
+// checkpoint stays under the old: give the new one as -pruned-key.
 //
-//	go run ./docs/examples/auditcheck -key KEY -archive audit-2025.zip [-pruned checkpoints.pruned]
+//	go run ./docs/examples/auditcheck -key KEY -archive audit-2025.zip [-pruned checkpoints.pruned [-pruned-key NEWKEY]]
 //	go run ./docs/examples/auditcheck -key KEY -proof event.json -pruned checkpoints.pruned
 //
 // It exits 0 when every check passed, 1 when one failed or could not decide, 2 on bad usage.
@@ -97,7 +99,7 @@ type subjectTag struct {
 // options are the command line's.
 type options struct {
 	key, file, url, credential, tiles, save, policy string
-	archive, pruned                                 string
+	archive, pruned, prunedKey                      string
 	complete                                        bool
 }
 
@@ -166,6 +168,7 @@ func main() {
 	flag.StringVar(&o.policy, "policy", "", "a witness policy file (c2sp.org/tlog-policy): every checkpoint must carry its quorum of cosignatures")
 	flag.StringVar(&o.archive, "archive", "", "check the archive `audit prune` wrote (a zip) instead of a proof")
 	flag.StringVar(&o.pruned, "pruned", "", "the prune notes file (the checkpoints file's name and .pruned): report where the trail was pruned, and check -archive is the one named")
+	flag.StringVar(&o.prunedKey, "pruned-key", "", "the verifier key the newest prune note is signed under, when not -key's (after a key rotation, the new key)")
 	flag.Parse()
 	o.url = strings.TrimSuffix(o.url, "/")
 	if o.archive != "" && o.key != "" && o.file == "" && o.url == "" && o.tiles == "" && !o.complete {
@@ -209,7 +212,11 @@ func run(o options) error {
 	}
 	var p prune
 	if o.pruned != "" {
-		if p, err = checkPruned(verifier, o.pruned); err != nil {
+		pv, err := prunedVerifier(o, verifier)
+		if err != nil {
+			return err
+		}
+		if p, err = checkPruned(pv, o.pruned); err != nil {
 			return err
 		}
 	}
@@ -743,6 +750,20 @@ type archived struct {
 	Tag   []byte `json:"tag"`
 }
 
+// prunedVerifier is the verifier of the prune notes: -pruned-key's, else -key's (v). A rotation
+// signs the newest prune's note anew under the new key, while the archive's checkpoint stays
+// under the key that signed it when the prune ran.
+func prunedVerifier(o options, v note.Verifier) (note.Verifier, error) {
+	if o.prunedKey == "" {
+		return v, nil
+	}
+	pv, err := note.NewVerifier(o.prunedKey)
+	if err != nil {
+		return nil, fmt.Errorf("-pruned-key: %w", err)
+	}
+	return pv, nil
+}
+
 // runArchive checks the archive at o.archive (-archive), and with -pruned that it is the one the
 // newest prune note names.
 func runArchive(o options) error {
@@ -758,7 +779,11 @@ func runArchive(o options) error {
 	defer f.Close()
 	var p prune
 	if o.pruned != "" {
-		if p, err = checkPruned(verifier, o.pruned); err != nil {
+		pv, err := prunedVerifier(o, verifier)
+		if err != nil {
+			return err
+		}
+		if p, err = checkPruned(pv, o.pruned); err != nil {
 			return err
 		}
 		sum, err := fileSHA256(f)
