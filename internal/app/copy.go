@@ -76,16 +76,28 @@ func redactedURL(s string) string {
 }
 
 // redactedURLOr is s with its password, in the user part or as a password query parameter (which
-// PostgreSQL's URLs take), as xxxxx; unparsed in place of a URL that does not parse, which cannot
-// be redacted and may hold a password where none is looked for.
+// PostgreSQL's URLs take), as xxxxx; unparsed in place of what cannot be redacted and may hold a
+// password where none is looked for: a URL that does not parse, or one with no scheme (a
+// connection string of key=value words parses as a path). A query that does not parse is left
+// out whole, and so is a fragment.
 func redactedURLOr(s, unparsed string) string {
+	if s == "" {
+		return ""
+	}
 	u, err := url.Parse(s)
-	if err != nil {
+	if err != nil || u.Scheme == "" || (u.Opaque != "" && u.Scheme != "sqlite") {
 		return unparsed
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	u.Fragment, u.RawFragment = "", ""
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		switch {
+		case err != nil:
+			u.RawQuery = "(a query that does not parse)"
+		case q.Has("password"):
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

@@ -155,6 +155,9 @@ func TestRedactedURLHidesPasswords(t *testing.T) {
 		"postgres://app:s3cretPW@db.example:5432/backoffice?sslmode=disable",
 		"postgres://app@db.example/backoffice?sslmode=disable&password=s3cretPW",
 		"http://user:s3cretPW@gateway.example/",
+		"postgres://app@db.example/backoffice?sslmode=disable&password=s3cretPW;x=1",
+		"postgres://app@db.example/backoffice?password=s3cretPW%zz",
+		"postgres://app@db.example/backoffice#password=s3cretPW",
 	} {
 		if got := redactedURL(s); strings.Contains(got, "s3cretPW") || !strings.Contains(got, "db.example") && !strings.Contains(got, "gateway.example") {
 			t.Errorf("redactedURL(%q) = %q", s, got)
@@ -174,5 +177,13 @@ func TestAURLThatDoesNotParseIsNotShown(t *testing.T) {
 	}
 	if got := shownURL(s); got != "the --to URL" {
 		t.Errorf("shownURL(%q) = %q", s, got)
+	}
+	if got := redactedURL(""); got != "" {
+		t.Errorf("no URL shown as %q", got)
+	}
+	// A connection string of key=value words parses, as a path: not shown either.
+	s = "host=db.example password=s3cretPW dbname=backoffice"
+	if got := redactedURL(s); got != "(a URL that does not parse)" {
+		t.Errorf("redactedURL(%q) = %q", s, got)
 	}
 }
