@@ -77,6 +77,14 @@ func pruneTrail(t *testing.T, engine string) *prunable {
 // oldSeq is the seq of old event i.
 func (p *prunable) oldSeq(i int) int64 { return p.first + int64(i) }
 
+// mustPrune prunes below seq below into the archive name, failing the test on an error.
+func (p *prunable) mustPrune(t *testing.T, name string, below int64) {
+	t.Helper()
+	if out, errOut, err := p.prune(name, "--before", fmt.Sprint(below)); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+}
+
 // prune runs audit prune with args, an archive in the test's folder named name.
 func (p *prunable) prune(name string, args ...string) (string, string, error) {
 	return p.c.run(append([]string{"audit", "prune", "--archive", filepath.Join(p.dir, name)}, args...)...)
@@ -569,9 +577,7 @@ func TestAuditPruneCompleteHistory(t *testing.T) {
 // audit verify then calls broken.
 func TestThePruneKeyIsNeeded(t *testing.T) {
 	p := pruneTrail(t, "sqlite")
-	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	p.mustPrune(t, "a.zip", p.oldSeq(100))
 	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
 	out, _, _ := p.c.run("keys", "status")
 	if !strings.Contains(out, "newest prune note is signed under key k1") || strings.Contains(out, "Nothing needs key k1") {
@@ -596,9 +602,7 @@ func TestRewrapSignsTheNewestPruneAnew(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			p := pruneTrail(t, engine)
 			keep := p.oldSeq(100)
-			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
-				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-			}
+			p.mustPrune(t, "a.zip", keep)
 			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
 			p.c.mustRun("keys", "rewrap")
 			signCheckpoint(t, p.c, p.file) // the newest checkpoint under k2, as serve signs it
@@ -677,9 +681,7 @@ func TestRewrapSignsNoPruneTheNotesFileLacks(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			p := pruneTrail(t, engine)
-			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
-				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-			}
+			p.mustPrune(t, "a.zip", p.oldSeq(100))
 			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
 			forgePruneUnder(t, p.url, "k1", p.head)
 			before := readFile(t, p.file+prunedNotesSuffix)
@@ -702,14 +704,12 @@ func TestRewrapSignsNoPruneTheNotesFileLacks(t *testing.T) {
 
 // keys rewrap racing a prune: the walk checked the prune below N, another prune below M ran
 // since; nothing is signed anew, and the notes file's newest note stays M's, which the auditor's
-// program reads as the trail's newest prune. The next run signs M's note anew.
+// program reads as the trail's newest prune.
 func TestRewrapRacingAPruneLeavesItsNoteTheNewest(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			p := pruneTrail(t, engine)
-			if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(p.oldSeq(100))); err != nil {
-				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-			}
+			p.mustPrune(t, "a.zip", p.oldSeq(100))
 			p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
 			cfg, err := loadConfig(func(k string) string { return p.c.vars[k] })
 			if err != nil {
@@ -727,9 +727,7 @@ func TestRewrapRacingAPruneLeavesItsNoteTheNewest(t *testing.T) {
 				t.Fatal(err)
 			}
 			keep2 := p.oldSeq(200) // a prune, meanwhile, under the new key
-			if out, errOut, err := p.prune("b.zip", "--before", fmt.Sprint(keep2)); err != nil {
-				t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-			}
+			p.mustPrune(t, "b.zip", keep2)
 			if err := resignPrune(ctx, cfg, st, ring, v, time.Now()); err == nil || !strings.Contains(err.Error(), "nothing was signed anew") {
 				t.Errorf("signing anew a prune since superseded: %v", err)
 			}
@@ -745,9 +743,7 @@ func TestAuditCheckAnArchiveAfterARotation(t *testing.T) {
 	p := pruneTrail(t, "sqlite")
 	keep := p.oldSeq(100)
 	archive := filepath.Join(p.dir, "a.zip")
-	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	p.mustPrune(t, "a.zip", keep)
 	notes := p.file + prunedNotesSuffix
 	k1 := strings.TrimSpace(p.c.mustRun("audit", "public-key", "--note", "--key-id", "k1"))
 	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
@@ -768,9 +764,7 @@ func TestAuditCheckAnArchiveAfterARotation(t *testing.T) {
 func TestRewrapAgainAppendsTheNoteSignedAnew(t *testing.T) {
 	p := pruneTrail(t, "sqlite")
 	keep := p.oldSeq(100)
-	if out, errOut, err := p.prune("a.zip", "--before", fmt.Sprint(keep)); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	p.mustPrune(t, "a.zip", keep)
 	notes := p.file + prunedNotesSuffix
 	before := readFile(t, notes)
 	p.c.vars["BACKOFFICE_MASTER_KEYS"] = ringSpec("k2", "k1")
