@@ -101,22 +101,22 @@ func (b *Bulk) SharedID(tables []string) (id domain.ID, in [2]string, found bool
 // partner of the line items that use them, a row a use: ref (the record's id), partner_id (its
 // order's merchant's partner), line_item, via (the equipment through which the line item uses
 // it, empty when directly), order_id, merchant_id.
-type Uses struct{ query string }
+type Uses string
 
 // lineItemPartners is each line item with the order, merchant and partner it belongs to.
 const lineItemPartners = `SELECT li.id AS line_item, li.equipment_id, li.varsheet_id, o.id AS order_id, m.id AS merchant_id, m.partner_id
 FROM line_items li JOIN deployment_orders o ON o.id = li.order_id JOIN merchants m ON m.id = o.merchant_id`
 
-var (
+const (
 	// EquipmentUses: equipment is used by the line items it is on.
-	EquipmentUses = Uses{`SELECT equipment_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
-FROM (` + lineItemPartners + `) AS li WHERE equipment_id IS NOT NULL`}
+	EquipmentUses Uses = `SELECT equipment_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
+FROM (` + lineItemPartners + `) AS li WHERE equipment_id IS NOT NULL`
 	// VarsheetUses: a VAR sheet is used by the line items that name it, and by those whose
 	// equipment names it.
-	VarsheetUses = Uses{`SELECT varsheet_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
+	VarsheetUses Uses = `SELECT varsheet_id AS ref, partner_id, line_item, '' AS via, order_id, merchant_id
 FROM (` + lineItemPartners + `) AS li WHERE varsheet_id IS NOT NULL
 UNION ALL SELECT e.varsheet_id, li.partner_id, li.line_item, e.id, li.order_id, li.merchant_id
-FROM equipment e JOIN (` + lineItemPartners + `) AS li ON li.equipment_id = e.id WHERE e.varsheet_id IS NOT NULL`}
+FROM equipment e JOIN (` + lineItemPartners + `) AS li ON li.equipment_id = e.id WHERE e.varsheet_id IS NOT NULL`
 )
 
 // PartnerUse is a use of a record by a line item, and what makes the line item its partner's.
@@ -131,7 +131,7 @@ type PartnerUse struct {
 // a use of it by each partner, the lower partner id's first: found false when none is. It reads
 // every line item.
 func (b *Bulk) SharedAcrossPartners(uses Uses) (ref domain.ID, by [2]PartnerUse, found bool, err error) {
-	q := `WITH uses AS (` + uses.query + `),
+	q := `WITH uses AS (` + string(uses) + `),
 shared AS (SELECT ref, min(partner_id) AS a, max(partner_id) AS b FROM uses GROUP BY ref
   HAVING min(partner_id) <> max(partner_id) ORDER BY ref LIMIT 1)
 SELECT u.ref, u.partner_id, u.line_item, u.via, u.order_id, u.merchant_id FROM shared s JOIN uses u ON u.ref = s.ref
