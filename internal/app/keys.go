@@ -482,10 +482,10 @@ func startRewrap(ctx context.Context, st *store.Store, ring *secrets.Ring, actor
 // where the auditor's program reads the newest, once the database holds it.
 func resignPrune(ctx context.Context, cfg Config, st *store.Store, ring *secrets.Ring, v auditlog.Verified, at time.Time) error {
 	old, found := v.Prune()
-	active := ring.ActiveKeyID()
 	if !found {
 		return nil
 	}
+	active := ring.ActiveKeyID()
 	notSigned := func(why string) error {
 		return fmt.Errorf("%w: keys rewrap: the newest prune's note (below seq %d, signed under key %s) was not signed anew: %s; until it is, keep key %s in the ring",
 			ErrCannotCheck, old.Below, old.KeyID, why, old.KeyID)
